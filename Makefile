@@ -1,0 +1,52 @@
+# rekey: build, test, demo and bench. `make help` lists the targets.
+GO      ?= go
+BIN     := bin/rekey
+PKGS    := ./...
+
+.PHONY: help build test unit demo bench lint fuzz testenv-up testenv-down oracle clean
+
+help:
+	@echo "build         build bin/rekey"
+	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
+	@echo "unit          unit tests only (go test, no cluster)"
+	@echo "demo          run the demo job on the bundled snapshot"
+	@echo "bench         rekey vs the Java baseline, as ratios"
+	@echo "lint          gofmt check and go vet"
+	@echo "fuzz          run every fuzz target briefly (FUZZTIME, default 10s each)"
+	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
+	@echo "testenv-down  stop it"
+
+build:
+	$(GO) build -o $(BIN) ./cmd/rekey
+
+unit:
+	$(GO) test $(PKGS)
+
+test: lint
+	scripts/test.sh
+
+demo: build
+	scripts/demo.sh
+
+bench: build
+	scripts/bench.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fuzz:
+	scripts/fuzz.sh
+
+oracle:
+	testenv/bin/build
+
+testenv-up:
+	testenv/bin/up
+
+testenv-down:
+	testenv/bin/down
+
+clean:
+	rm -rf bin

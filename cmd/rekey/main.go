@@ -1,0 +1,72 @@
+// Command rekey re-keys HBase tables from snapshots: plan, run, verify and
+// inspect. See the README for the whole CLI.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitOK       = 0 // done
+	exitProblems = 1 // done, with problems reported (failed verification, rejected keys)
+	exitUsage    = 2 // usage or configuration error
+)
+
+// usageError marks an error as the caller's fault (bad flag, bad job file),
+// which maps to exit code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// errProblems is returned by a subcommand that finished but found problems;
+// it has already reported them.
+var errProblems = errors.New("finished with problems")
+
+// rootCmd is the top of the command tree; each subcommand file adds itself
+// in an init function, so subcommands live in separate files.
+var rootCmd = &cobra.Command{
+	Use:           "rekey",
+	Short:         "Re-key HBase tables from snapshots, without Spark",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	rootCmd.SetArgs(args)
+	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	err := rootCmd.Execute()
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errProblems):
+		return exitProblems
+	}
+	fmt.Fprintln(os.Stderr, "rekey:", err)
+	var ue usageError
+	if errors.As(err, &ue) || isCobraUsage(err) {
+		return exitUsage
+	}
+	return exitProblems
+}
+
+// isCobraUsage recognises cobra's own argument errors, which it does not type.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires exactly", "unknown flag", "unknown shorthand"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,86 @@
+// Package testenv connects Go integration tests to the HBase mini cluster
+// that testenv/ starts on loopback. It reads testenv/state.json, which
+// `make testenv-up` writes, and skips a test with a clear message when no
+// cluster is up, unless REKEY_REQUIRE_CLUSTER=1 (set by `make test`), in
+// which case a missing cluster fails the test instead.
+package testenv
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// State is the content of testenv/state.json.
+type State struct {
+	// ZKQuorum is host:port of the mini cluster's ZooKeeper.
+	ZKQuorum string `json:"zookeeper_quorum"`
+	// ZNodeParent is zookeeper.znode.parent, normally /hbase.
+	ZNodeParent string `json:"zookeeper_znode_parent"`
+	// NameNode is host:port of the HDFS NameNode RPC endpoint.
+	NameNode string `json:"hdfs_namenode"`
+	// RootDir is hbase.rootdir, an hdfs:// URL.
+	RootDir string `json:"hbase_rootdir"`
+	// Master is host:port of the active HMaster's RPC endpoint.
+	Master string `json:"master"`
+	// ControlPort is the loopback port of the cluster process's control
+	// channel (stop or start a region server, shut down).
+	ControlPort int `json:"control_port"`
+	// PID is the cluster JVM's process id.
+	PID int `json:"pid"`
+	// Log is the path of the cluster's log file.
+	Log string `json:"log"`
+}
+
+// RepoRoot returns the directory holding go.mod, found by walking up from
+// the working directory (go test runs each package in its own folder).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("testenv: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Load reads testenv/state.json.
+func Load() (*State, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, "testenv", "state.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: no running test cluster (%v); start one with `make testenv-up`", err)
+	}
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("testenv: %s: %w", path, err)
+	}
+	return &s, nil
+}
+
+// Require returns the running cluster's state, or skips the test (fails it
+// under REKEY_REQUIRE_CLUSTER=1) when there is none.
+func Require(t testing.TB) *State {
+	t.Helper()
+	s, err := Load()
+	if err != nil {
+		if os.Getenv("REKEY_REQUIRE_CLUSTER") == "1" {
+			t.Fatalf("integration test needs the mini cluster: %v", err)
+		}
+		t.Skipf("integration test skipped: %v (or run `make test`, which starts one)", err)
+	}
+	return s
+}
