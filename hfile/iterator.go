@@ -1,0 +1,188 @@
+package hfile
+
+import (
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// Iterator walks the cells of one HFile in order. It is a pull iterator:
+//
+//   - First, SeekGE and Next position it and report whether it now points
+//     at a cell; false means exhausted or failed, and Err tells which
+//     (nil at clean exhaustion).
+//   - Cell returns the current cell. Its slices point into the iterator's
+//     block buffers and stay valid only until the next positioning call;
+//     a caller that keeps a cell calls Clone.
+//   - Close releases the buffers; the iterator must not be used after.
+//
+// In steady state (blocks no larger than ones already seen) iteration
+// allocates nothing per cell or per block.
+type Iterator struct {
+	r     *Reader
+	bb    blockBuf
+	ib    blockBuf // index blocks, so seeks keep the data buffer's peek
+	dec   blockDecoder
+	cur   cell.Cell
+	err   error
+	valid bool
+	// blockOff and blockType locate the current data block for errors;
+	// nextOff is where the block after it starts.
+	blockOff  int64
+	blockType BlockType
+	nextOff   int64
+	// seekKey serializes SeekGE's target for index comparisons.
+	seekKey cell.Cell
+}
+
+// NewIterator returns an unpositioned iterator over the file's cells.
+func (rd *Reader) NewIterator() *Iterator {
+	it := &Iterator{r: rd}
+	it.bb.peekOff, it.ib.peekOff = -1, -1
+	it.dec.tags = rd.info.IncludesTags
+	it.dec.mvcc = rd.info.IncludesMVCC
+	it.dec.keepSeqID = rd.info.IncludesMVCC && rd.info.MaxMemstoreTS > 0
+	it.dec.tagsCompressed = rd.info.TagsCompressed
+	return it
+}
+
+// Cell returns the current cell; see the type's contract for its lifetime.
+func (it *Iterator) Cell() *cell.Cell {
+	if !it.valid {
+		return nil
+	}
+	return &it.cur
+}
+
+// Err returns the error that stopped the iterator, nil at clean exhaustion.
+func (it *Iterator) Err() error { return it.err }
+
+// Close releases the iterator's buffers.
+func (it *Iterator) Close() error {
+	it.valid = false
+	it.bb, it.ib = blockBuf{}, blockBuf{}
+	it.dec.key, it.dec.tagBuf, it.dec.data = nil, nil, nil
+	return nil
+}
+
+func (it *Iterator) fail(err error) bool {
+	it.err = err
+	it.valid = false
+	return false
+}
+
+// First positions the iterator at the file's first cell.
+func (it *Iterator) First() bool {
+	it.err, it.valid = nil, false
+	t := &it.r.trailer
+	if t.EntryCount == 0 && len(it.r.root) == 0 {
+		return false
+	}
+	it.nextOff = t.FirstDataBlockOffset
+	return it.nextBlock(0)
+}
+
+// Next advances to the next cell.
+func (it *Iterator) Next() bool {
+	if !it.valid {
+		return false
+	}
+	return it.step()
+}
+
+// step decodes the next cell of the current block, moving on to the next
+// data block (skipping inline index and bloom blocks) at a block's end.
+func (it *Iterator) step() bool {
+	ok, err := it.dec.next(&it.cur)
+	if err != nil {
+		return it.fail(corruptf(it.r.name, it.blockOff, it.blockType, "%v", err))
+	}
+	if ok {
+		it.valid = true
+		return true
+	}
+	return it.nextBlock(0)
+}
+
+// nextBlock loads data blocks from it.nextOff on until one yields a cell or
+// the data section ends. size is the first block's known on-disk size.
+func (it *Iterator) nextBlock(size int) bool {
+	it.valid = false
+	last := it.r.trailer.LastDataBlockOffset
+	for it.nextOff <= last {
+		off := it.nextOff
+		h, p, err := it.r.readBlock(&it.bb, off, size)
+		size = 0
+		if err != nil {
+			return it.fail(err)
+		}
+		it.nextOff = off + int64(h.onDiskSize())
+		if !h.typ.isData() {
+			switch h.typ {
+			case BlockLeafIndex, BlockBloomChunk, BlockMeta:
+				continue
+			}
+			return it.fail(corruptf(it.r.name, off, h.typ, "unexpected block type among data blocks"))
+		}
+		it.blockOff, it.blockType = off, h.typ
+		if err := it.dec.reset(p, h.typ == BlockEncodedData, it.r.info.Encoding); err != nil {
+			return it.fail(corruptf(it.r.name, off, h.typ, "%v", err))
+		}
+		ok, err := it.dec.next(&it.cur)
+		if err != nil {
+			return it.fail(corruptf(it.r.name, off, h.typ, "%v", err))
+		}
+		if ok {
+			it.valid = true
+			return true
+		}
+	}
+	return false
+}
+
+// SeekGE positions the iterator at the first cell >= key in cell.Compare
+// order. It walks the block index from the root down to the one data block
+// that can hold that cell, then scans forward inside it.
+func (it *Iterator) SeekGE(key *cell.Cell) bool {
+	it.err, it.valid = nil, false
+	rd := it.r
+	if len(rd.root) == 0 {
+		return false
+	}
+	levels := int(rd.trailer.NumDataIndexLevels)
+	i := searchEntries(len(rd.root), func(i int) []byte { return rd.root[i].Key }, key)
+	e := rd.root[i]
+	for level := 1; level < levels; level++ {
+		want := BlockIntermediateIndex
+		if level == levels-1 {
+			want = BlockLeafIndex
+		}
+		p, err := rd.readIndexBlock(&it.ib, e, want)
+		if err != nil {
+			return it.fail(err)
+		}
+		x, err := parseNonRootIndex(p)
+		if err != nil {
+			return it.fail(corruptf(rd.name, e.Offset, want, "%v", err))
+		}
+		if x.n == 0 {
+			return it.fail(corruptf(rd.name, e.Offset, want, "index block has no entries"))
+		}
+		e = x.entry(searchEntries(x.n, func(i int) []byte { return x.entry(i).Key }, key))
+		e.Key = nil
+	}
+	if e.Offset < rd.trailer.FirstDataBlockOffset || e.Offset > rd.trailer.LastDataBlockOffset {
+		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", rd.trailer.FirstDataBlockOffset, rd.trailer.LastDataBlockOffset))
+	}
+	it.nextOff = e.Offset
+	if !it.nextBlock(int(e.Size)) {
+		return false
+	}
+	if it.blockOff != e.Offset {
+		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points at a non-data block"))
+	}
+	for cell.Compare(&it.cur, key) < 0 {
+		if !it.step() {
+			return false
+		}
+	}
+	return true
+}

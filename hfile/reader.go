@@ -1,0 +1,418 @@
+package hfile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Reader reads one HFile. Open parses the trailer and the load-on-open
+// section once; iterators then read data blocks on demand. A Reader is safe
+// for concurrent use by several iterators (each owns its buffers), provided
+// the io.ReaderAt is, as io.ReaderAt implementations must be.
+type Reader struct {
+	r       io.ReaderAt
+	closer  io.Closer
+	size    int64
+	name    string
+	trailer Trailer
+	info    FileInfo
+	// root is the root data index; its keys alias loadOnOpen.
+	root       []IndexEntry
+	meta       []IndexEntry
+	loadOnOpen []byte
+	// midKey holds the 16-byte mid-key metadata of multi-level indexes.
+	midKey []byte
+	// blocks describes the load-on-open blocks, for inspect.
+	blocks []BlockInfo
+}
+
+// BlockInfo describes one block for inspection: where it is, its type and
+// sizes.
+type BlockInfo struct {
+	Offset           int64
+	Type             BlockType
+	OnDiskSize       int
+	UncompressedSize int
+}
+
+// Open reads the trailer and the load-on-open section (root data index,
+// meta index, file info; bloom metadata is skipped) and validates them.
+// name is used in error messages (a path or URL). Open itself must not run
+// concurrently with other users of r; the returned Reader's iterators may.
+// Closing the Reader does not close r.
+func Open(r io.ReaderAt, size int64, name string) (*Reader, error) {
+	rd := &Reader{r: r, size: size, name: name}
+	if err := rd.open(); err != nil {
+		return nil, err
+	}
+	return rd, nil
+}
+
+// OpenFile opens a local HFile; Close closes the file.
+func OpenFile(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("hfile: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("hfile: %w", err)
+	}
+	rd, err := Open(f, st.Size(), path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	rd.closer = f
+	return rd, nil
+}
+
+// readAt reads len(b) bytes at off, mapping a short file to ErrCorrupt.
+func (rd *Reader) readAt(b []byte, off int64, what string) error {
+	if off < 0 || off+int64(len(b)) > rd.size {
+		return corruptf(rd.name, -1, 0, "%s at offset %d (%d bytes) lies outside the %d-byte file", what, off, len(b), rd.size)
+	}
+	n, err := rd.r.ReadAt(b, off)
+	if n == len(b) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corruptf(rd.name, -1, 0, "file truncated: %s at offset %d: read %d of %d bytes", what, off, n, len(b))
+	}
+	return fmt.Errorf("hfile: %s: reading %s at offset %d: %w", rd.name, what, off, err)
+}
+
+func (rd *Reader) open() error {
+	if rd.size < 4 {
+		return corruptf(rd.name, -1, 0, "file is %d bytes, too short for an HFile", rd.size)
+	}
+	tail := make([]byte, min(rd.size, maxTrailerSize))
+	if err := rd.readAt(tail, rd.size-int64(len(tail)), "trailer"); err != nil {
+		return err
+	}
+	t, err := parseTrailer(tail, rd.size, rd.name)
+	if err != nil {
+		return err
+	}
+	rd.trailer = t
+	if t.Encrypted {
+		return unsupportedf(rd.name, "the file is encrypted (trailer carries a wrapped data key)")
+	}
+	if !t.Codec.supported() {
+		return unsupportedf(rd.name, "compression codec %s (trailer ordinal %d)", t.Codec, uint32(t.Codec))
+	}
+	if rawBytesComparator(t.ComparatorClassName) {
+		return unsupportedf(rd.name, "keys are raw bytes (comparator %s), not HBase cells", t.ComparatorClassName)
+	}
+	end := rd.size - int64(t.Size)
+	tOff := end
+	if t.LoadOnOpenOffset >= uint64(end) || t.FileInfoOffset < t.LoadOnOpenOffset || t.FileInfoOffset >= uint64(end) {
+		return corruptf(rd.name, tOff, BlockTrailer, "load-on-open offset %d / file info offset %d outside the file's %d bytes before the trailer", t.LoadOnOpenOffset, t.FileInfoOffset, end)
+	}
+	if t.EntryCount > 0 || t.DataIndexCount > 0 {
+		if t.FirstDataBlockOffset < 0 || t.LastDataBlockOffset < t.FirstDataBlockOffset || uint64(t.LastDataBlockOffset) >= t.LoadOnOpenOffset {
+			return corruptf(rd.name, tOff, BlockTrailer, "data block offsets first=%d last=%d do not lie before the load-on-open section at %d", t.FirstDataBlockOffset, t.LastDataBlockOffset, t.LoadOnOpenOffset)
+		}
+		if t.NumDataIndexLevels < 1 || t.NumDataIndexLevels > 16 {
+			return corruptf(rd.name, tOff, BlockTrailer, "%d data index levels", t.NumDataIndexLevels)
+		}
+	}
+	// One read for the whole load-on-open section.
+	start := int64(t.LoadOnOpenOffset)
+	rd.loadOnOpen = make([]byte, end-start)
+	if err := rd.readAt(rd.loadOnOpen, start, "load-on-open section"); err != nil {
+		return err
+	}
+	var dc decompressor
+	pos := 0
+	next := func(want BlockType) ([]byte, error) {
+		off := start + int64(pos)
+		h, err := parseHeader(rd.loadOnOpen[pos:], off, end)
+		if err != nil {
+			return nil, corruptf(rd.name, off, want, "%v", err)
+		}
+		if h.typ != want {
+			return nil, corruptf(rd.name, off, h.typ, "expected a %s block here", want)
+		}
+		raw := rd.loadOnOpen[pos : pos+h.onDiskSize()]
+		if err := verifyChecksums(&h, raw); err != nil {
+			return nil, corruptf(rd.name, off, h.typ, "%v", err)
+		}
+		p, err := dc.decompress(t.Codec, nil, raw[headerSize:h.onDiskDataSizeWithHeader], h.uncompressedSize)
+		if err != nil {
+			return nil, corruptf(rd.name, off, h.typ, "%v", err)
+		}
+		rd.blocks = append(rd.blocks, BlockInfo{Offset: off, Type: h.typ, OnDiskSize: h.onDiskSize(), UncompressedSize: h.uncompressedSize})
+		pos += h.onDiskSize()
+		return p, nil
+	}
+	rootOff := start
+	p, err := next(BlockRootIndex)
+	if err != nil {
+		return err
+	}
+	var rest []byte
+	if rd.root, rest, err = parseRootIndex(p, int(t.DataIndexCount)); err != nil {
+		return corruptf(rd.name, rootOff, BlockRootIndex, "data index: %v", err)
+	}
+	if t.NumDataIndexLevels >= 2 && len(rest) >= 16 {
+		rd.midKey = rest[:16]
+	}
+	for i, e := range rd.root {
+		if e.Offset < 0 || e.Offset >= int64(t.LoadOnOpenOffset) || e.Size < headerSize || e.Offset+int64(e.Size) > int64(t.LoadOnOpenOffset) {
+			return corruptf(rd.name, rootOff, BlockRootIndex, "entry %d points at offset %d size %d, outside the block section", i, e.Offset, e.Size)
+		}
+	}
+	metaOff := start + int64(pos)
+	if p, err = next(BlockRootIndex); err != nil {
+		return err
+	}
+	if rd.meta, _, err = parseRootIndex(p, int(t.MetaIndexCount)); err != nil {
+		return corruptf(rd.name, metaOff, BlockRootIndex, "meta index: %v", err)
+	}
+	fiOff := start + int64(pos)
+	if uint64(fiOff) != t.FileInfoOffset {
+		return corruptf(rd.name, fiOff, BlockFileInfo, "file info block found at %d but the trailer says %d", fiOff, t.FileInfoOffset)
+	}
+	if p, err = next(BlockFileInfo); err != nil {
+		return err
+	}
+	if rd.info, err = parseFileInfo(p); err != nil {
+		return corruptf(rd.name, fiOff, BlockFileInfo, "%v", err)
+	}
+	if rd.info.Encoding == EncodingPrefixTree {
+		return unsupportedf(rd.name, "data block encoding PREFIX_TREE (removed in HBase 2.0)")
+	}
+	// Bloom metadata blocks follow; record them for inspect, read nothing.
+	for pos < len(rd.loadOnOpen) {
+		off := start + int64(pos)
+		h, err := parseHeader(rd.loadOnOpen[pos:], off, end)
+		if err != nil {
+			return corruptf(rd.name, off, BlockUnknown, "%v", err)
+		}
+		rd.blocks = append(rd.blocks, BlockInfo{Offset: off, Type: h.typ, OnDiskSize: h.onDiskSize(), UncompressedSize: h.uncompressedSize})
+		pos += h.onDiskSize()
+	}
+	return nil
+}
+
+// Trailer returns the decoded fixed file trailer.
+func (rd *Reader) Trailer() Trailer { return rd.trailer }
+
+// Info returns the decoded file-info block.
+func (rd *Reader) Info() FileInfo { return rd.info }
+
+// Name returns the name given to Open.
+func (rd *Reader) Name() string { return rd.name }
+
+// Size returns the file size given to Open.
+func (rd *Reader) Size() int64 { return rd.size }
+
+// Entries returns the number of cells, from the trailer.
+func (rd *Reader) Entries() uint64 { return rd.trailer.EntryCount }
+
+// LoadOnOpenBlocks lists the blocks of the load-on-open section.
+func (rd *Reader) LoadOnOpenBlocks() []BlockInfo { return rd.blocks }
+
+// RootIndex returns the root data index entries (their keys alias the
+// reader's memory; do not modify them).
+func (rd *Reader) RootIndex() []IndexEntry { return rd.root }
+
+// MetaIndex returns the meta block index (keys are meta block names).
+func (rd *Reader) MetaIndex() []IndexEntry { return rd.meta }
+
+// FirstKey returns the serialized KeyValue key of the first cell. HBase
+// writers always index the first data block by its real first key, and
+// every upper index level starts with the first key below it, so the first
+// root entry is that key.
+func (rd *Reader) FirstKey() ([]byte, bool) {
+	if len(rd.root) == 0 || rd.trailer.EntryCount == 0 {
+		return nil, false
+	}
+	return rd.root[0].Key, true
+}
+
+// LastKey returns the serialized KeyValue key of the last cell, from the
+// file info (hfile.LASTKEY).
+func (rd *Reader) LastKey() ([]byte, bool) {
+	if rd.trailer.EntryCount == 0 || rd.info.LastKey == nil {
+		return nil, false
+	}
+	return rd.info.LastKey, true
+}
+
+// DataIndex returns the leaf-level data index: one entry per data block in
+// file order, with copied keys. For multi-level indexes it reads every
+// leaf (and intermediate) block, so callers that cut splits call it once.
+func (rd *Reader) DataIndex() ([]IndexEntry, error) {
+	levels := int(rd.trailer.NumDataIndexLevels)
+	var out []IndexEntry
+	if levels <= 1 {
+		out = make([]IndexEntry, len(rd.root))
+		for i, e := range rd.root {
+			e.Key = append([]byte(nil), e.Key...)
+			out[i] = e
+		}
+		return out, nil
+	}
+	var b blockBuf
+	var walk func(e IndexEntry, level int) error
+	walk = func(e IndexEntry, level int) error {
+		want := BlockIntermediateIndex
+		if level == levels-1 {
+			want = BlockLeafIndex
+		}
+		p, err := rd.readIndexBlock(&b, e, want)
+		if err != nil {
+			return err
+		}
+		x, err := parseNonRootIndex(p)
+		if err != nil {
+			return corruptf(rd.name, e.Offset, want, "%v", err)
+		}
+		children := make([]IndexEntry, x.n)
+		for i := range children {
+			c := x.entry(i)
+			c.Key = append([]byte(nil), c.Key...)
+			children[i] = c
+		}
+		for _, c := range children {
+			if level == levels-1 {
+				out = append(out, c)
+			} else if err := walk(c, level+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, e := range rd.root {
+		if err := walk(e, 1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Close releases the reader. It closes the file only when the reader came
+// from OpenFile.
+func (rd *Reader) Close() error {
+	if rd.closer != nil {
+		c := rd.closer
+		rd.closer = nil
+		return c.Close()
+	}
+	return nil
+}
+
+// blockBuf holds the reusable buffers of one block reader: the on-disk
+// bytes, the decompressed payload, codec state, and a peeked next header.
+type blockBuf struct {
+	raw     []byte
+	payload []byte
+	dc      decompressor
+	// peek is the header of the block right after the last one read, when
+	// the read that fetched that block also fetched it.
+	peek    [headerSize]byte
+	peekOff int64
+	hdr     blockHeader
+}
+
+// readBlock reads, verifies and decompresses the block at off. size is its
+// on-disk size with header when known (from an index), else 0. The payload
+// returned aliases b and is valid until the next read with b.
+func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []byte, error) {
+	limit := int64(rd.trailer.LoadOnOpenOffset)
+	if off < 0 || off+headerSize > limit {
+		return nil, nil, corruptf(rd.name, off, BlockUnknown, "block offset outside the block section (which ends at %d)", limit)
+	}
+	var h blockHeader
+	var err error
+	switch {
+	case b.peekOff == off && off > 0:
+		if h, err = parseHeader(b.peek[:], off, limit); err != nil {
+			return nil, nil, corruptf(rd.name, off, BlockUnknown, "%v", err)
+		}
+		n := h.onDiskSize()
+		want := int(min(int64(n+headerSize), limit-off))
+		if cap(b.raw) < want {
+			b.raw = make([]byte, want, want+want/4)
+		}
+		b.raw = b.raw[:want]
+		copy(b.raw, b.peek[:])
+		if err := rd.readAt(b.raw[headerSize:], off+headerSize, h.typ.String()+" block"); err != nil {
+			return nil, nil, err
+		}
+	default:
+		// Read header+payload (plus the next header) in one go when the
+		// size is known; otherwise the header first.
+		if size < headerSize {
+			var hb [headerSize]byte
+			if err := rd.readAt(hb[:], off, "block header"); err != nil {
+				return nil, nil, err
+			}
+			if h, err = parseHeader(hb[:], off, limit); err != nil {
+				return nil, nil, corruptf(rd.name, off, BlockUnknown, "%v", err)
+			}
+			size = h.onDiskSize()
+		}
+		want := int(min(int64(size+headerSize), limit-off))
+		if want < size || int64(size) > limit-off {
+			return nil, nil, corruptf(rd.name, off, BlockUnknown, "block of %d bytes runs past the block section end at %d", size, limit)
+		}
+		if cap(b.raw) < want {
+			b.raw = make([]byte, want, want+want/4)
+		}
+		b.raw = b.raw[:want]
+		if err := rd.readAt(b.raw, off, "block"); err != nil {
+			return nil, nil, err
+		}
+		if h, err = parseHeader(b.raw, off, limit); err != nil {
+			return nil, nil, corruptf(rd.name, off, BlockUnknown, "%v", err)
+		}
+		if h.onDiskSize() != size {
+			return nil, nil, corruptf(rd.name, off, h.typ, "on-disk size %d differs from the %d bytes the index records", h.onDiskSize(), size)
+		}
+	}
+	n := h.onDiskSize()
+	if len(b.raw) >= n+headerSize {
+		copy(b.peek[:], b.raw[n:n+headerSize])
+		b.peekOff = off + int64(n)
+	} else {
+		b.peekOff = -1
+	}
+	block := b.raw[:n]
+	if err := verifyChecksums(&h, block); err != nil {
+		return nil, nil, corruptf(rd.name, off, h.typ, "%v", err)
+	}
+	stored := block[headerSize:h.onDiskDataSizeWithHeader]
+	var payload []byte
+	if rd.trailer.Codec == CodecNone {
+		if len(stored) != h.uncompressedSize {
+			return nil, nil, corruptf(rd.name, off, h.typ, "uncompressed block stores %d payload bytes but its header says %d", len(stored), h.uncompressedSize)
+		}
+		payload = stored
+	} else {
+		b.payload, err = b.dc.decompress(rd.trailer.Codec, b.payload, stored, h.uncompressedSize)
+		if err != nil {
+			return nil, nil, corruptf(rd.name, off, h.typ, "%v", err)
+		}
+		payload = b.payload
+	}
+	b.hdr = h
+	return &b.hdr, payload, nil
+}
+
+// readIndexBlock reads the index block an index entry points at.
+func (rd *Reader) readIndexBlock(b *blockBuf, e IndexEntry, want BlockType) ([]byte, error) {
+	h, p, err := rd.readBlock(b, e.Offset, int(e.Size))
+	if err != nil {
+		return nil, err
+	}
+	if h.typ != want {
+		return nil, corruptf(rd.name, e.Offset, h.typ, "index points here expecting a %s block", want)
+	}
+	return p, nil
+}
