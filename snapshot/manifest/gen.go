@@ -1,0 +1,3 @@
+package manifest
+
+//go:generate protoc --go_out=. --go_opt=paths=source_relative snapshot.proto

@@ -1,0 +1,495 @@
+package snapshot
+
+import (
+	"bytes"
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// ScanOptions select and shape what a Scanner returns. The zero value is a
+// full read of the newest VERSIONS versions of every family, as of now.
+type ScanOptions struct {
+	// Raw returns every cell, delete markers included, with no delete
+	// masking and no family TTL (HBase's Scan.setRaw).
+	Raw bool
+	// MaxVersions caps the versions per column. 0 means the family's
+	// VERSIONS in normal mode and every version in raw mode. In normal mode
+	// the family's VERSIONS still caps it, as in HBase.
+	MaxVersions int
+	// TimeRange is [min, max) in ms; a zero Max means no upper bound.
+	TimeRange TimeRange
+	// Families restricts the scan to these families (nil = all).
+	Families [][]byte
+	// Columns restricts the scan to these family:qualifier columns; a
+	// family listed here and not in Families is added to them.
+	Columns []Column
+	// StartRow (inclusive) and StopRow (exclusive) bound the rows, within
+	// the split's own bounds. Empty = unbounded.
+	StartRow, StopRow []byte
+	// Now is the reference time for TTL expiry. Zero means the current
+	// time, which is what HBase's TableSnapshotScanner uses (its store
+	// scanners read the clock when they open); pass the snapshot's creation
+	// time to get results that do not change as time passes.
+	Now time.Time
+}
+
+// TimeRange is a [Min, Max) timestamp range in ms.
+type TimeRange struct{ Min, Max int64 }
+
+// Column names one column.
+type Column struct{ Family, Qualifier []byte }
+
+// Stats counts a scanner's work.
+type Stats struct {
+	// Cells is the number of cells returned.
+	Cells int64
+	// Examined is the number of cells read from store files.
+	Examined int64
+	// Files is the number of store files opened (after time-range and TTL
+	// pruning).
+	Files int
+	// FileBytes is the total size of those files.
+	FileBytes int64
+}
+
+// Scanner iterates over the cells of one split in HBase's cell order,
+// with HBase's read semantics. It is not safe for concurrent use.
+type Scanner struct {
+	ctx     context.Context
+	h       iterHeap
+	rules   map[string]*familyRules
+	m       matcher
+	curRow  []byte
+	curFam  []byte
+	haveRow bool
+	stopRow []byte
+	pending bool // the top iterator's cell was returned; advance it first
+	out     *cell.Cell
+	err     error
+	stats   Stats
+	closed  bool
+	iters   []*fileIter
+	qualBuf []byte
+	tick    int
+}
+
+// fileIter is one store file's cells, cut to its half (references) and the
+// scan's rows, with sequence ids assigned as HBase's StoreFileScanner does.
+type fileIter struct {
+	it    cellIter
+	f     *resolvedFile
+	order int // position in HBase's store file order: higher = newer
+	// stamp, when >= 0, replaces every cell's sequence id (bulk-loaded
+	// files).
+	stamp int64
+	// stopKey: cells >= it end the file (bottom half of a reference, or
+	// the stop row).
+	stopKey *cell.Cell
+	cur     *cell.Cell
+	stamped cell.Cell
+}
+
+func (fi *fileIter) load(ok bool) bool {
+	if !ok {
+		fi.cur = nil
+		return false
+	}
+	c := fi.it.Cell()
+	if fi.stopKey != nil && cell.Compare(c, fi.stopKey) >= 0 {
+		fi.cur = nil
+		return false
+	}
+	if fi.stamp >= 0 {
+		fi.stamped = *c
+		fi.stamped.SeqID = uint64(fi.stamp)
+		c = &fi.stamped
+	}
+	fi.cur = c
+	return true
+}
+
+type iterHeap []*fileIter
+
+func (h iterHeap) Len() int { return len(h) }
+func (h iterHeap) Less(i, j int) bool {
+	if c := cell.CompareWithSeqID(h[i].cur, h[j].cur); c != 0 {
+		return c < 0
+	}
+	return h[i].order > h[j].order
+}
+func (h iterHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *iterHeap) Push(x any)   { *h = append(*h, x.(*fileIter)) }
+func (h *iterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// storeFileInfo is a store file with what HBase sorts store files by.
+type storeFileInfo struct {
+	f        *resolvedFile
+	rd       storeReader
+	meta     fileMeta
+	seqID    int64
+	bulk     bool
+	resetSeq bool
+}
+
+// NewScanner opens the store files of sp's region and returns a scanner
+// over the split's rows.
+func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (*Scanner, error) {
+	if opts.MaxVersions < 0 {
+		return nil, fmt.Errorf("snapshot: MaxVersions %d < 0", opts.MaxVersions)
+	}
+	if opts.TimeRange.Max != 0 && opts.TimeRange.Max < opts.TimeRange.Min {
+		return nil, fmt.Errorf("snapshot: time range [%d, %d) is empty", opts.TimeRange.Min, opts.TimeRange.Max)
+	}
+	region := s.regionByName(sp.Region.EncodedName)
+	if region == nil {
+		return nil, fmt.Errorf("%w: split %s: region %s is not in snapshot %s", ErrNotFound, sp.ID, sp.Region.EncodedName, s.info.Name)
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	nowMs := now.UnixMilli()
+	tr := newTimeRange(opts.TimeRange.Min, opts.TimeRange.Max)
+
+	// Which families, and which columns in them.
+	wanted := map[string]map[string]struct{}{}
+	all := len(opts.Families) == 0 && len(opts.Columns) == 0
+	for _, f := range opts.Families {
+		wanted[string(f)] = nil
+	}
+	// As HBase's Scan.addColumn after addFamily: naming columns of a family
+	// restricts it to them.
+	for _, c := range opts.Columns {
+		cols := wanted[string(c.Family)]
+		if cols == nil {
+			cols = map[string]struct{}{}
+			wanted[string(c.Family)] = cols
+		}
+		cols[string(c.Qualifier)] = struct{}{}
+	}
+	for name := range wanted {
+		if s.table.Family([]byte(name)) == nil {
+			return nil, fmt.Errorf("%w: family %q is not in table %s", ErrNotFound, name, s.info.Table)
+		}
+	}
+
+	sc := &Scanner{ctx: ctx, rules: map[string]*familyRules{}}
+	for i := range s.table.Families {
+		f := &s.table.Families[i]
+		cols, ok := wanted[string(f.Name)]
+		if !all && !ok {
+			continue
+		}
+		r := &familyRules{raw: opts.Raw, minVersions: f.MinVersions, now: nowMs, tr: tr, columns: cols,
+			seePastDeletes: f.KeepDeletedCells != KeepDeletedFalse}
+		if opts.Raw {
+			r.maxVersions = opts.MaxVersions
+			if r.maxVersions == 0 {
+				r.maxVersions = math.MaxInt32
+			}
+			r.oldestUnexpired = 0
+		} else {
+			r.maxVersions = f.MaxVersions
+			if opts.MaxVersions > 0 && opts.MaxVersions < r.maxVersions {
+				r.maxVersions = opts.MaxVersions
+			}
+			r.oldestUnexpired = nowMs - f.TTLMillis()
+		}
+		sc.rules[string(f.Name)] = r
+	}
+
+	// Row bounds: the split's, narrowed by the options.
+	start, stop := sp.StartRow, sp.EndRow
+	if len(opts.StartRow) > 0 && bytes.Compare(opts.StartRow, start) > 0 {
+		start = opts.StartRow
+	}
+	if len(opts.StopRow) > 0 && (len(stop) == 0 || bytes.Compare(opts.StopRow, stop) < 0) {
+		stop = opts.StopRow
+	}
+	if len(stop) > 0 && bytes.Compare(start, stop) >= 0 {
+		return sc, nil // nothing to read
+	}
+	sc.stopRow = stop
+
+	for _, fam := range region.Families {
+		r, ok := sc.rules[string(fam.Family)]
+		if !ok {
+			continue
+		}
+		files := make([]storeFileInfo, 0, len(fam.Files))
+		for i := range fam.Files {
+			sf := &fam.Files[i]
+			rf, err := s.resolve(region, fam.Family, sf)
+			if err != nil {
+				sc.Close()
+				return nil, err
+			}
+			rd, err := s.reader(rf)
+			if err != nil {
+				sc.Close()
+				return nil, err
+			}
+			files = append(files, storeInfo(rf, rd))
+		}
+		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger
+		// file first, then bulk-load time, then path name. A scanner's
+		// order is its index here; on equal keys the higher one wins.
+		sort.SliceStable(files, func(i, j int) bool {
+			a, b := &files[i], &files[j]
+			if a.seqID != b.seqID {
+				return a.seqID < b.seqID
+			}
+			if a.f.size != b.f.size {
+				return a.f.size > b.f.size
+			}
+			at, bt := bulkTime(a.meta), bulkTime(b.meta)
+			if at != bt {
+				return at < bt
+			}
+			return a.f.sortName < b.f.sortName
+		})
+		// StoreScanner.selectScannersFrom: files wholly outside the time
+		// range, or wholly expired (when MIN_VERSIONS is 0), are not read.
+		cutoff := int64(math.MinInt64)
+		if r.minVersions == 0 {
+			cutoff = r.oldestUnexpired
+		}
+		for order, fi := range files {
+			m := fi.meta
+			if m.HasTimeRange {
+				fileAll := m.TimeRangeMin == 0 && m.TimeRangeMax == math.MaxInt64
+				if !fileAll && !(m.TimeRangeMin < tr.max && m.TimeRangeMax >= tr.min) {
+					continue
+				}
+				if m.TimeRangeMax < cutoff {
+					continue
+				}
+			}
+			if err := sc.addFile(fi, order, start, stop); err != nil {
+				sc.Close()
+				return nil, err
+			}
+		}
+	}
+	if sc.err != nil {
+		err := sc.err
+		sc.Close()
+		return nil, err
+	}
+	heap.Init(&sc.h)
+	return sc, nil
+}
+
+func bulkTime(m fileMeta) int64 {
+	if m.HasBulkLoadTS {
+		return m.BulkLoadTS
+	}
+	return math.MaxInt64
+}
+
+// storeInfo computes a store file's sequence id as HStoreFile.open does.
+func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
+	m := rd.meta()
+	si := storeFileInfo{f: f, rd: rd, meta: m, seqID: -1}
+	top := f.ref != nil && f.ref.Top
+	if m.HasMaxSeqID {
+		si.seqID = m.MaxSeqID
+		if top {
+			si.seqID++
+		}
+	}
+	bulkSeq, hasBulkSeq := bulkLoadSeqID(f.entry)
+	if hasBulkSeq || m.HasBulkLoadTS {
+		si.bulk = true
+		if hasBulkSeq {
+			si.seqID = bulkSeq
+			if top {
+				si.seqID++
+			}
+		}
+		if m.SkipResetSeqID {
+			si.seqID++
+		}
+		si.resetSeq = !m.SkipResetSeqID
+	}
+	return si
+}
+
+// addFile positions one store file at the first cell of the scan.
+func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) error {
+	it := si.rd.newIter()
+	fi := &fileIter{it: it, f: si.f, order: order, stamp: -1}
+	if si.resetSeq {
+		fi.stamp = si.seqID
+	}
+	// The lower bound: the scan's start row, or for the top half of a
+	// reference the split key, whichever is later.
+	var seek *cell.Cell
+	if len(start) > 0 {
+		c := cell.FirstOnRow(start)
+		seek = &c
+	}
+	if ref := si.f.ref; ref != nil {
+		var sk cell.Cell
+		if err := cell.ParseKey(ref.SplitKey, &sk); err != nil {
+			it.Close()
+			return fmt.Errorf("%w: %s: reference split key: %v", ErrCorrupt, si.f.where(), err)
+		}
+		if ref.Top {
+			if seek == nil || cell.Compare(&sk, seek) > 0 {
+				seek = &sk
+			}
+		} else {
+			fi.stopKey = &sk
+		}
+	}
+	if len(stop) > 0 {
+		c := cell.FirstOnRow(stop)
+		if fi.stopKey == nil || cell.Compare(&c, fi.stopKey) < 0 {
+			fi.stopKey = &c
+		}
+	}
+	var ok bool
+	if seek != nil {
+		ok = it.SeekGE(seek)
+	} else {
+		ok = it.First()
+	}
+	sc.iters = append(sc.iters, fi)
+	sc.stats.Files++
+	sc.stats.FileBytes += si.f.size
+	if !fi.load(ok) {
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("snapshot: %s: %w", si.f.where(), err)
+		}
+		return nil
+	}
+	sc.stats.Examined++
+	sc.h = append(sc.h, fi)
+	return nil
+}
+
+// advance moves the top iterator forward and restores the heap.
+func (sc *Scanner) advance() bool {
+	top := sc.h[0]
+	if top.load(top.it.Next()) {
+		sc.stats.Examined++
+		heap.Fix(&sc.h, 0)
+		return true
+	}
+	if err := top.it.Err(); err != nil {
+		sc.err = fmt.Errorf("snapshot: %s: %w", top.f.where(), err)
+		return false
+	}
+	heap.Pop(&sc.h)
+	return true
+}
+
+// Next moves to the next cell; false at the end or on error (see Err).
+func (sc *Scanner) Next() bool {
+	if sc.err != nil || sc.closed {
+		return false
+	}
+	if sc.pending {
+		sc.pending = false
+		if !sc.advance() {
+			return false
+		}
+	}
+	for len(sc.h) > 0 {
+		if sc.tick++; sc.tick&1023 == 0 && sc.ctx != nil {
+			if err := sc.ctx.Err(); err != nil {
+				sc.err = err
+				return false
+			}
+		}
+		c := sc.h[0].cur
+		if !sc.haveRow || !bytes.Equal(c.Row, sc.curRow) || !bytes.Equal(c.Family, sc.curFam) {
+			r := sc.rules[string(c.Family)]
+			if r == nil {
+				// A cell of a family the region's descriptor does not
+				// have, or one that is not selected: HBase opens no store
+				// for it, so it never shows.
+				if !sc.advance() {
+					return false
+				}
+				continue
+			}
+			sc.curRow = append(sc.curRow[:0], c.Row...)
+			sc.curFam = append(sc.curFam[:0], c.Family...)
+			sc.haveRow = true
+			sc.m.reset(r)
+		}
+		switch sc.m.match(c) {
+		case matchInclude:
+			sc.out = c
+			sc.pending = true
+			sc.stats.Cells++
+			return true
+		case matchSkip:
+			if !sc.advance() {
+				return false
+			}
+		case matchSeekNextCol:
+			sc.qualBuf = append(sc.qualBuf[:0], c.Qualifier...)
+			for {
+				if !sc.advance() {
+					return false
+				}
+				if len(sc.h) == 0 {
+					break
+				}
+				n := sc.h[0].cur
+				if !bytes.Equal(n.Qualifier, sc.qualBuf) || !bytes.Equal(n.Family, sc.curFam) || !bytes.Equal(n.Row, sc.curRow) {
+					break
+				}
+			}
+		}
+	}
+	return false
+}
+
+// Cell returns the current cell, valid until the next call to Next.
+func (sc *Scanner) Cell() *cell.Cell { return sc.out }
+
+// Err returns the error that ended the scan, if any. Reaching the end is
+// not an error.
+func (sc *Scanner) Err() error { return sc.err }
+
+// Stats returns the scanner's counters so far.
+func (sc *Scanner) Stats() Stats { return sc.stats }
+
+// Close releases the scanner's iterators; it returns the scan's error, if
+// any.
+func (sc *Scanner) Close() error {
+	if sc.closed {
+		return sc.err
+	}
+	sc.closed = true
+	for _, fi := range sc.iters {
+		fi.it.Close()
+	}
+	sc.iters = nil
+	sc.h = nil
+	return sc.err
+}
+
+func (s *Snapshot) regionByName(enc string) *Region {
+	for i := range s.regions {
+		if s.regions[i].EncodedName == enc {
+			return &s.regions[i]
+		}
+	}
+	return nil
+}

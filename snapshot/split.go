@@ -1,0 +1,151 @@
+package snapshot
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// SplitOptions control how a snapshot is cut into units of work.
+type SplitOptions struct {
+	// TargetBytes > 0 cuts regions larger than this into pieces of about
+	// this many bytes, at row boundaries taken from the data index of the
+	// region's largest store file. 0 = one split per region.
+	TargetBytes int64
+}
+
+// Split is a unit of work: a row range of one region.
+type Split struct {
+	// ID is stable for a given snapshot and options: the region's encoded
+	// name, and for a piece of a cut region "@" and the hex start row.
+	ID     string
+	Region Region
+	// StartRow (inclusive) and EndRow (exclusive; empty = to the end) are
+	// the region's bounds or the piece's.
+	StartRow, EndRow []byte
+	// Bytes estimates the store file bytes the split reads.
+	Bytes int64
+}
+
+// Splits cuts the snapshot into splits, in row order.
+func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
+	var out []Split
+	for i := range s.regions {
+		r := &s.regions[i]
+		whole := Split{ID: r.EncodedName, Region: *r, StartRow: r.StartKey, EndRow: r.EndKey, Bytes: r.Bytes()}
+		if opts.TargetBytes <= 0 || whole.Bytes <= opts.TargetBytes {
+			out = append(out, whole)
+			continue
+		}
+		rows, err := s.cutRows(r, opts.TargetBytes)
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			out = append(out, whole)
+			continue
+		}
+		bounds := append(append([][]byte{r.StartKey}, rows...), r.EndKey)
+		per := whole.Bytes / int64(len(bounds)-1)
+		for k := 0; k+1 < len(bounds); k++ {
+			out = append(out, Split{
+				ID:       r.EncodedName + "@" + hex.EncodeToString(bounds[k]),
+				Region:   *r,
+				StartRow: bounds[k],
+				EndRow:   bounds[k+1],
+				Bytes:    per,
+			})
+		}
+	}
+	return out, nil
+}
+
+// cutRows picks rows that cut region r into pieces of about target bytes,
+// from the data index of its largest store file (block first keys, whose
+// offsets say how far into the file each lies).
+func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
+	var best *StoreFile
+	var bestFam []byte
+	for _, ff := range r.Families {
+		for i := range ff.Files {
+			if best == nil || ff.Files[i].Size > best.Size {
+				best, bestFam = &ff.Files[i], ff.Family
+			}
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	rf, err := s.resolve(r, bestFam, best)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := s.reader(rf)
+	if err != nil {
+		return nil, err
+	}
+	idx := rd.dataIndex()
+	// Keep the entries inside the region (and inside the half, for a
+	// reference).
+	lo, hi := r.StartKey, r.EndKey
+	if rf.ref != nil {
+		var sk cell.Cell
+		if err := cell.ParseKey(rf.ref.SplitKey, &sk); err != nil {
+			return nil, fmt.Errorf("%w: %s: reference split key: %v", ErrCorrupt, rf.where(), err)
+		}
+		if rf.ref.Top {
+			if bytes.Compare(sk.Row, lo) > 0 {
+				lo = sk.Row
+			}
+		} else if len(hi) == 0 || bytes.Compare(sk.Row, hi) < 0 {
+			hi = sk.Row
+		}
+	}
+	type cand struct {
+		row []byte
+		off int64
+	}
+	var cands []cand
+	for _, e := range idx {
+		var c cell.Cell
+		if cell.ParseKey(e.Key, &c) != nil {
+			continue
+		}
+		if bytes.Compare(c.Row, lo) <= 0 || (len(hi) > 0 && bytes.Compare(c.Row, hi) >= 0) {
+			continue
+		}
+		cands = append(cands, cand{append([]byte(nil), c.Row...), e.Offset})
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].off < cands[j].off })
+	first, last := cands[0].off, cands[len(cands)-1].off
+	total := r.Bytes()
+	pieces := (total + target - 1) / target
+	if pieces < 2 {
+		return nil, nil
+	}
+	// Offsets in the chosen file scale to the region's bytes.
+	span := last - first
+	var rows [][]byte
+	j := 0
+	for k := int64(1); k < pieces; k++ {
+		want := first + span*k/pieces
+		for j < len(cands) && cands[j].off < want {
+			j++
+		}
+		if j >= len(cands) {
+			break
+		}
+		row := cands[j].row
+		if len(rows) > 0 && bytes.Compare(row, rows[len(rows)-1]) <= 0 {
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
