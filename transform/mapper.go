@@ -1,0 +1,128 @@
+package transform
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// Mapper maps one source cell to zero or more target cells. The source cell
+// and its slices are valid only during the call; so are the cells passed to
+// emit, which the caller copies if it keeps them. All presets are Mappers.
+type Mapper interface {
+	Map(src cell.Cell, emit func(cell.Cell))
+}
+
+// Checked is a Mapper that can refuse a cell with an error (a key that does
+// not parse). The pipeline prefers MapChecked when a Mapper has it, so the
+// job's reject-or-fail policy applies.
+type Checked interface {
+	Mapper
+	MapChecked(src cell.Cell, emit func(cell.Cell)) error
+}
+
+// Flusher is a Mapper that holds cells back (a row-level transform). The
+// pipeline calls Flush at the end of each split, and MaxRowBytes tells it how
+// much memory the Mapper may hold, so memory stays bounded by configuration.
+type Flusher interface {
+	Mapper
+	Flush(emit func(cell.Cell)) error
+	MaxRowBytes() int64
+}
+
+// MapFunc adapts a function to Mapper.
+type MapFunc func(src cell.Cell, emit func(cell.Cell))
+
+// Map calls f.
+func (f MapFunc) Map(src cell.Cell, emit func(cell.Cell)) { f(src, emit) }
+
+// Apply runs m on src, through MapChecked when m has it.
+func Apply(m Mapper, src cell.Cell, emit func(cell.Cell)) error {
+	if c, ok := m.(Checked); ok {
+		return c.MapChecked(src, emit)
+	}
+	m.Map(src, emit)
+	return nil
+}
+
+// ErrRowTooLarge is returned when a row-level transform meets a row bigger
+// than the limit it declared.
+var ErrRowTooLarge = errors.New("transform: row exceeds the declared maximum")
+
+// RowBuffer turns a function over whole rows into a Mapper. It gathers the
+// cells of one row (cells arrive in row order from a split) and calls Fn when
+// the row ends: when a cell of another row arrives, or on Flush. It refuses
+// rows above MaxBytes of keys and values instead of growing without bound.
+type RowBuffer struct {
+	// MaxBytes bounds the row it holds (keys, values and tags).
+	MaxBytes int64
+	// Fn receives one whole row; the cells are valid until Fn returns.
+	Fn func(row []cell.Cell, emit func(cell.Cell)) error
+
+	cells []cell.Cell
+	arena []byte
+	size  int64
+	err   error
+}
+
+// MaxRowBytes implements Flusher.
+func (b *RowBuffer) MaxRowBytes() int64 { return b.MaxBytes }
+
+// Map implements Mapper; errors are kept and returned by MapChecked or Flush.
+func (b *RowBuffer) Map(src cell.Cell, emit func(cell.Cell)) {
+	if err := b.MapChecked(src, emit); err != nil && b.err == nil {
+		b.err = err
+	}
+}
+
+// MapChecked implements Checked.
+func (b *RowBuffer) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
+	if len(b.cells) > 0 && !bytes.Equal(b.cells[0].Row, src.Row) {
+		if err := b.flush(emit); err != nil {
+			return err
+		}
+	}
+	n := int64(len(src.Row) + len(src.Family) + len(src.Qualifier) + len(src.Value) + len(src.Tags))
+	if b.size+n > b.MaxBytes {
+		row := printable(src.Row)
+		b.cells, b.arena, b.size = b.cells[:0], b.arena[:0], 0
+		return fmt.Errorf("%w: row %s is larger than %d bytes", ErrRowTooLarge, row, b.MaxBytes)
+	}
+	b.size += n
+	// Copy into the arena: the source cell is only valid during this call.
+	// When the arena grows, cells copied earlier keep the old array alive,
+	// so their slices stay valid.
+	keep := func(s []byte) []byte {
+		if s == nil {
+			return nil
+		}
+		start := len(b.arena)
+		b.arena = append(b.arena, s...)
+		return b.arena[start:len(b.arena):len(b.arena)]
+	}
+	c := src
+	c.Row, c.Family, c.Qualifier, c.Value, c.Tags = keep(src.Row), keep(src.Family), keep(src.Qualifier), keep(src.Value), keep(src.Tags)
+	b.cells = append(b.cells, c)
+	return nil
+}
+
+// Flush implements Flusher: it hands the last row to Fn.
+func (b *RowBuffer) Flush(emit func(cell.Cell)) error {
+	if b.err != nil {
+		err := b.err
+		b.err = nil
+		return err
+	}
+	return b.flush(emit)
+}
+
+func (b *RowBuffer) flush(emit func(cell.Cell)) error {
+	if len(b.cells) == 0 {
+		return nil
+	}
+	err := b.Fn(b.cells, emit)
+	b.cells, b.arena, b.size = b.cells[:0], b.arena[:0], 0
+	return err
+}

@@ -1,0 +1,344 @@
+package transform
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// Rekey maps cells through a Program. It owns reusable buffers, so it is not
+// safe for concurrent use: make one per worker with Program.New. The cells it
+// emits point into those buffers and into the source cell; they are valid
+// until the next call.
+type Rekey struct {
+	p    *Program
+	rec  record
+	row  []byte
+	qual []byte
+
+	// OnReject, when set, receives each cell whose key does not fit the old
+	// layout, or whose fields the new layout cannot encode, when it is mapped
+	// through Map. Without it such cells are only counted (Rejected).
+	OnReject func(src *cell.Cell, err error)
+	rejected int64
+}
+
+// New returns a Rekey for one worker.
+func (p *Program) New() *Rekey {
+	return &Rekey{p: p, rec: record{vals: make([]Value, len(p.fields))}}
+}
+
+// Program returns the program r runs.
+func (r *Rekey) Program() *Program { return r.p }
+
+// Rejected returns how many cells Map refused.
+func (r *Rekey) Rejected() int64 { return r.rejected }
+
+// Map implements Mapper. A cell that does not fit is handed to OnReject (or
+// only counted) and nothing is emitted for it.
+func (r *Rekey) Map(src cell.Cell, emit func(cell.Cell)) {
+	if err := r.MapChecked(src, emit); err != nil {
+		r.rejected++
+		if r.OnReject != nil {
+			r.OnReject(&src, err)
+		}
+	}
+}
+
+// MapChecked maps src to its one new cell and emits it, or returns an error
+// wrapping ErrBadKey and emits nothing.
+func (r *Rekey) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
+	out, err := r.Apply(&src)
+	if err != nil {
+		return err
+	}
+	emit(out)
+	return nil
+}
+
+// Apply returns the new cell for src (valid until the next call).
+func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
+	p := r.p
+	if err := r.parseSource(src); err != nil {
+		return cell.Cell{}, err
+	}
+	var err error
+	if r.row, err = p.dstRow.build(r.row[:0], &r.rec); err != nil {
+		return cell.Cell{}, fmt.Errorf("new row for %s: %w", cellName(src), err)
+	}
+	out := *src
+	out.Row = r.row
+	if p.dstQual != nil {
+		if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
+			return cell.Cell{}, fmt.Errorf("%w: %s: a family delete marker cannot be re-keyed when the qualifier layout changes", ErrBadKey, cellName(src))
+		}
+		if r.qual, err = p.dstQual.build(r.qual[:0], &r.rec); err != nil {
+			return cell.Cell{}, fmt.Errorf("new qualifier for %s: %w", cellName(src), err)
+		}
+		out.Qualifier = r.qual
+	}
+	if p.families != nil {
+		if f, ok := p.families[string(src.Family)]; ok {
+			out.Family = f
+		}
+	}
+	return out, nil
+}
+
+func cellName(c *cell.Cell) string {
+	return fmt.Sprintf("cell %s/%s:%s", printable(c.Row), printable(c.Family), printable(c.Qualifier))
+}
+
+// parseSource fills the record from an old cell.
+func (r *Rekey) parseSource(src *cell.Cell) error {
+	p := r.p
+	r.prepare(src)
+	if err := p.srcRow.parse(src.Row, &r.rec); err != nil {
+		return fmt.Errorf("old row of %s: %w", cellName(src), err)
+	}
+	if p.srcQual != nil {
+		if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
+			return fmt.Errorf("%w: %s: a family delete marker has no qualifier to parse", ErrBadKey, cellName(src))
+		}
+		if err := p.srcQual.parse(src.Qualifier, &r.rec); err != nil {
+			return fmt.Errorf("old qualifier of %s: %w", cellName(src), err)
+		}
+	}
+	if err := r.checkSalts(p.srcRow, p.srcQual); err != nil {
+		return fmt.Errorf("old key of %s: %w", cellName(src), err)
+	}
+	return nil
+}
+
+// parseTarget fills the record from a new cell.
+func (r *Rekey) parseTarget(c *cell.Cell) error {
+	p := r.p
+	r.prepare(c)
+	if err := p.dstRow.parse(c.Row, &r.rec); err != nil {
+		return fmt.Errorf("new row of %s: %w", cellName(c), err)
+	}
+	if q := p.targetQual(); q != nil {
+		if err := q.parse(c.Qualifier, &r.rec); err != nil {
+			return fmt.Errorf("new qualifier of %s: %w", cellName(c), err)
+		}
+	}
+	if err := r.checkSalts(p.dstRow, p.dstQual); err != nil {
+		return fmt.Errorf("new key of %s: %w", cellName(c), err)
+	}
+	return nil
+}
+
+func (r *Rekey) prepare(c *cell.Cell) {
+	r.rec.reset()
+	// Unescaped strings are never longer than the key they came from, so
+	// with this capacity the arena never moves while a key is parsed.
+	if n := len(c.Row) + len(c.Qualifier); cap(r.rec.arena) < n {
+		r.rec.arena = make([]byte, 0, 2*n)
+	}
+	v := r.rec.vals
+	v[idxRow] = Value{Bytes: c.Row, Set: true}
+	v[idxFamily] = Value{Bytes: c.Family, Set: true}
+	v[idxQualifier] = Value{Bytes: c.Qualifier, Set: true}
+	v[idxTS] = Value{N: uint64(c.Timestamp), Signed: true, Set: true}
+}
+
+// checkSalts recomputes every salt whose fields were all read, so a key with
+// a wrong salt (written by another hash) is caught instead of misfiled.
+func (r *Rekey) checkSalts(ls ...*Layout) error {
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			if c.typ != Salt || len(c.of) == 0 || c.field < 0 {
+				continue
+			}
+			all := true
+			for _, f := range c.of {
+				all = all && r.rec.vals[f].Set
+			}
+			if !all {
+				continue
+			}
+			if want := uint64(c.saltHash(&r.rec) % c.buckets); want != r.rec.vals[c.field].N {
+				return fmt.Errorf("%w: %s is %d, but the salted fields hash to %d", ErrBadKey, c.label, r.rec.vals[c.field].N, want)
+			}
+		}
+	}
+	return nil
+}
+
+// SourceEntity appends the entity key of an old cell to dst. Entity keys are
+// canonical (the same entity read from the old and the new table gives the
+// same bytes) and sort like their fields.
+func (r *Rekey) SourceEntity(dst []byte, c *cell.Cell) ([]byte, error) {
+	if err := r.parseSource(c); err != nil {
+		return dst, err
+	}
+	return r.appendEntity(dst), nil
+}
+
+// TargetEntity appends the entity key of a new cell to dst.
+func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
+	if err := r.parseTarget(c); err != nil {
+		return dst, err
+	}
+	return r.appendEntity(dst), nil
+}
+
+// appendEntity encodes the entity fields: numbers as 8 bytes with the sign
+// bit flipped when signed; bytes with 0x00 written 0x00,0xFF and ended by
+// 0x00,0x01 (order-preserving and unambiguous).
+func (r *Rekey) appendEntity(dst []byte) []byte {
+	for _, f := range r.p.entity {
+		v := r.rec.vals[f]
+		if r.p.fields[f].kind == KindNumber {
+			u := v.N
+			if v.Signed {
+				u ^= 1 << 63
+			}
+			dst = binary.BigEndian.AppendUint64(dst, u)
+			continue
+		}
+		b := v.Bytes
+		for {
+			i := indexByte(b, 0)
+			if i < 0 {
+				break
+			}
+			dst = append(dst, b[:i]...)
+			dst = append(dst, 0x00, 0xFF)
+			b = b[i+1:]
+		}
+		dst = append(dst, b...)
+		dst = append(dst, 0x00, 0x01)
+	}
+	return dst
+}
+
+// FormatEntity renders an entity key made by SourceEntity or TargetEntity as
+// name=value pairs, for reports.
+func (p *Program) FormatEntity(key []byte) string {
+	var b strings.Builder
+	for i, f := range p.entity {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fi := p.fields[f]
+		b.WriteString(fi.name)
+		b.WriteByte('=')
+		if fi.kind == KindNumber {
+			if len(key) < 8 {
+				b.WriteString("?")
+				return b.String()
+			}
+			u := binary.BigEndian.Uint64(key)
+			key = key[8:]
+			// Entity numbers carry no sign flag; a flipped sign bit below
+			// 2^63 means a negative signed value or a large unsigned one,
+			// and the field table knows which component made it.
+			if p.fieldSigned(f) {
+				b.WriteString(strconv.FormatInt(int64(u^1<<63), 10))
+			} else {
+				b.WriteString(strconv.FormatUint(u, 10))
+			}
+			continue
+		}
+		var val []byte
+		for len(key) > 0 {
+			if key[0] != 0x00 {
+				val = append(val, key[0])
+				key = key[1:]
+				continue
+			}
+			if len(key) > 1 && key[1] == 0xFF {
+				val = append(val, 0)
+				key = key[2:]
+				continue
+			}
+			key = key[min(2, len(key)):]
+			break
+		}
+		b.WriteString(printable(val))
+	}
+	return b.String()
+}
+
+// fieldSigned tells whether a number field holds signed values, judged by
+// the old-key component that reads it.
+func (p *Program) fieldSigned(f int) bool {
+	if f == idxTS {
+		return true
+	}
+	for _, l := range []*Layout{p.srcRow, p.srcQual} {
+		if l == nil {
+			continue
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			if c.field == f {
+				return c.typ == Int || c.typ == SortableInt || c.typ == ReversedTS || c.typ == TimeBucket
+			}
+			if c.typ == Offset && len(c.of) == 1 && c.of[0] == f {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Entity returns the names of the entity fields.
+func (p *Program) Entity() []string {
+	out := make([]string, len(p.entity))
+	for i, f := range p.entity {
+		out[i] = p.fields[f].name
+	}
+	return out
+}
+
+// AppendFields appends the fields of the last cell r parsed (by Apply,
+// SourceEntity or TargetEntity) as "name=value" pairs; timestamps are shown
+// as UTC dates. For reports and debugging; it allocates.
+func (r *Rekey) AppendFields(dst []byte) []byte {
+	first := true
+	for i := numBuiltins; i < len(r.p.fields); i++ {
+		v := r.rec.vals[i]
+		if !v.Set {
+			continue
+		}
+		fi := r.p.fields[i]
+		if !first {
+			dst = append(dst, ' ')
+		}
+		first = false
+		dst = append(dst, fi.name...)
+		dst = append(dst, '=')
+		switch {
+		case fi.kind == KindBytes:
+			dst = AppendPrintable(dst, v.Bytes)
+		case fi.time:
+			s, _ := v.Int()
+			dst = time.UnixMilli(s).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
+		case v.Signed:
+			dst = strconv.AppendInt(dst, int64(v.N), 10)
+		default:
+			dst = strconv.AppendUint(dst, v.N, 10)
+		}
+	}
+	return dst
+}
+
+// Field returns the value of a named field of the last cell r parsed.
+func (r *Rekey) Field(name string) (Value, Kind, error) {
+	idx, ok := r.p.index[name]
+	if !ok {
+		return Value{}, KindNone, errors.New("transform: no field " + strconv.Quote(name))
+	}
+	return r.rec.vals[idx], r.p.fields[idx].kind, nil
+}

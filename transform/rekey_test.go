@@ -1,0 +1,165 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+func testCell(row, qual string, ts int64) cell.Cell {
+	return cell.Cell{Row: []byte(row), Family: []byte("e"), Qualifier: []byte(qual), Timestamp: ts, Type: cell.Put, Value: []byte("v")}
+}
+
+func be64(v int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(v))
+	return string(b[:])
+}
+
+// wideSpec is the wide -> bucketed preset of configs/demo.yaml, in Go.
+func wideSpec() Spec {
+	return Spec{
+		Source: LayoutSpec{
+			Row:       []ComponentSpec{{Type: "string", Field: "user"}},
+			Qualifier: []ComponentSpec{{Type: "int", Field: "ts", Width: 8}},
+		},
+		Target: LayoutSpec{
+			Row: []ComponentSpec{
+				{Type: "fixed", Field: "user", Width: 6},
+				{Type: "time_bucket", Field: "day", Of: []string{"ts"}, Unit: "day"},
+			},
+			Qualifier: []ComponentSpec{{Type: "offset", Of: []string{"ts"}, Bucket: "day"}},
+		},
+		Entity:   []string{"user"},
+		Families: map[string]string{"e": "d"},
+	}
+}
+
+func TestWideToBucketed(t *testing.T) {
+	p, err := Compile(wideSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.New()
+	ts := int64(1767268800123) // 2026-01-01T12:00:00.123Z
+	src := testCell("u00042", be64(ts), 99)
+	var got []cell.Cell
+	r.Map(src, func(c cell.Cell) { got = append(got, c.Clone()) })
+	if len(got) != 1 || r.Rejected() != 0 {
+		t.Fatalf("emitted %d cells, rejected %d", len(got), r.Rejected())
+	}
+	out := got[0]
+	wantRow := "u00042" + be64(1767225600000)
+	if string(out.Row) != wantRow {
+		t.Errorf("row = %q, want %q", out.Row, wantRow)
+	}
+	if q := binary.BigEndian.Uint32(out.Qualifier); q != 43200123 || len(out.Qualifier) != 4 {
+		t.Errorf("qualifier = %x, want 43200123 ms into the day", out.Qualifier)
+	}
+	if string(out.Family) != "d" || out.Timestamp != 99 || string(out.Value) != "v" || out.Type != cell.Put {
+		t.Errorf("family/timestamp/value/type not carried: %s", out.String())
+	}
+	se, err := r.SourceEntity(nil, &src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te, err := r.TargetEntity(nil, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(se, te) {
+		t.Fatalf("entity from old key %x != from new key %x", se, te)
+	}
+	if s := p.FormatEntity(te); s != "user=u00042" {
+		t.Errorf("FormatEntity = %q", s)
+	}
+	if f := string(r.AppendFields(nil)); !strings.Contains(f, "ts=2026-01-01T12:00:00.123Z") || !strings.Contains(f, "day=2026-01-01T00:00:00.000Z") {
+		t.Errorf("fields of the new key = %q", f)
+	}
+}
+
+func TestRejects(t *testing.T) {
+	p, err := Compile(wideSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.New()
+	var rejected []string
+	r.OnReject = func(src *cell.Cell, err error) {
+		if !errors.Is(err, ErrBadKey) {
+			t.Errorf("reject error %v is not ErrBadKey", err)
+		}
+		rejected = append(rejected, err.Error())
+	}
+	emit := func(c cell.Cell) { t.Errorf("emitted %s for a bad cell", c.String()) }
+	r.Map(testCell("u00042", "short", 1), emit)                    // qualifier not 8 bytes
+	r.Map(testCell("user-too-long", be64(1767268800123), 1), emit) // does not fit fixed 6
+	r.Map(testCell("u00042", be64(-1), 1), emit)                   // negative time
+	df := testCell("u00042", "", 1)
+	df.Type = cell.DeleteFamily
+	r.Map(df, emit)
+	if r.Rejected() != 4 || len(rejected) != 4 {
+		t.Fatalf("rejected %d (%d reported), want 4", r.Rejected(), len(rejected))
+	}
+	for i, want := range []string{"old qualifier", "longer than 6 bytes", "out of range", "family delete"} {
+		if !strings.Contains(rejected[i], want) {
+			t.Errorf("reject %d = %q, want it to mention %q", i, rejected[i], want)
+		}
+	}
+}
+
+func TestSaltChecksOldKeys(t *testing.T) {
+	spec := Spec{
+		Source: LayoutSpec{Row: []ComponentSpec{{Type: "salt", Field: "s", Of: []string{"k"}, Buckets: 8}, {Type: "string", Field: "k"}}},
+		Target: LayoutSpec{Row: []ComponentSpec{{Type: "string", Field: "k"}}},
+		Entity: []string{"k"},
+	}
+	p, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.New()
+	// FNV-1a 32 of "abc" is 0x1a47e90b; mod 8 = 3.
+	good := testCell("\x03abc", "", 1)
+	if _, err := r.Apply(&good); err != nil {
+		t.Fatalf("correct salt refused: %v", err)
+	}
+	bad := testCell("\x04abc", "", 1)
+	if _, err := r.Apply(&bad); err == nil || !strings.Contains(err.Error(), "hash to 3") {
+		t.Fatalf("wrong salt: %v", err)
+	}
+}
+
+func TestRowBuffer(t *testing.T) {
+	var rows [][]string
+	b := &RowBuffer{MaxBytes: 30, Fn: func(row []cell.Cell, emit func(cell.Cell)) error {
+		var names []string
+		for _, c := range row {
+			names = append(names, string(c.Qualifier))
+			emit(c)
+		}
+		rows = append(rows, names)
+		return nil
+	}}
+	n := 0
+	emit := func(cell.Cell) { n++ }
+	for _, c := range []cell.Cell{testCell("a", "1", 1), testCell("a", "2", 1), testCell("b", "3", 1)} {
+		if err := b.MapChecked(c, emit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Flush(emit); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || len(rows) != 2 || strings.Join(rows[0], ",") != "1,2" || strings.Join(rows[1], ",") != "3" {
+		t.Fatalf("rows %v, %d emitted", rows, n)
+	}
+	big := testCell("c", strings.Repeat("q", 40), 1)
+	if err := b.MapChecked(big, emit); !errors.Is(err, ErrRowTooLarge) {
+		t.Fatalf("oversized row: %v", err)
+	}
+}
