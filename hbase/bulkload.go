@@ -1,0 +1,153 @@
+package hbase
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rekeyhq/rekey/hbase/pb"
+	"github.com/rekeyhq/rekey/hbase/rpc"
+)
+
+// BulkFile is one HFile to bulk load: its family, its path as the region
+// servers see it (same file system as hbase.rootdir, so the load is a
+// rename), and its first and last row keys (from the HFile's first key and
+// LASTKEY file info).
+type BulkFile struct {
+	Family   []byte
+	Path     string
+	FirstRow []byte
+	LastRow  []byte
+}
+
+// SpanError reports an HFile whose rows do not lie inside one region of the
+// target table; such a file must be split at the region boundary (or
+// written partitioned by region) before it can be loaded.
+type SpanError struct {
+	File   BulkFile
+	Region *Region
+}
+
+func (e *SpanError) Error() string {
+	return fmt.Sprintf("hbase: bulk load: %s (rows %q..%q) spans region boundary: region %s ends at %q", e.File.Path, e.File.FirstRow, e.File.LastRow, e.Region.Name, e.Region.EndKey)
+}
+
+// BulkLoadError reports a BulkLoadHFile call the region server answered
+// with loaded=false (for example a file outside the region, or a file it
+// could not open; its log says which).
+type BulkLoadError struct {
+	Region *Region
+	Files  []BulkFile
+}
+
+func (e *BulkLoadError) Error() string {
+	var paths []string
+	for _, f := range e.Files {
+		paths = append(paths, f.Path)
+	}
+	return fmt.Sprintf("hbase: bulk load into region %s refused (loaded=false) for %v; see the region server log", e.Region.Name, paths)
+}
+
+// BulkLoad loads HFiles into table through HBase 2.x's secure bulk load:
+// PrepareBulkLoad returns a staging token, BulkLoadHFile moves each region's
+// files in (all families of a region in one atomic call, with sequence ids
+// assigned), CleanupBulkLoad removes the staging directory. Every file must
+// lie inside one region: that is checked against the current region
+// boundaries before anything is loaded, and a *SpanError names the first
+// file that does not. Files of regions loaded before an error stay loaded.
+func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) (err error) {
+	if len(files) == 0 {
+		return nil
+	}
+	tb := []byte(table)
+	type group struct {
+		region *Region
+		files  []BulkFile
+	}
+	var groups []*group
+	byRegion := map[string]*group{}
+	for _, f := range files {
+		if len(f.Family) == 0 || f.Path == "" {
+			return fmt.Errorf("hbase: bulk load into %s: file %q has no family or path", table, f.Path)
+		}
+		if bytes.Compare(f.FirstRow, f.LastRow) > 0 {
+			return fmt.Errorf("hbase: bulk load into %s: %s: first row %q sorts after last row %q", table, f.Path, f.FirstRow, f.LastRow)
+		}
+		r, err := c.Locate(ctx, tb, f.FirstRow)
+		if err != nil {
+			return fmt.Errorf("hbase: bulk load into %s: locating %s: %w", table, f.Path, err)
+		}
+		if !r.Contains(f.LastRow) {
+			return &SpanError{File: f, Region: r}
+		}
+		g := byRegion[string(r.Name)]
+		if g == nil {
+			g = &group{region: r}
+			byRegion[string(r.Name)] = g
+			groups = append(groups, g)
+		}
+		g.files = append(g.files, f)
+	}
+
+	var token string
+	err = c.withRegion(ctx, "prepare bulk load into "+table, tb, groups[0].region.StartKey, func(ctx context.Context, r *Region) error {
+		var resp pb.PrepareBulkLoadResponse
+		req := &pb.PrepareBulkLoadRequest{TableName: tableName(table), Region: r.spec()}
+		if _, err := c.call(ctx, r.Server, rpc.ClientService, "PrepareBulkLoad", req, nil, rpc.PriorityNormal, &resp); err != nil {
+			return err
+		}
+		token = resp.GetBulkToken()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+	}
+	defer func() {
+		// The staging directory holds nothing once files are loaded, but it
+		// must not pile up; failing to remove it is not worth failing the
+		// load for, unless the load itself succeeded.
+		cerr := c.withRegion(context.WithoutCancel(ctx), "cleanup bulk load", tb, groups[0].region.StartKey, func(ctx context.Context, r *Region) error {
+			req := &pb.CleanupBulkLoadRequest{BulkToken: proto.String(token), Region: r.spec()}
+			_, err := c.call(ctx, r.Server, rpc.ClientService, "CleanupBulkLoad", req, nil, rpc.PriorityNormal, &pb.CleanupBulkLoadResponse{})
+			return err
+		})
+		if err == nil && cerr != nil {
+			err = fmt.Errorf("hbase: bulk load into %s: files loaded, but cleaning staging %s failed: %w", table, token, cerr)
+		}
+	}()
+
+	for _, g := range groups {
+		g := g
+		err = c.withRegion(ctx, "bulk load into "+string(g.region.Name), tb, g.files[0].FirstRow, func(ctx context.Context, r *Region) error {
+			// The region may have split or merged since the check above.
+			for _, f := range g.files {
+				if !r.Contains(f.FirstRow) || !r.Contains(f.LastRow) {
+					return &SpanError{File: f, Region: r}
+				}
+			}
+			req := &pb.BulkLoadHFileRequest{Region: r.spec(), AssignSeqNum: proto.Bool(true), BulkToken: proto.String(token)}
+			for _, f := range g.files {
+				req.FamilyPath = append(req.FamilyPath, &pb.BulkLoadHFileRequest_FamilyPath{Family: f.Family, Path: proto.String(f.Path)})
+			}
+			var resp pb.BulkLoadHFileResponse
+			if _, err := c.call(ctx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
+				return err
+			}
+			if !resp.GetLoaded() {
+				return &BulkLoadError{Region: r, Files: g.files}
+			}
+			return nil
+		})
+		if err != nil {
+			var se *SpanError
+			if errors.As(err, &se) {
+				return se
+			}
+			return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+		}
+	}
+	return nil
+}

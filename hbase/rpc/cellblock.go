@@ -1,0 +1,96 @@
+package rpc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// CodecClass is the cell block codec rekey names in its ConnectionHeader:
+// plain KeyValues without tags.
+const CodecClass = "org.apache.hadoop.hbase.codec.KeyValueCodec"
+
+// ErrCorrupt is wrapped by every error about a malformed frame or cell block
+// received from a server.
+var ErrCorrupt = errors.New("hbase/rpc: corrupt data from server")
+
+// CellBlockLen returns the number of bytes AppendCell adds for c.
+func CellBlockLen(c *cell.Cell) int {
+	return 4 + 8 + cell.KeyLen(c) + len(c.Value)
+}
+
+// AppendCell appends c to a KeyValueCodec cell block. Tags are not sent: the
+// codec has no room for them (servers strip client tags anyway).
+func AppendCell(dst []byte, c *cell.Cell) []byte {
+	klen := cell.KeyLen(c)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(8+klen+len(c.Value)))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(klen))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Value)))
+	dst = cell.AppendKey(dst, c)
+	return append(dst, c.Value...)
+}
+
+// CellBlock reads cells one at a time from a cell block. The cells it
+// returns point into the block.
+type CellBlock struct {
+	b   []byte
+	off int
+}
+
+// NewCellBlock returns a reader over b.
+func NewCellBlock(b []byte) *CellBlock { return &CellBlock{b: b} }
+
+// Remaining reports whether bytes are left to decode.
+func (r *CellBlock) Remaining() bool { return r.off < len(r.b) }
+
+// Next decodes the next cell into c. It returns an error wrapping
+// ErrCorrupt, naming the offset, when the block is malformed or ends early.
+func (r *CellBlock) Next(c *cell.Cell) error {
+	b := r.b[r.off:]
+	if len(b) < 12 {
+		return fmt.Errorf("%w: cell block: %d bytes left at offset %d, need a 12-byte cell header", ErrCorrupt, len(b), r.off)
+	}
+	kvLen := uint64(binary.BigEndian.Uint32(b))
+	keyLen := uint64(binary.BigEndian.Uint32(b[4:]))
+	valLen := uint64(binary.BigEndian.Uint32(b[8:]))
+	if kvLen > uint64(len(b)-4) {
+		return fmt.Errorf("%w: cell block: cell at offset %d claims %d bytes, %d left", ErrCorrupt, r.off, kvLen, len(b)-4)
+	}
+	if 8+keyLen+valLen > kvLen {
+		return fmt.Errorf("%w: cell block: cell at offset %d: key %d + value %d bytes overrun its length %d", ErrCorrupt, r.off, keyLen, valLen, kvLen)
+	}
+	kv := b[4 : 4+kvLen]
+	key := kv[8 : 8+keyLen]
+	*c = cell.Cell{}
+	if err := cell.ParseKey(key, c); err != nil {
+		return fmt.Errorf("%w: cell block: cell at offset %d: %v", ErrCorrupt, r.off, err)
+	}
+	vEnd := 8 + keyLen + valLen
+	c.Value = kv[8+keyLen : vEnd : vEnd]
+	if rest := kv[vEnd:]; len(rest) > 0 {
+		// KeyValueCodecWithTags: u16 tags length, then the tags.
+		if len(rest) < 2 || int(binary.BigEndian.Uint16(rest)) != len(rest)-2 {
+			return fmt.Errorf("%w: cell block: cell at offset %d has %d trailing bytes that are not a tags section", ErrCorrupt, r.off, len(rest))
+		}
+		if len(rest) > 2 {
+			c.Tags = rest[2:]
+		}
+	}
+	r.off += 4 + int(kvLen)
+	return nil
+}
+
+// DecodeCells decodes the next n cells of r and appends them to dst. The
+// cells point into the block, so they live as long as the caller keeps it.
+func DecodeCells(r *CellBlock, n int, dst []cell.Cell) ([]cell.Cell, error) {
+	for i := 0; i < n; i++ {
+		var c cell.Cell
+		if err := r.Next(&c); err != nil {
+			return dst, err
+		}
+		dst = append(dst, c)
+	}
+	return dst, nil
+}
