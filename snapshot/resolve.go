@@ -50,7 +50,7 @@ type cellIter interface {
 type storeReader interface {
 	meta() fileMeta
 	newIter() cellIter
-	dataIndex() []indexKey
+	dataIndex() ([]indexKey, error)
 	close() error
 }
 

@@ -87,7 +87,10 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := rd.dataIndex()
+	idx, err := rd.dataIndex()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
+	}
 	// Keep the entries inside the region (and inside the half, for a
 	// reference).
 	lo, hi := r.StartKey, r.EndKey
