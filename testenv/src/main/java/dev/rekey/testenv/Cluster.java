@@ -1,0 +1,248 @@
+package dev.rekey.testenv;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.io.Writer;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.ServerName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.testing.TestingHBaseCluster;
+import org.apache.hadoop.hbase.testing.TestingHBaseClusterOption;
+import org.apache.hadoop.hbase.util.CommonFSUtils;
+import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
+
+/**
+ * The mini cluster process: HDFS (one NameNode, one DataNode), ZooKeeper,
+ * one HMaster and two RegionServers in this JVM, all on 127.0.0.1, plus a
+ * one-line text control channel on a loopback port.
+ *
+ * <p>Usage: Cluster INFO_JSON CONTROL_PORT LOG_PATH. Once the cluster
+ * serves, the process writes INFO_JSON (atomically) with the addresses
+ * testenv/bin/up copies into state.json.
+ */
+public final class Cluster {
+  private final TestingHBaseCluster cluster;
+  private Connection conn;
+  private volatile boolean stopping;
+
+  private Cluster(TestingHBaseCluster cluster) {
+    this.cluster = cluster;
+  }
+
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable e) {
+      // Non-daemon threads of a half-started cluster would keep the JVM
+      // alive; exit so testenv/bin/up sees the failure at once.
+      e.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
+    if (args.length != 3) {
+      System.err.println("usage: Cluster INFO_JSON CONTROL_PORT LOG_PATH");
+      System.exit(2);
+    }
+    java.nio.file.Path info = Paths.get(args[0]);
+    int wantPort = Integer.parseInt(args[1]);
+    long t0 = System.nanoTime();
+    // Bind the control port first: if it is taken we fail before spending
+    // a minute starting HDFS.
+    ServerSocket control = new ServerSocket();
+    control.setReuseAddress(true);
+    control.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), wantPort));
+
+    Configuration conf = Conf.cluster();
+    TestingHBaseCluster c = TestingHBaseCluster.create(TestingHBaseClusterOption.builder()
+        .conf(conf).numMasters(1).numRegionServers(2).numDataNodes(1).numZkServers(1)
+        .dataNodeHosts(new String[] {"127.0.0.1"})
+        .createRootDir(true).build());
+    Cluster self = new Cluster(c);
+    c.start();
+    self.conn = ConnectionFactory.createConnection(c.getConf());
+    try (Admin admin = self.conn.getAdmin()) {
+      admin.balancerSwitch(false, true);
+    }
+    double startSeconds = (System.nanoTime() - t0) / 1e9;
+
+    Configuration cc = c.getConf();
+    Map<String, Object> st = new LinkedHashMap<>();
+    st.put("zookeeper_quorum", "127.0.0.1:" + cc.get("hbase.zookeeper.property.clientPort"));
+    st.put("zookeeper_znode_parent", cc.get("zookeeper.znode.parent", "/hbase"));
+    URI fs = URI.create(cc.get("fs.defaultFS"));
+    String nn = "127.0.0.1:" + fs.getPort();
+    st.put("hdfs_namenode", nn);
+    Path root = CommonFSUtils.getRootDir(cc);
+    st.put("hbase_rootdir", "hdfs://" + nn + root.toUri().getPath());
+    ServerName master = c.getActiveMasterAddress().orElseThrow();
+    st.put("master", master.getHostname() + ":" + master.getPort());
+    st.put("control_port", control.getLocalPort());
+    st.put("pid", ProcessHandle.current().pid());
+    st.put("log", args[2]);
+    st.put("start_seconds", Math.round(startSeconds * 10) / 10.0);
+    java.nio.file.Path tmp = info.resolveSibling(info.getFileName() + ".tmp");
+    try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
+      new GsonBuilder().setPrettyPrinting().create().toJson(st, w);
+      w.write("\n");
+    }
+    Files.move(tmp, info, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    System.out.println("rekey-testenv: cluster serving after " + startSeconds + " s: " + st);
+
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      if (!self.stopping) {
+        self.stop();
+      }
+    }));
+    self.serve(control);
+  }
+
+  private void serve(ServerSocket control) throws IOException {
+    while (!stopping) {
+      Socket s = control.accept();
+      Thread t = new Thread(() -> handle(s), "control-" + s.getPort());
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  private void handle(Socket s) {
+    try (s;
+        BufferedReader in = new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.UTF_8));
+        PrintWriter out = new PrintWriter(new OutputStreamWriter(s.getOutputStream(), StandardCharsets.UTF_8), true)) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        line = line.trim();
+        if (line.isEmpty()) {
+          continue;
+        }
+        String reply;
+        try {
+          reply = command(line);
+        } catch (Exception e) {
+          reply = "error " + oneLine(e);
+        }
+        out.println(reply);
+        if (line.equals("shutdown")) {
+          stop();
+          System.exit(0);
+        }
+      }
+    } catch (IOException e) {
+      // The client went away; nothing to tell it.
+    }
+  }
+
+  private static String oneLine(Throwable e) {
+    String m = e.getClass().getSimpleName() + ": " + e.getMessage();
+    return m.replace('\n', ' ').replace('\r', ' ');
+  }
+
+  /** The live region servers as the master sees them, ordered by port. */
+  private List<ServerName> live() throws IOException {
+    try (Admin admin = conn.getAdmin()) {
+      List<ServerName> l = new ArrayList<>(admin.getRegionServers());
+      l.sort(Comparator.comparingInt(ServerName::getPort).thenComparing(ServerName::getStartcode));
+      return l;
+    }
+  }
+
+  private static String names(List<ServerName> l) {
+    StringBuilder b = new StringBuilder();
+    for (ServerName sn : l) {
+      b.append(' ').append(sn.getServerName());
+    }
+    return b.toString();
+  }
+
+  private synchronized String command(String line) throws Exception {
+    String[] f = line.split("\\s+");
+    switch (f[0]) {
+      case "ping":
+        return "ok pong";
+      case "list-regionservers":
+        return "ok" + names(live());
+      case "stop-regionserver": {
+        if (f.length != 2) {
+          return "error usage: stop-regionserver N (index into list-regionservers) or HOST,PORT,STARTCODE";
+        }
+        List<ServerName> l = live();
+        ServerName victim;
+        if (f[1].matches("\\d+")) {
+          int i = Integer.parseInt(f[1]);
+          if (i >= l.size()) {
+            return "error no region server " + i + "; live:" + names(l);
+          }
+          victim = l.get(i);
+        } else {
+          victim = ServerName.valueOf(f[1]);
+          if (!l.contains(victim)) {
+            return "error " + victim + " is not live; live:" + names(l);
+          }
+        }
+        cluster.stopRegionServer(victim).get(120, TimeUnit.SECONDS);
+        // Wait until the master has noticed, so a following
+        // list-regionservers or client lookup sees the new state.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (live().contains(victim) && System.nanoTime() < deadline) {
+          Thread.sleep(200);
+        }
+        return "ok stopped " + victim.getServerName();
+      }
+      case "start-regionserver": {
+        List<ServerName> before = live();
+        cluster.startRegionServer();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        while (System.nanoTime() < deadline) {
+          List<ServerName> now = live();
+          now.removeAll(before);
+          if (!now.isEmpty()) {
+            return "ok started " + now.get(0).getServerName();
+          }
+          Thread.sleep(200);
+        }
+        return "error the new region server did not register within 120 s";
+      }
+      case "shutdown":
+        return "ok shutting down";
+      default:
+        return "error unknown command " + f[0]
+            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, shutdown)";
+    }
+  }
+
+  private synchronized void stop() {
+    stopping = true;
+    try {
+      if (conn != null) {
+        conn.close();
+      }
+      cluster.stop();
+    } catch (Exception e) {
+      System.err.println("rekey-testenv: stopping the cluster: " + e);
+    }
+  }
+}

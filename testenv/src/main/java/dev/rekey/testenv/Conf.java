@@ -1,0 +1,108 @@
+package dev.rekey.testenv;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hbase.thirdparty.com.google.gson.Gson;
+import org.apache.hbase.thirdparty.com.google.gson.reflect.TypeToken;
+
+/**
+ * Configuration shared by the cluster process and the oracle CLI, so both
+ * agree on loopback binding and on which compression codecs are used.
+ */
+final class Conf {
+  private Conf() {}
+
+  /**
+   * Codecs for every compression algorithm a fixture may use. Hadoop 3.4's
+   * SnappyCodec (snappy-java) and Lz4Codec (lz4-java) carry their own
+   * native code inside the jar, so no system library is needed; ZSTD comes
+   * from the pure-Java aircompressor module when it is on the classpath.
+   */
+  static void compression(Configuration conf) {
+    setIfPresent(conf, "hbase.io.compress.zstd.codec",
+        "org.apache.hadoop.hbase.io.compress.aircompressor.ZstdCodec");
+  }
+
+  private static void setIfPresent(Configuration conf, String key, String cls) {
+    try {
+      Class.forName(cls);
+      conf.set(key, cls);
+    } catch (ClassNotFoundException e) {
+      // Leave HBase's default; a family using it will fail with HBase's own
+      // message, which names the codec.
+    }
+  }
+
+  /** Settings for the mini cluster: loopback only, small, deterministic. */
+  static Configuration cluster() {
+    Configuration conf = HBaseConfiguration.create();
+    // Every server binds to and advertises 127.0.0.1, never the host's name
+    // or another interface, so clients (rekey's own) connect over loopback.
+    conf.set("hbase.master.hostname", "127.0.0.1");
+    conf.set("hbase.unsafe.regionserver.hostname", "127.0.0.1");
+    conf.set("hbase.master.ipc.address", "127.0.0.1");
+    conf.set("hbase.regionserver.ipc.address", "127.0.0.1");
+    conf.set("hbase.zookeeper.quorum", "127.0.0.1");
+    conf.setInt("hbase.master.info.port", -1);
+    conf.setInt("hbase.regionserver.info.port", -1);
+    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+    conf.set("dfs.datanode.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    // Store files change only when a test asks: no automatic minor or
+    // periodic major compactions and no size-based splits, so a seeded
+    // table always has the same files per region and flush.
+    conf.setInt("hbase.hstore.compactionThreshold", 1000);
+    conf.setInt("hbase.hstore.compaction.max", 1000);
+    conf.setInt("hbase.hstore.blockingStoreFiles", 10000);
+    conf.setLong("hbase.hregion.majorcompaction", 0);
+    conf.setLong("hbase.hregion.max.filesize", 100L << 30);
+    // No balancer moving regions behind a test's back.
+    conf.setInt("hbase.balancer.period", Integer.MAX_VALUE);
+    // Small machine: fewer threads.
+    conf.setInt("hbase.regionserver.handler.count", 10);
+    conf.setInt("hbase.master.handler.count", 10);
+    conf.setInt("dfs.namenode.handler.count", 5);
+    conf.setInt("dfs.datanode.handler.count", 5);
+    // Big cells (1 MB values, 100k-cell rows) are part of the fixtures.
+    conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
+    conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
+    compression(conf);
+    return conf;
+  }
+
+  /** Reads testenv/state.json as written by testenv/bin/up. */
+  static Map<String, Object> state(Path path) throws IOException {
+    try (Reader r = Files.newBufferedReader(path, StandardCharsets.UTF_8)) {
+      return new Gson().fromJson(r, new TypeToken<Map<String, Object>>() {}.getType());
+    }
+  }
+
+  /** Client configuration for the running cluster described by state.json. */
+  static Configuration client(String statePath) throws IOException {
+    Path p = Paths.get(statePath);
+    if (!Files.exists(p)) {
+      throw new IOException("no running mini cluster: " + p + " is missing (run testenv/bin/up)");
+    }
+    Map<String, Object> st = state(p);
+    Configuration conf = HBaseConfiguration.create();
+    String zk = (String) st.get("zookeeper_quorum");
+    int colon = zk.lastIndexOf(':');
+    conf.set("hbase.zookeeper.quorum", zk.substring(0, colon));
+    conf.set("hbase.zookeeper.property.clientPort", zk.substring(colon + 1));
+    conf.set("zookeeper.znode.parent", (String) st.get("zookeeper_znode_parent"));
+    conf.set("fs.defaultFS", "hdfs://" + st.get("hdfs_namenode"));
+    conf.set("hbase.rootdir", (String) st.get("hbase_rootdir"));
+    conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
+    compression(conf);
+    return conf;
+  }
+}
