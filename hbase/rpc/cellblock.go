@@ -42,6 +42,9 @@ type CellBlock struct {
 // NewCellBlock returns a reader over b.
 func NewCellBlock(b []byte) *CellBlock { return &CellBlock{b: b} }
 
+// Offset returns the offset of the next cell in the block.
+func (r *CellBlock) Offset() int { return r.off }
+
 // Remaining reports whether bytes are left to decode.
 func (r *CellBlock) Remaining() bool { return r.off < len(r.b) }
 
