@@ -179,9 +179,9 @@ func (cc *compiler) layout(path string, specs []ComponentSpec, source bool) *Lay
 		}
 		c.label += ")"
 		last := i == len(specs)-1
-		if !cc.checkComponent(&c, s, cpath, last) {
-			continue
-		}
+		// Bind the fields even when an option is wrong, so one mistake is
+		// not reported again by every component that uses the field.
+		cc.checkComponent(&c, s, cpath, last)
 		cc.bindFields(&c, s, cpath, source, l)
 		switch w := c.encodedWidth(); {
 		case w < 0 || l.fixedLen < 0:

@@ -206,21 +206,23 @@ func Parse(path string, data []byte) (*Job, error) {
 		"sink": func(n *yaml.Node, p string) { j.Sink = n },
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
-	// Compile only when the file's shape was right, so layout errors are not
-	// repeated as compile errors.
-	if len(d.problems) == 0 {
-		prog, err := transform.Compile(j.Spec)
-		var se transform.SpecErrors
-		switch {
-		case errors.As(err, &se):
-			for _, e := range se {
+	// Compile even when the file's shape is wrong, so all mistakes show at
+	// once; drop compile errors that only echo a shape error (the same
+	// option, or another option of a component that had one).
+	shape := d.problems
+	prog, err := transform.Compile(j.Spec)
+	var se transform.SpecErrors
+	switch {
+	case errors.As(err, &se):
+		for _, e := range se {
+			if !echoes(shape, e.Field) {
 				d.problems = append(d.problems, Problem{Line: e.Pos.Line, Col: e.Pos.Col, Field: e.Field, Msg: e.Msg})
 			}
-		case err != nil:
-			d.problems = append(d.problems, Problem{Line: 1, Col: 1, Msg: err.Error()})
 		}
-		j.Program = prog
+	case err != nil:
+		d.problems = append(d.problems, Problem{Line: 1, Col: 1, Msg: err.Error()})
 	}
+	j.Program = prog
 	if len(d.problems) > 0 {
 		sort.SliceStable(d.problems, func(a, b int) bool {
 			pa, pb := d.problems[a], d.problems[b]
@@ -234,6 +236,20 @@ func Parse(path string, data []byte) (*Job, error) {
 		j.BadKeys.File = resolve(dir, j.BadKeys.File)
 	}
 	return j, nil
+}
+
+// echoes reports whether a compile error about field repeats a shape
+// problem.
+func echoes(shape []Problem, field string) bool {
+	for _, p := range shape {
+		if p.Field == field {
+			return true
+		}
+		if i := strings.LastIndexByte(p.Field, '.'); i > 0 && strings.HasSuffix(p.Field[:i], "]") && strings.HasPrefix(field, p.Field[:i+1]) {
+			return true
+		}
+	}
+	return false
 }
 
 var tableName = regexp.MustCompile(`^([A-Za-z0-9_][A-Za-z0-9_.-]*:)?[A-Za-z0-9_][A-Za-z0-9_.-]*$`)

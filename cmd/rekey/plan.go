@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/transform"
+	"github.com/rekeyhq/rekey/transform/job"
+)
+
+// planFlags are the options of rekey plan.
+type planFlags struct {
+	json        bool
+	sample      int64
+	regions     int
+	maxRowSize  int64
+	maxCellSize int64
+}
+
+func init() {
+	var f planFlags
+	cmd := &cobra.Command{
+		Use:   "plan JOB",
+		Short: "Show what a job would write, from its layouts and a sample of the snapshot",
+		Long: `plan loads a job file, reads a bounded sample of the source snapshot (the first
+cells of every split) and reports: old keys beside their new keys, the entity
+count and the heaviest entities, the largest new row and cell, suggested split
+keys for the new table, and warnings (write hotspots, unbounded rows, rows or
+cells above HBase's limits, encodings that sort wrongly, dropped fields,
+colliding keys). It writes nothing.
+
+Exit status: 0 planned, 1 sampled keys do not fit the layouts or collide,
+2 the job file or flags are wrong.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPlan(cmd.Context(), cmd.OutOrStdout(), args[0], f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the plan as JSON")
+	cmd.Flags().Int64Var(&f.sample, "sample", 200_000, "cells to sample, spread over the splits (0: the whole snapshot)")
+	cmd.Flags().IntVar(&f.regions, "regions", 0, "regions to suggest split keys for (default: as many as the snapshot has)")
+	cmd.Flags().Int64Var(&f.maxRowSize, "max-row-size", transform.DefaultMaxRowSize, "hbase.table.max.rowsize of the target cluster")
+	cmd.Flags().Int64Var(&f.maxCellSize, "max-cell-size", transform.DefaultMaxCellSize, "hbase.client.keyvalue.maxsize of the target cluster")
+	rootCmd.AddCommand(cmd)
+}
+
+// planOutput is the JSON form of a plan.
+type planOutput struct {
+	Job      string `json:"job"`
+	Snapshot string `json:"snapshot"`
+	Root     string `json:"root"`
+	Table    string `json:"source_table"`
+	Target   string `json:"target_table"`
+	Regions  int    `json:"source_regions"`
+	Entity   []string
+	*transform.PlanReport
+}
+
+func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if f.sample < 0 {
+		return usageError{fmt.Errorf("--sample %d: expected 0 or more cells", f.sample)}
+	}
+	j, err := job.Load(path)
+	if err != nil {
+		return usageError{err}
+	}
+	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return usageError{fmt.Errorf("%s: source snapshot: %w", path, err)}
+		}
+		return fmt.Errorf("%s: source snapshot: %w", path, err)
+	}
+	defer snap.Close()
+	splits, err := snap.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: splits: %w", path, err)
+	}
+	regions := f.regions
+	if regions <= 0 {
+		regions = len(snap.Regions())
+	}
+	pl := j.Program.NewPlanner(transform.PlanOptions{MaxRowSize: f.maxRowSize, MaxCellSize: f.maxCellSize, Regions: regions})
+
+	// Take the first cells of every split, an equal share each, so the
+	// sample sees every region rather than the first one only.
+	complete := true
+	per := int64(0)
+	if f.sample > 0 && len(splits) > 0 {
+		per = max(1, f.sample/int64(len(splits)))
+	}
+	for _, sp := range splits {
+		sc, err := snap.NewScanner(ctx, sp, snapshot.ScanOptions{})
+		if err != nil {
+			return fmt.Errorf("%s: split %s: %w", path, sp.ID, err)
+		}
+		n := int64(0)
+		for (per == 0 || n < per) && sc.Next() {
+			pl.Add(sc.Cell())
+			n++
+		}
+		if per > 0 && n == per && sc.Next() {
+			complete = false
+		}
+		err = sc.Err()
+		sc.Close()
+		if err != nil {
+			return fmt.Errorf("%s: split %s: %w", path, sp.ID, err)
+		}
+	}
+	rep := pl.Report(complete)
+	out := planOutput{
+		Job: path, Snapshot: j.Source.Name, Root: j.Source.Root, Table: snap.Info().Table,
+		Target: j.Target.Table, Regions: len(snap.Regions()), Entity: j.Program.Entity(), PlanReport: rep,
+	}
+	if f.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printPlan(w, &out)
+	}
+	if rep.Rejected > 0 || len(rep.Collisions) > 0 {
+		return errProblems
+	}
+	return nil
+}
+
+func printPlan(w io.Writer, o *planOutput) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("job %s\n", o.Job)
+	p("  source  snapshot %s of %s (%d regions) at %s\n", o.Snapshot, o.Table, o.Regions, o.Root)
+	p("  target  table %s\n", o.Target)
+	scope := "the whole snapshot"
+	if !o.Complete {
+		scope = "a sample: the first cells of every split; sizes are lower bounds"
+	}
+	p("  sampled %d cells (%s)\n\n", o.SampledCells, scope)
+
+	p("old key -> new key (row/family:qualifier)\n")
+	for _, e := range o.Examples {
+		p("  %s\n    -> %s\n       %s\n", e.Old, e.New, e.Fields)
+	}
+	p("\nentities (%v): %d\n", o.Entity, o.Entities)
+	for _, e := range o.HeaviestEntities {
+		p("  %-30s %10d cells %12d bytes\n", e.Entity, e.Cells, e.Bytes)
+	}
+	p("\nnew rows: %d; largest: %s with %d cells, %d bytes\n", o.NewRows, o.WorstRow.Row, o.WorstRow.Cells, o.WorstRow.Bytes)
+	p("largest new cell: %d bytes (%s)\n", o.MaxCellBytes, o.MaxCell)
+	p("\nsuggested split keys (%d):\n", len(o.SplitKeys))
+	for _, k := range o.SplitKeys {
+		p("  %s\n", k)
+	}
+	if o.Rejected > 0 {
+		p("\nkeys that do not fit: %d\n", o.Rejected)
+		for _, r := range o.RejectExamples {
+			p("  %s\n", r)
+		}
+	}
+	if len(o.Collisions) > 0 {
+		p("\ncolliding keys:\n")
+		for _, c := range o.Collisions {
+			p("  %s\n", c)
+		}
+	}
+	p("\nwarnings: %d\n", len(o.Warnings))
+	for _, wn := range o.Warnings {
+		p("  [%s] %s\n", wn.Code, wn.Message)
+	}
+}

@@ -1,0 +1,408 @@
+package transform
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// HBase limits the plan checks against, at their defaults.
+const (
+	// DefaultMaxRowSize is hbase.table.max.rowsize: a Get or a Scan without
+	// batching fails on a row larger than this.
+	DefaultMaxRowSize = 1 << 30
+	// DefaultMaxCellSize is hbase.client.keyvalue.maxsize: the client refuses
+	// a cell larger than this.
+	DefaultMaxCellSize = 10 << 20
+)
+
+// PlanOptions tune a Planner; zero values take the defaults.
+type PlanOptions struct {
+	MaxRowSize  int64 // default DefaultMaxRowSize
+	MaxCellSize int64 // default DefaultMaxCellSize
+	Examples    int   // old/new key pairs to keep, default 8
+	Top         int   // heaviest entities to report, default 10
+	Regions     int   // regions to suggest split keys for, default 4
+}
+
+// Planner gathers what a sample of old cells says about a job: entities,
+// new row sizes, collisions and bad keys. It does no I/O; the caller feeds it
+// cells (rekey plan reads them from the snapshot).
+type Planner struct {
+	p    *Program
+	r    *Rekey
+	opts PlanOptions
+
+	cells, rejected int64
+	rejects         []string
+	entities        map[string]*EntityStat
+	rows            map[string]*rowStat
+	newKeys         map[string]string // new cell key -> old cell key, to find collisions
+	collisions      []string
+	examples        []Example
+	lastExampleRow  []byte
+	maxCell         int64
+	maxCellKey      string
+	negatives       map[int]bool // number fields seen negative
+	ent             []byte
+}
+
+type rowStat struct {
+	cells, bytes int64
+}
+
+// EntityStat counts the sampled cells of one entity.
+type EntityStat struct {
+	Entity string `json:"entity"`
+	Cells  int64  `json:"cells"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Example shows one old key beside its new key.
+type Example struct {
+	Old    string `json:"old"`
+	New    string `json:"new"`
+	Fields string `json:"fields"`
+}
+
+// RowSize is the size of one new row.
+type RowSize struct {
+	Row   string `json:"row"`
+	Cells int64  `json:"cells"`
+	Bytes int64  `json:"bytes"`
+}
+
+// Warning is one thing the plan advises against.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// PlanReport is what a Planner found.
+type PlanReport struct {
+	SampledCells int64 `json:"sampled_cells"`
+	// Complete says the sample was the whole snapshot, so the figures are
+	// exact rather than lower bounds.
+	Complete         bool         `json:"complete"`
+	Rejected         int64        `json:"rejected"`
+	RejectExamples   []string     `json:"reject_examples,omitempty"`
+	Collisions       []string     `json:"collisions,omitempty"`
+	Entities         int          `json:"entities"`
+	HeaviestEntities []EntityStat `json:"heaviest_entities"`
+	NewRows          int          `json:"new_rows"`
+	WorstRow         RowSize      `json:"worst_row"`
+	MaxCellBytes     int64        `json:"max_cell_bytes"`
+	MaxCell          string       `json:"max_cell,omitempty"`
+	Warnings         []Warning    `json:"warnings"`
+	// SplitKeys are suggested split points for the new table, printable
+	// (Bytes.toStringBinary form) and hex.
+	SplitKeys    []string  `json:"split_keys"`
+	SplitKeysHex []string  `json:"split_keys_hex"`
+	Examples     []Example `json:"examples"`
+}
+
+// NewPlanner returns a Planner for p.
+func (p *Program) NewPlanner(opts PlanOptions) *Planner {
+	if opts.MaxRowSize <= 0 {
+		opts.MaxRowSize = DefaultMaxRowSize
+	}
+	if opts.MaxCellSize <= 0 {
+		opts.MaxCellSize = DefaultMaxCellSize
+	}
+	if opts.Examples <= 0 {
+		opts.Examples = 8
+	}
+	if opts.Top <= 0 {
+		opts.Top = 10
+	}
+	if opts.Regions <= 1 {
+		opts.Regions = 4
+	}
+	return &Planner{
+		p: p, r: p.New(), opts: opts,
+		entities: map[string]*EntityStat{}, rows: map[string]*rowStat{},
+		newKeys: map[string]string{}, negatives: map[int]bool{},
+	}
+}
+
+// cellSize is the size of a cell as a serialized KeyValue (key length, value
+// length, key, value, and the tags section when present): what HBase
+// measures against its limits.
+func cellSize(c *cell.Cell) int64 {
+	n := int64(4 + 4 + 2 + len(c.Row) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1 + len(c.Value))
+	if len(c.Tags) > 0 {
+		n += int64(2 + len(c.Tags))
+	}
+	return n
+}
+
+// Add maps one sampled old cell and records what it becomes.
+func (pl *Planner) Add(src *cell.Cell) {
+	pl.cells++
+	out, err := pl.r.Apply(src)
+	if err != nil {
+		pl.rejected++
+		if len(pl.rejects) < 5 {
+			pl.rejects = append(pl.rejects, err.Error())
+		}
+		return
+	}
+	for i, v := range pl.r.rec.vals {
+		if v.Set && v.Signed && int64(v.N) < 0 && pl.p.fields[i].kind == KindNumber {
+			pl.negatives[i] = true
+		}
+	}
+	if len(pl.examples) < pl.opts.Examples && !bytes.Equal(out.Row, pl.lastExampleRow) {
+		pl.lastExampleRow = append(pl.lastExampleRow[:0], out.Row...)
+		pl.examples = append(pl.examples, Example{
+			Old:    keyString(src),
+			New:    keyString(&out),
+			Fields: string(pl.r.AppendFields(nil)),
+		})
+	}
+	size := cellSize(&out)
+	if size > pl.maxCell {
+		pl.maxCell, pl.maxCellKey = size, keyString(&out)
+	}
+	rs := pl.rows[string(out.Row)]
+	if rs == nil {
+		rs = &rowStat{}
+		pl.rows[string(out.Row)] = rs
+	}
+	rs.cells++
+	rs.bytes += size
+
+	newKey := string(cell.AppendKey(nil, &out))
+	oldKey := string(cell.AppendKey(nil, src))
+	if prev, ok := pl.newKeys[newKey]; ok && prev != oldKey {
+		if len(pl.collisions) < 5 {
+			pl.collisions = append(pl.collisions, fmt.Sprintf("%s and %s both become %s", keyString(src), printable([]byte(prev)), keyString(&out)))
+		}
+	} else {
+		pl.newKeys[newKey] = oldKey
+	}
+
+	// The entity of the old cell, from the fields Apply just parsed.
+	pl.ent = pl.r.appendEntity(pl.ent[:0])
+	es := pl.entities[string(pl.ent)]
+	if es == nil {
+		es = &EntityStat{Entity: pl.p.FormatEntity(pl.ent)}
+		pl.entities[string(pl.ent)] = es
+	}
+	es.Cells++
+	es.Bytes += cellSize(src)
+}
+
+func keyString(c *cell.Cell) string {
+	var b []byte
+	b = AppendPrintable(b, c.Row)
+	b = append(b, '/')
+	b = AppendPrintable(b, c.Family)
+	b = append(b, ':')
+	b = AppendPrintable(b, c.Qualifier)
+	return string(b)
+}
+
+// Report summarises the sample. complete says the caller fed every cell of
+// the snapshot.
+func (pl *Planner) Report(complete bool) *PlanReport {
+	rep := &PlanReport{
+		SampledCells: pl.cells, Complete: complete, Rejected: pl.rejected,
+		RejectExamples: pl.rejects, Collisions: pl.collisions,
+		Entities: len(pl.entities), NewRows: len(pl.rows),
+		MaxCellBytes: pl.maxCell, MaxCell: pl.maxCellKey, Examples: pl.examples,
+		Warnings: []Warning{},
+	}
+	for _, e := range pl.entities {
+		rep.HeaviestEntities = append(rep.HeaviestEntities, *e)
+	}
+	sort.Slice(rep.HeaviestEntities, func(i, j int) bool {
+		a, b := rep.HeaviestEntities[i], rep.HeaviestEntities[j]
+		return a.Cells > b.Cells || a.Cells == b.Cells && a.Entity < b.Entity
+	})
+	if len(rep.HeaviestEntities) > pl.opts.Top {
+		rep.HeaviestEntities = rep.HeaviestEntities[:pl.opts.Top]
+	}
+	rows := make([]string, 0, len(pl.rows))
+	for row, rs := range pl.rows {
+		rows = append(rows, row)
+		if rs.bytes > rep.WorstRow.Bytes || rs.bytes == rep.WorstRow.Bytes && rs.cells > rep.WorstRow.Cells {
+			rep.WorstRow = RowSize{Row: printable([]byte(row)), Cells: rs.cells, Bytes: rs.bytes}
+		}
+	}
+	sort.Strings(rows)
+	rep.Warnings = pl.p.layoutWarnings(pl.negatives)
+	warn := func(code, format string, args ...any) {
+		rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	bound := "in the sample"
+	if !complete {
+		bound = "in the sample (a lower bound: the sample is not the whole snapshot)"
+	}
+	if rep.WorstRow.Bytes > pl.opts.MaxRowSize {
+		warn("row-too-large", "new row %s holds %d bytes %s, above hbase.table.max.rowsize (%d): Gets and unbatched Scans of it will fail", rep.WorstRow.Row, rep.WorstRow.Bytes, bound, pl.opts.MaxRowSize)
+	}
+	if pl.maxCell > pl.opts.MaxCellSize {
+		warn("cell-too-large", "cell %s is %d bytes, above hbase.client.keyvalue.maxsize (%d): the client refuses to write it", pl.maxCellKey, pl.maxCell, pl.opts.MaxCellSize)
+	}
+	if pl.rejected > 0 {
+		warn("bad-keys", "%d of %d sampled cells do not fit the layouts (first: %s)", pl.rejected, pl.cells, pl.rejects[0])
+	}
+	if len(pl.collisions) > 0 {
+		warn("collision", "different old cells map to the same new cell, so one overwrites the other: %s", pl.collisions[0])
+	}
+	rep.SplitKeys, rep.SplitKeysHex = pl.p.splitKeys(rows, pl.opts.Regions)
+	return rep
+}
+
+// splitKeys suggests where to pre-split the new table: at every salt bucket
+// when the new row starts with a salt, else at quantiles of the sampled new
+// rows.
+func (p *Program) splitKeys(rows []string, regions int) (printed, hexed []string) {
+	var keys [][]byte
+	if c := p.dstRow.comps[0]; c.typ == Salt {
+		for b := uint32(1); b < c.buckets; b++ {
+			keys = append(keys, appendUint(nil, uint64(b), c.width))
+		}
+	} else if len(rows) >= regions {
+		for i := 1; i < regions; i++ {
+			k := []byte(rows[i*len(rows)/regions])
+			if len(keys) == 0 || !bytes.Equal(keys[len(keys)-1], k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	for _, k := range keys {
+		printed = append(printed, printable(k))
+		hexed = append(hexed, fmt.Sprintf("%x", k))
+	}
+	return printed, hexed
+}
+
+// layoutWarnings are the warnings the layouts alone justify. negatives names
+// number fields seen negative in the sample.
+func (p *Program) layoutWarnings(negatives map[int]bool) []Warning {
+	var ws []Warning
+	warn := func(code, format string, args ...any) {
+		ws = append(ws, Warning{Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	name := func(c *component) string {
+		if c.field >= 0 {
+			return p.fields[c.field].name
+		}
+		if len(c.of) > 0 {
+			return p.fields[c.of[0]].name
+		}
+		return c.typ.String()
+	}
+
+	// Hotspot: the first component that varies decides which region a
+	// write goes to; if it follows the clock, every write goes to the last
+	// (or first) region.
+	for i := range p.dstRow.comps {
+		c := &p.dstRow.comps[i]
+		if c.typ == Literal {
+			continue
+		}
+		timeLike := c.typ == TimeBucket || c.typ == ReversedTS || c.field >= 0 && p.fields[c.field].time
+		if timeLike {
+			dir := "the newest region"
+			if c.typ == ReversedTS {
+				dir = "the first region"
+			}
+			warn("hotspot", "the new row starts with %s (%s), which follows the clock: a backfill spreads, but live writes all go to %s; put an entity or a salt first", name(c), c.typ, dir)
+		}
+		break
+	}
+
+	// Unbounded rows: a new row that gathers cells from many old rows with
+	// nothing (a time bucket) to cap it grows without end.
+	hasBucket := false
+	inRow := map[int]bool{}
+	for i := range p.dstRow.comps {
+		c := &p.dstRow.comps[i]
+		if c.typ == TimeBucket {
+			hasBucket = true
+		}
+		if c.field >= 0 {
+			inRow[c.field] = true
+		}
+	}
+	var gathered []string
+	for i := range p.srcRow.comps {
+		c := &p.srcRow.comps[i]
+		if c.field >= 0 && c.typ != Salt && !inRow[c.field] && !inRow[idxRow] {
+			gathered = append(gathered, p.fields[c.field].name)
+		}
+	}
+	if !hasBucket && len(gathered) > 0 {
+		warn("unbounded-row", "the new row drops %s from the old row key, so one new row gathers all old rows that differ only there and has no time bucket to bound it; add a time_bucket component to the new row", strings.Join(gathered, ", "))
+	}
+	// Fields read but used nowhere in the new key are lost: old cells that
+	// differ only in them collide.
+	used := map[int]bool{}
+	for _, l := range []*Layout{p.dstRow, p.dstQual} {
+		if l == nil {
+			continue
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			if c.field >= 0 {
+				used[c.field] = true
+			}
+			for _, f := range c.of {
+				used[f] = true
+			}
+		}
+	}
+	for _, l := range []*Layout{p.srcRow, p.srcQual} {
+		if l == nil || l == p.srcQual && p.dstQual == nil {
+			continue
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			f := c.field
+			if c.typ == Offset {
+				f = c.of[0]
+			}
+			if f >= 0 && c.typ != Salt && c.typ != TimeBucket && !used[f] && !used[idxRow] && !used[idxQualifier] {
+				warn("dropped-field", "field %s of the old key is not in the new key: old cells that differ only in it will overwrite each other", p.fields[f].name)
+			}
+		}
+	}
+
+	// Encodings whose byte order is not the value order.
+	for _, l := range []*Layout{p.dstRow, p.dstQual} {
+		if l == nil {
+			continue
+		}
+		where := "row"
+		if l == p.dstQual {
+			where = "qualifier"
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			last := i == len(l.comps)-1
+			switch {
+			case c.typ == Int:
+				seen := ""
+				if negatives[c.field] {
+					seen = " (the sample has negative values)"
+				}
+				warn("signed-int", "new %s component %s is a two's-complement int: negative values sort after positive ones%s; use sortable_int", where, name(c), seen)
+			case c.typ == Decimal && c.width == 0:
+				warn("decimal-text", "new %s component %s is decimal text without a width: \"10\" sorts before \"9\"; give a width (zero-padded) or use uint", where, name(c))
+			case c.typ == String && !c.hasSep && last && where == "row" && i > 0:
+				warn("no-separator", "new row ends with %s, a string with no separator: a prefix scan for one value also returns longer values that start with it (\"u1\" finds \"u12\")", name(c))
+			case c.typ == String && !c.hasSep && last && where == "row" && len(p.dstRow.comps) == 1 && p.dstQual != nil:
+				// A lone string row is exact; nothing to say.
+			case c.typ == String && c.hasSep && c.sep != 0x00:
+				warn("separator-order", "new %s component %s ends with separator %q, which is not 0x00: a value that is a prefix of another can sort after it (\"a\" after \"a!\")", where, name(c), c.sep)
+			}
+		}
+	}
+	return ws
+}
