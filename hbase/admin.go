@@ -80,12 +80,13 @@ func (e *ProcedureError) Is(target error) bool {
 	return (&rpc.RemoteError{Class: e.Class}).Is(target)
 }
 
-// waitProcedure polls GetProcedureResult until the procedure finishes.
+// waitProcedure polls the master until the procedure finishes. The method
+// is spelled getProcedureResult in HBase's Master.proto, lower-case g.
 func (c *Client) waitProcedure(ctx context.Context, op string, procID uint64) error {
 	pause := 50 * time.Millisecond
 	for {
 		var resp pb.GetProcedureResultResponse
-		if err := c.masterCall(ctx, "GetProcedureResult", &pb.GetProcedureResultRequest{ProcId: proto.Uint64(procID)}, &resp); err != nil {
+		if err := c.masterCall(ctx, "getProcedureResult", &pb.GetProcedureResultRequest{ProcId: proto.Uint64(procID)}, &resp); err != nil {
 			return fmt.Errorf("hbase: %s: waiting for procedure %d: %w", op, procID, err)
 		}
 		switch resp.GetState() {

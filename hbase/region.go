@@ -381,9 +381,13 @@ func parseMetaRowFull(cells []cell.Cell) (*metaRow, error) {
 // left out; a region without a server is listed with Server "".
 func (c *Client) Regions(ctx context.Context, table string) ([]*Region, error) {
 	table = normTable(table)
-	start := append([]byte(table), ',')
-	// Every row of table's regions starts with "table,"; ',' + 1 ends them.
-	stop := append([]byte(table), ','+1)
+	// hbase:meta sorts rows with its own comparator, which splits them at
+	// commas into table, start key and region id. "table,," is the least
+	// row of table (empty start key, empty id); "table ," (a space sorts
+	// before ',') is past the last. A plain "table," would sort after the
+	// first region's row and miss it.
+	start := append([]byte(table), ',', ',')
+	stop := append([]byte(table), ' ', ',')
 	sc := c.Scan(ctx, []byte(MetaTable), &Scan{Start: start, Stop: stop, Families: [][]byte{infoFamily}, Caching: 1000})
 	defer sc.Close()
 	var regions []*Region
