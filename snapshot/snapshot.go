@@ -132,7 +132,7 @@ type TableDescriptor struct {
 }
 
 // Family returns the named family, or nil.
-func (t *TableDescriptor) Family(name []byte) *Family {
+func (t TableDescriptor) Family(name []byte) *Family {
 	for i := range t.Families {
 		if string(t.Families[i].Name) == string(name) {
 			return &t.Families[i]

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rekeyhq/rekey/cell"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -178,7 +179,17 @@ func DecodeReference(b []byte) (Ref, error) {
 	if int64(len(rest)) != n {
 		return Ref{}, corrupt(fmt.Sprintf("legacy reference file: %d trailing bytes", int64(len(rest))-n), nil)
 	}
-	return Ref{SplitKey: append([]byte(nil), rest[:n]...), Top: top}, nil
+	return checkSplitKey(Ref{SplitKey: append([]byte(nil), rest[:n]...), Top: top})
+}
+
+// checkSplitKey insists the split key is a KeyValue key: the half-file
+// reader compares cells with it.
+func checkSplitKey(r Ref) (Ref, error) {
+	var c cell.Cell
+	if err := cell.ParseKey(r.SplitKey, &c); err != nil {
+		return Ref{}, corrupt("reference split key", err)
+	}
+	return r, nil
 }
 
 // DecodeReferencePB converts a manifest's Reference message.
@@ -191,9 +202,9 @@ func DecodeReferencePB(r *Reference) (Ref, error) {
 	}
 	switch r.GetRange() {
 	case Reference_TOP:
-		return Ref{SplitKey: r.Splitkey, Top: true}, nil
+		return checkSplitKey(Ref{SplitKey: r.Splitkey, Top: true})
 	case Reference_BOTTOM:
-		return Ref{SplitKey: r.Splitkey}, nil
+		return checkSplitKey(Ref{SplitKey: r.Splitkey})
 	}
 	return Ref{}, corrupt(fmt.Sprintf("reference range %d", r.GetRange()), nil)
 }
