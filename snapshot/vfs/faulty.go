@@ -23,6 +23,9 @@ type Fault struct {
 	Short bool
 	// Err is the error returned (a generic injected error when nil).
 	Err error
+	// Times limits how often the fault fires (0 = every time).
+	Times int
+	fired int
 }
 
 // ErrInjected is returned by faults without their own Err.
@@ -54,6 +57,10 @@ func (f *Faulty) find(op, name string, off, n int64) *Fault {
 		if op == "read" && (ft.Offset < off || ft.Offset >= off+n) {
 			continue
 		}
+		if ft.Times > 0 && ft.fired >= ft.Times {
+			continue
+		}
+		ft.fired++
 		return ft
 	}
 	return nil
