@@ -46,6 +46,11 @@ type Program struct {
 
 	entity   []int
 	families map[string][]byte
+	// notSource lists the fields a parse of the old key does not set, which
+	// must be cleared before each cell; srcSalted says the old key has a
+	// salt to check.
+	notSource []int
+	srcSalted bool
 	spec     Spec
 }
 
@@ -117,6 +122,21 @@ func Compile(spec Spec) (*Program, error) {
 				continue
 			}
 			p.families[old] = []byte(nw)
+		}
+	}
+	for i := numBuiltins; i < len(p.fields); i++ {
+		if !p.fields[i].source {
+			p.notSource = append(p.notSource, i)
+		}
+	}
+	for _, l := range []*Layout{p.srcRow, p.srcQual} {
+		if l == nil {
+			continue
+		}
+		for i := range l.comps {
+			if c := &l.comps[i]; c.typ == Salt && len(c.of) > 0 && c.field >= 0 {
+				p.srcSalted = true
+			}
 		}
 	}
 	if len(cc.errs) > 0 {

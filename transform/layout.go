@@ -109,6 +109,10 @@ type record struct {
 	// arena holds unescaped strings; it is sized before parsing so that
 	// appends never move it (which would invalidate earlier Values).
 	arena []byte
+	// The last ISO bucket text built, per worker (see component.build).
+	isoStart int64
+	isoLen   int
+	isoText  [19]byte
 }
 
 func (r *record) reset() {
@@ -414,7 +418,13 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		if start >= isoMax {
 			return dst, fmt.Errorf("timestamp %d is after year 9999", ts)
 		}
-		return appendISO(dst, start, isoWidth(c.unit)), nil
+		// Neighbouring cells mostly share a bucket: reuse the last text.
+		w := isoWidth(c.unit)
+		if rec.isoLen != w || rec.isoStart != start {
+			rec.isoLen, rec.isoStart = w, start
+			appendISO(rec.isoText[:0], start, w)
+		}
+		return append(dst, rec.isoText[:w]...), nil
 	}
 	v, err := c.value(rec)
 	if err != nil {
@@ -537,6 +547,9 @@ func (c *component) saltHash(rec *record) uint32 {
 }
 
 func readUint(b []byte) uint64 {
+	if len(b) == 8 {
+		return binary.BigEndian.Uint64(b)
+	}
 	var u uint64
 	for _, x := range b {
 		u = u<<8 | uint64(x)

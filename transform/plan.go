@@ -267,9 +267,10 @@ func (p *Program) splitKeys(rows []string, regions int) (printed, hexed []string
 		for b := uint32(1); b < c.buckets; b++ {
 			keys = append(keys, appendUint(nil, uint64(b), c.width))
 		}
-	} else if len(rows) >= regions {
-		for i := 1; i < regions; i++ {
-			k := []byte(rows[i*len(rows)/regions])
+	} else if len(rows) > 1 {
+		n := min(regions, len(rows))
+		for i := 1; i < n; i++ {
+			k := []byte(rows[i*len(rows)/n])
 			if len(keys) == 0 || !bytes.Equal(keys[len(keys)-1], k) {
 				keys = append(keys, k)
 			}

@@ -97,7 +97,7 @@ func cellName(c *cell.Cell) string {
 // parseSource fills the record from an old cell.
 func (r *Rekey) parseSource(src *cell.Cell) error {
 	p := r.p
-	r.prepare(src)
+	r.prepare(src, false)
 	if err := p.srcRow.parse(src.Row, &r.rec); err != nil {
 		return fmt.Errorf("old row of %s: %w", cellName(src), err)
 	}
@@ -109,6 +109,9 @@ func (r *Rekey) parseSource(src *cell.Cell) error {
 			return fmt.Errorf("old qualifier of %s: %w", cellName(src), err)
 		}
 	}
+	if !p.srcSalted {
+		return nil
+	}
 	if err := r.checkSalts(p.srcRow, p.srcQual); err != nil {
 		return fmt.Errorf("old key of %s: %w", cellName(src), err)
 	}
@@ -118,7 +121,7 @@ func (r *Rekey) parseSource(src *cell.Cell) error {
 // parseTarget fills the record from a new cell.
 func (r *Rekey) parseTarget(c *cell.Cell) error {
 	p := r.p
-	r.prepare(c)
+	r.prepare(c, true)
 	if err := p.dstRow.parse(c.Row, &r.rec); err != nil {
 		return fmt.Errorf("new row of %s: %w", cellName(c), err)
 	}
@@ -133,8 +136,18 @@ func (r *Rekey) parseTarget(c *cell.Cell) error {
 	return nil
 }
 
-func (r *Rekey) prepare(c *cell.Cell) {
-	r.rec.reset()
+func (r *Rekey) prepare(c *cell.Cell, full bool) {
+	if full {
+		r.rec.reset()
+	} else {
+		// A successful parse of the old key sets every field it defines;
+		// only the fields it does not define must not keep a value from an
+		// earlier cell.
+		for _, f := range r.p.notSource {
+			r.rec.vals[f] = Value{}
+		}
+		r.rec.arena = r.rec.arena[:0]
+	}
 	// Unescaped strings are never longer than the key they came from, so
 	// with this capacity the arena never moves while a key is parsed.
 	if n := len(c.Row) + len(c.Qualifier); cap(r.rec.arena) < n {
