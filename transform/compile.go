@@ -51,7 +51,7 @@ type Program struct {
 	// salt to check.
 	notSource []int
 	srcSalted bool
-	spec     Spec
+	spec      Spec
 }
 
 // compiler collects every error instead of stopping at the first, so a user

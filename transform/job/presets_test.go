@@ -2,8 +2,8 @@ package job
 
 import (
 	"bytes"
-	"fmt"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
