@@ -37,9 +37,10 @@ type writeOpts struct {
 	checksum                 byte // 0 means CRC32C; use checksumNone for NULL
 	bytesPerChecksum         int
 	major, minor             int
-	bloomChunks              bool // interleave BLMFBLK2 blocks
-	zstdPlain                bool // zstd without Hadoop block framing
-	chunkSize                int  // Hadoop block framing chunk size (default 256 KiB)
+	bloomChunks              bool  // interleave BLMFBLK2 blocks
+	zstdPlain                bool  // zstd without Hadoop block framing
+	chunkSize                int   // Hadoop block framing chunk size (default 256 KiB)
+	trailerCodec             Codec // overrides the trailer's codec ordinal when non-zero
 }
 
 const checksumNone = 0xFF // writeOpts.checksum value for NULL checksums
@@ -510,6 +511,9 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	if o.major == 0 {
 		o.major, o.minor = 3, 3
 	}
+	if o.codec == CodecLZO { // the zero value; LZO is not writable here
+		o.codec = CodecNone
+	}
 	w := &testWriter{o: o, prevOff: map[BlockType]int64{}}
 	var leaf, leaves []IndexEntry
 	var enc *blockEncoder
@@ -594,10 +598,10 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	w.writeBlock(BlockRootIndex, rootIndexBytes([]IndexEntry{{Key: []byte("meta"), Offset: metaOff, Size: int32(metaSize)}}))
 	// File info.
 	info := map[string][]byte{
-		"hfile.AVG_KEY_LEN":   binary.BigEndian.AppendUint32(nil, 20),
-		"hfile.AVG_VALUE_LEN": binary.BigEndian.AppendUint32(nil, 10),
+		"hfile.AVG_KEY_LEN":    binary.BigEndian.AppendUint32(nil, 20),
+		"hfile.AVG_VALUE_LEN":  binary.BigEndian.AppendUint32(nil, 10),
 		"hfile.CREATE_TIME_TS": binary.BigEndian.AppendUint64(nil, 1700000000000),
-		"TIMERANGE":           append(binary.BigEndian.AppendUint64(nil, 1), binary.BigEndian.AppendUint64(nil, 2)...),
+		"TIMERANGE":            append(binary.BigEndian.AppendUint64(nil, 1), binary.BigEndian.AppendUint64(nil, 2)...),
 	}
 	if len(cells) > 0 {
 		info["hfile.LASTKEY"] = cell.AppendKey(nil, &cells[len(cells)-1])
@@ -647,6 +651,9 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	tp = protowire.AppendTag(tp, 11, protowire.BytesType)
 	tp = protowire.AppendString(tp, "org.apache.hadoop.hbase.CellComparatorImpl")
 	field(12, uint64(o.codec))
+	if o.trailerCodec != 0 {
+		field(12, uint64(o.trailerCodec)) // a repeated field: last one wins
+	}
 	tp = protowire.AppendTag(tp, 99, protowire.BytesType) // unknown field: must be skipped
 	tp = protowire.AppendString(tp, "future")
 	ts, _ := trailerSize(o.major)

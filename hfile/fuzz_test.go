@@ -1,0 +1,221 @@
+package hfile
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// Fuzz targets for every decoder. Seeds come from the test writer, so the
+// fuzzer starts from well-formed inputs and mutates them. Each target only
+// asserts what must hold for any input: no panic, no endless loop, and
+// errors of the package's classes.
+
+func seedFile(tb testing.TB, o writeOpts, n int) []byte {
+	cells := genCells(7, n, o.tags, o.mvcc)
+	for i := range cells {
+		// Keep seeds small: the fuzzer mutates whole inputs.
+		if len(cells[i].Value) > 100 {
+			cells[i].Value = cells[i].Value[:100]
+		}
+	}
+	return writeTestHFile(tb, cells, o)
+}
+
+// drain opens data and reads it to the end plus one seek, checking that
+// failures are reported as corruption or unsupported input.
+func drain(t *testing.T, data []byte) {
+	r, err := Open(bytes.NewReader(data), int64(len(data)), "fuzz.hfile")
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("Open: unclassified error %v", err)
+		}
+		return
+	}
+	it := r.NewIterator()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		if n > len(data)*8 {
+			t.Fatalf("more cells (%d) than a %d-byte file can hold", n, len(data))
+		}
+	}
+	if err := it.Err(); err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("iteration: unclassified error %v", err)
+	}
+	key := cell.FirstOnRow([]byte("row-00010"))
+	it.SeekGE(&key)
+	if err := it.Err(); err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("seek: unclassified error %v", err)
+	}
+	if _, err := r.DataIndex(); err != nil && !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("DataIndex: unclassified error %v", err)
+	}
+}
+
+func FuzzOpen(f *testing.F) {
+	f.Add(seedFile(f, writeOpts{blockSize: 512}, 40))
+	f.Add(seedFile(f, writeOpts{enc: EncodingFastDiff, codec: CodecSnappy, blockSize: 512, checksum: checksumNone, tags: true, mvcc: true}, 40))
+	f.Add(seedFile(f, writeOpts{enc: EncodingDiff, codec: CodecGZ, blockSize: 256, leafEntries: 2, rootEntries: 2, checksum: checksumNone}, 40))
+	f.Add(seedFile(f, writeOpts{enc: EncodingPrefix, blockSize: 256, leafEntries: 2, bloomChunks: true, checksum: checksumNone}, 30))
+	f.Add(seedFile(f, writeOpts{enc: EncodingRowIndexV1, codec: CodecLZ4, blockSize: 256, checksum: checksumNone}, 30))
+	f.Fuzz(func(t *testing.T, data []byte) { drain(t, data) })
+}
+
+func FuzzTrailer(f *testing.F) {
+	file := seedFile(f, writeOpts{}, 5)
+	f.Add(file[len(file)-trailerSizeV3:])
+	f.Add(seedFile(f, writeOpts{major: 2, minor: 3}, 5))
+	f.Fuzz(func(t *testing.T, tail []byte) {
+		_, err := parseTrailer(tail, int64(len(tail))+100, "fuzz")
+		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("unclassified error %v", err)
+		}
+	})
+}
+
+func FuzzBlockHeader(f *testing.F) {
+	file := seedFile(f, writeOpts{codec: CodecGZ, bytesPerChecksum: 64}, 5)
+	f.Add(file[:200])
+	f.Add(seedFile(f, writeOpts{checksum: checksumCRC32, bytesPerChecksum: 40}, 3)[:300])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		h, err := parseHeader(b, 0, int64(len(b)))
+		if err != nil {
+			return
+		}
+		if h.onDiskSize() > len(b) {
+			t.Fatalf("header accepted an on-disk size %d beyond the %d available bytes", h.onDiskSize(), len(b))
+		}
+		verifyChecksums(&h, b[:h.onDiskSize()])
+	})
+}
+
+// blockSeeds encodes a few blocks with enc for the decoder targets.
+func blockSeeds(f *testing.F, enc Encoding) {
+	for i, o := range []writeOpts{{}, {tags: true, mvcc: true}, {tags: true, tagsCompressed: true, mvcc: true}} {
+		o.enc = enc
+		e := &blockEncoder{o: &o}
+		e.dict.clear()
+		cells := genCells(uint64(i), 25, o.tags, o.mvcc)
+		for j := range cells {
+			if len(cells[j].Value) > 100 {
+				cells[j].Value = cells[j].Value[:100]
+			}
+			e.add(&cells[j])
+		}
+		_, p := e.finish()
+		flags := byte(0)
+		if o.tags {
+			flags |= 1
+		}
+		if o.mvcc {
+			flags |= 2
+		}
+		if o.tagsCompressed {
+			flags |= 4
+		}
+		f.Add(flags, p)
+	}
+}
+
+func fuzzDecoder(f *testing.F, enc Encoding) {
+	blockSeeds(f, enc)
+	f.Fuzz(func(t *testing.T, flags byte, payload []byte) {
+		d := blockDecoder{tags: flags&1 != 0, mvcc: flags&2 != 0, keepSeqID: true, tagsCompressed: flags&4 != 0}
+		if err := d.reset(payload, enc != EncodingNone, enc); err != nil {
+			return
+		}
+		var c cell.Cell
+		for n := 0; ; n++ {
+			ok, err := d.next(&c)
+			if err != nil || !ok {
+				return
+			}
+			if n > len(payload) {
+				t.Fatalf("decoded %d cells from %d bytes", n, len(payload))
+			}
+			_ = cell.AppendDump(nil, &c)
+		}
+	})
+}
+
+func FuzzDecodeNone(f *testing.F)       { fuzzDecoder(f, EncodingNone) }
+func FuzzDecodePrefix(f *testing.F)     { fuzzDecoder(f, EncodingPrefix) }
+func FuzzDecodeDiff(f *testing.F)       { fuzzDecoder(f, EncodingDiff) }
+func FuzzDecodeFastDiff(f *testing.F)   { fuzzDecoder(f, EncodingFastDiff) }
+func FuzzDecodeRowIndexV1(f *testing.F) { fuzzDecoder(f, EncodingRowIndexV1) }
+
+func fuzzCodec(f *testing.F, c Codec, plain bool) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 10, 3000, 70000} {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.IntN(4))
+		}
+		w := &testWriter{o: writeOpts{codec: c, zstdPlain: plain, chunkSize: 1000}}
+		f.Add(w.compress(p), uint32(n))
+	}
+	f.Fuzz(func(t *testing.T, src []byte, n uint32) {
+		var d decompressor
+		out, err := d.decompress(c, nil, src, int(n%(1<<22)))
+		if err == nil && len(out) != int(n%(1<<22)) {
+			t.Fatalf("decompressed %d bytes, asked for %d", len(out), n)
+		}
+	})
+}
+
+func FuzzDecompressGZ(f *testing.F)        { fuzzCodec(f, CodecGZ, false) }
+func FuzzDecompressSnappy(f *testing.F)    { fuzzCodec(f, CodecSnappy, false) }
+func FuzzDecompressLZ4(f *testing.F)       { fuzzCodec(f, CodecLZ4, false) }
+func FuzzDecompressZstd(f *testing.F)      { fuzzCodec(f, CodecZstd, false) }
+func FuzzDecompressZstdPlain(f *testing.F) { fuzzCodec(f, CodecZstd, true) }
+
+// TestCorruption flips bytes and truncates well-formed files at many
+// places; every outcome must be a clean read, ErrCorrupt or
+// ErrUnsupported, never a panic or a hang.
+func TestCorruption(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, o := range []writeOpts{
+		{enc: EncodingFastDiff, codec: CodecSnappy, blockSize: 512, checksum: checksumNone, tags: true, tagsCompressed: true, mvcc: true},
+		{enc: EncodingDiff, codec: CodecNone, blockSize: 300, leafEntries: 2, rootEntries: 2, checksum: checksumNone, mvcc: true},
+		{enc: EncodingPrefix, codec: CodecGZ, blockSize: 400, leafEntries: 3, checksum: checksumNone, tags: true},
+		{enc: EncodingRowIndexV1, codec: CodecLZ4, blockSize: 400, checksum: checksumNone},
+		{enc: EncodingNone, codec: CodecZstd, blockSize: 400},
+	} {
+		good := seedFile(t, o, 60)
+		for i := 0; i < 400; i++ {
+			data := bytes.Clone(good)
+			switch i % 4 {
+			case 0:
+				data = data[:rng.IntN(len(data))]
+			default:
+				for k := 0; k <= i%3; k++ {
+					data[rng.IntN(len(data))] ^= byte(1 + rng.IntN(255))
+				}
+			}
+			drain(t, data)
+		}
+	}
+}
+
+// TestChecksumNamesBlock checks the corruption message a user sees.
+func TestChecksumNamesBlock(t *testing.T) {
+	data := seedFile(t, writeOpts{enc: EncodingFastDiff, blockSize: 512}, 60)
+	data[700] ^= 0x40 // inside the second or third data block
+	r, err := openBytes(t, "bad.hfile", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = readAll(t, r)
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("error %v, want ErrCorrupt", err)
+	}
+	for _, want := range []string{"bad.hfile", "DATABLKE block at offset", "CRC32C checksum mismatch", "stored", "computed"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+}
