@@ -318,6 +318,9 @@ type blockBuf struct {
 	peek    [headerSize]byte
 	peekOff int64
 	hdr     blockHeader
+	// scratch receives a header read on its own (kept here so it does not
+	// escape to a fresh allocation per read).
+	scratch [headerSize]byte
 }
 
 // readBlock reads, verifies and decompresses the block at off. size is its
@@ -342,18 +345,18 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		}
 		b.raw = b.raw[:want]
 		copy(b.raw, b.peek[:])
-		if err := rd.readAt(b.raw[headerSize:], off+headerSize, h.typ.String()+" block"); err != nil {
+		if err := rd.readAt(b.raw[headerSize:], off+headerSize, "block"); err != nil {
 			return nil, nil, err
 		}
 	default:
 		// Read header+payload (plus the next header) in one go when the
 		// size is known; otherwise the header first.
 		if size < headerSize {
-			var hb [headerSize]byte
-			if err := rd.readAt(hb[:], off, "block header"); err != nil {
+			hb := b.scratch[:]
+			if err := rd.readAt(hb, off, "block header"); err != nil {
 				return nil, nil, err
 			}
-			if h, err = parseHeader(hb[:], off, limit); err != nil {
+			if h, err = parseHeader(hb, off, limit); err != nil {
 				return nil, nil, corruptf(rd.name, off, BlockUnknown, "%v", err)
 			}
 			size = h.onDiskSize()
