@@ -80,7 +80,9 @@ func TestPlanWarnings(t *testing.T) {
 			name: "bad keys",
 			spec: Spec{Source: LayoutSpec{Row: []ComponentSpec{{Type: "decimal", Field: "n", Width: 4}}}, Entity: []string{"n"},
 				Target: LayoutSpec{Row: []ComponentSpec{{Type: "uint", Field: "n", Width: 4}}}},
-			cell: func(i int) cell.Cell { return cell.Cell{Row: fmt.Appendf(nil, "%04d", i*70), Family: []byte("f"), Type: cell.Put} },
+			cell: func(i int) cell.Cell {
+				return cell.Cell{Row: fmt.Appendf(nil, "%04d", i*70), Family: []byte("f"), Type: cell.Put}
+			},
 			want: "bad-keys",
 		},
 	}
