@@ -21,23 +21,17 @@ final class Conf {
   private Conf() {}
 
   /**
-   * Codecs for every compression algorithm a fixture may use. Hadoop 3.4's
-   * SnappyCodec (snappy-java) and Lz4Codec (lz4-java) carry their own
-   * native code inside the jar, so no system library is needed; ZSTD comes
-   * from the pure-Java aircompressor module when it is on the classpath.
+   * Compression codecs come from hbase-site.xml on the classpath (HBase
+   * reads them from its own Configuration); this only checks that the
+   * pure-Java ZSTD codec named there is present, so a broken build fails
+   * with a clear message rather than at the first ZSTD family.
    */
   static void compression(Configuration conf) {
-    setIfPresent(conf, "hbase.io.compress.zstd.codec",
-        "org.apache.hadoop.hbase.io.compress.aircompressor.ZstdCodec");
-  }
-
-  private static void setIfPresent(Configuration conf, String key, String cls) {
+    String cls = conf.get("hbase.io.compress.zstd.codec");
     try {
       Class.forName(cls);
-      conf.set(key, cls);
-    } catch (ClassNotFoundException e) {
-      // Leave HBase's default; a family using it will fail with HBase's own
-      // message, which names the codec.
+    } catch (ClassNotFoundException | LinkageError e) {
+      throw new IllegalStateException("ZSTD codec " + cls + " (hbase-site.xml) cannot be loaded: " + e, e);
     }
   }
 

@@ -1,0 +1,663 @@
+package dev.rekey.testenv;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.FileUtil;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.hbase.Cell;
+import org.apache.hadoop.hbase.CellComparator;
+import org.apache.hadoop.hbase.HBaseConfiguration;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.KeyValue;
+import org.apache.hadoop.hbase.KeyValueUtil;
+import org.apache.hadoop.hbase.ServerName;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.CompactionState;
+import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.client.RegionLocator;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.client.SnapshotDescription;
+import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.client.TableSnapshotScanner;
+import org.apache.hadoop.hbase.io.HFileLink;
+import org.apache.hadoop.hbase.io.compress.Compression;
+import org.apache.hadoop.hbase.io.encoding.DataBlockEncoding;
+import org.apache.hadoop.hbase.io.hfile.CacheConfig;
+import org.apache.hadoop.hbase.io.hfile.HFile;
+import org.apache.hadoop.hbase.io.hfile.HFileContextBuilder;
+import org.apache.hadoop.hbase.io.hfile.HFileScanner;
+import org.apache.hadoop.hbase.regionserver.StoreFileInfo;
+import org.apache.hadoop.hbase.snapshot.SnapshotDescriptionUtils;
+import org.apache.hadoop.hbase.snapshot.SnapshotReferenceUtil;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hbase.util.CommonFSUtils;
+import org.apache.hadoop.hbase.util.HFileArchiveUtil;
+
+/**
+ * The oracle CLI: HBase's own client and readers, used as the judge of what
+ * rekey reads and writes. `help` lists the subcommands; testenv/README.md
+ * documents them.
+ */
+public final class Oracle {
+  private static final String USAGE = String.join("\n",
+      "usage: testenv/bin/oracle COMMAND ARGS",
+      "  seed SPEC.json                       create a table, write generated cells, run the spec's steps",
+      "  dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]   cells of a snapshot (TableSnapshotScanner)",
+      "  dump-table TABLE [--raw] [--max-versions N]             cells of a live table (scan)",
+      "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
+      "  count TABLE|SNAPSHOT --prefix HEX... rows and cells under each row-key prefix",
+      "  regions TABLE                        encodedname, startkeyhex, endkeyhex, server per region",
+      "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
+      "  move TABLE ROWHEX                    move that row's region to another region server",
+      "  flush TABLE | major-compact TABLE    and wait for it",
+      "  snapshot TABLE NAME | delete-snapshot NAME | drop-table TABLE",
+      "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
+      "  bench-read-snapshot ROOTDIR NAME | bench-read-hfile PATH",
+      "  bench-put TABLE N BATCH | bench-write-hfile PATH N",
+      "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
+      "families keep unless --max-versions is given.");
+
+  private Oracle() {}
+
+  public static void main(String[] args) {
+    if (args.length == 0 || args[0].equals("help") || args[0].equals("-h") || args[0].equals("--help")) {
+      System.out.println(USAGE);
+      System.exit(args.length == 0 ? 2 : 0);
+    }
+    try {
+      run(args[0], Arrays.copyOfRange(args, 1, args.length));
+      System.exit(0);
+    } catch (UsageException e) {
+      System.err.println("oracle " + args[0] + ": " + e.getMessage());
+      System.err.println(USAGE);
+      System.exit(2);
+    } catch (Throwable e) {
+      System.err.println("oracle " + args[0] + ": " + e);
+      e.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  /** A command-line mistake: exit status 2 and the usage text. */
+  static final class UsageException extends Exception {
+    UsageException(String m) {
+      super(m);
+    }
+  }
+
+  private static void need(String[] a, int min, int max, String form) throws UsageException {
+    if (a.length < min || a.length > max) {
+      throw new UsageException("expected " + form);
+    }
+  }
+
+  /** Options shared by the dump commands. */
+  private static final class ScanOpts {
+    boolean raw;
+    int maxVersions;
+    List<String> positional = new ArrayList<>();
+
+    static ScanOpts parse(String[] a) throws UsageException {
+      ScanOpts o = new ScanOpts();
+      for (int i = 0; i < a.length; i++) {
+        if (a[i].equals("--raw")) {
+          o.raw = true;
+        } else if (a[i].equals("--max-versions") && i + 1 < a.length) {
+          o.maxVersions = Integer.parseInt(a[++i]);
+        } else if (a[i].startsWith("--")) {
+          throw new UsageException("unknown option " + a[i]);
+        } else {
+          o.positional.add(a[i]);
+        }
+      }
+      return o;
+    }
+
+    Scan scan() {
+      Scan s = new Scan();
+      s.setRaw(raw);
+      if (maxVersions > 0) {
+        s.readVersions(maxVersions);
+      } else {
+        s.readAllVersions();
+      }
+      s.setCacheBlocks(false);
+      return s;
+    }
+  }
+
+  private static String statePath() {
+    return System.getProperty("rekey.state", "testenv/state.json");
+  }
+
+  private static Connection connect() throws IOException {
+    return ConnectionFactory.createConnection(Conf.client(statePath()));
+  }
+
+  /** The client configuration if a cluster is up, else a plain one. */
+  private static Configuration baseConf() {
+    try {
+      return Conf.client(statePath());
+    } catch (IOException e) {
+      Configuration conf = HBaseConfiguration.create();
+      Conf.compression(conf);
+      return conf;
+    }
+  }
+
+  /** A path argument: URLs as given, bare paths as local absolute files. */
+  static Path path(String s) {
+    if (s.contains("://") || s.startsWith("file:")) {
+      return new Path(s);
+    }
+    return new Path(new java.io.File(s).getAbsoluteFile().toURI());
+  }
+
+  private static void run(String cmd, String[] a) throws Exception {
+    switch (cmd) {
+      case "seed": {
+        need(a, 1, 1, "seed SPEC.json");
+        try (Connection conn = connect()) {
+          new Seed(conn, Seed.read(a[0])).run();
+        }
+        return;
+      }
+      case "dump-snapshot": {
+        ScanOpts o = ScanOpts.parse(a);
+        if (o.positional.size() != 2) {
+          throw new UsageException("expected dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]");
+        }
+        try (Dump d = new Dump(System.out)) {
+          scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d);
+        }
+        return;
+      }
+      case "dump-table": {
+        ScanOpts o = ScanOpts.parse(a);
+        if (o.positional.size() != 1) {
+          throw new UsageException("expected dump-table TABLE [--raw] [--max-versions N]");
+        }
+        try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
+            ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(System.out)) {
+          for (Result r : rs) {
+            for (Cell c : r.rawCells()) {
+              d.cell(c);
+            }
+          }
+        }
+        return;
+      }
+      case "dump-hfile": {
+        need(a, 1, 1, "dump-hfile PATH");
+        try (Dump d = new Dump(System.out)) {
+          readHFile(path(a[0]), d, null);
+        }
+        return;
+      }
+      case "count":
+        count(a);
+        return;
+      case "regions": {
+        need(a, 1, 1, "regions TABLE");
+        try (Connection conn = connect();
+            RegionLocator rl = conn.getRegionLocator(TableName.valueOf(a[0]))) {
+          for (HRegionLocation l : rl.getAllRegionLocations()) {
+            RegionInfo ri = l.getRegion();
+            System.out.printf("%s\t%s\t%s\t%s%n", ri.getEncodedName(), Bytes.toHex(ri.getStartKey()),
+                Bytes.toHex(ri.getEndKey()), l.getServerName() == null ? "-" : l.getServerName().getAddress());
+          }
+        }
+        return;
+      }
+      case "split": {
+        need(a, 1, 2, "split TABLE [ROWHEX]");
+        try (Connection conn = connect()) {
+          split(conn, TableName.valueOf(a[0]), a.length == 2 ? Bytes.fromHex(a[1]) : null);
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "move": {
+        need(a, 2, 2, "move TABLE ROWHEX");
+        try (Connection conn = connect()) {
+          System.out.println(move(conn, TableName.valueOf(a[0]), Bytes.fromHex(a[1])));
+        }
+        return;
+      }
+      case "flush": {
+        need(a, 1, 1, "flush TABLE");
+        try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
+          admin.flush(TableName.valueOf(a[0]));
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "major-compact": {
+        need(a, 1, 1, "major-compact TABLE");
+        try (Connection conn = connect()) {
+          majorCompact(conn, TableName.valueOf(a[0]));
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "snapshot": {
+        need(a, 2, 2, "snapshot TABLE NAME");
+        try (Connection conn = connect()) {
+          snapshot(conn, TableName.valueOf(a[0]), a[1], false);
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "delete-snapshot": {
+        need(a, 1, 1, "delete-snapshot NAME");
+        try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
+          admin.deleteSnapshot(a[0]);
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "drop-table": {
+        need(a, 1, 1, "drop-table TABLE");
+        try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
+          TableName tn = TableName.valueOf(a[0]);
+          if (admin.tableExists(tn)) {
+            if (admin.isTableEnabled(tn)) {
+              admin.disableTable(tn);
+            }
+            admin.deleteTable(tn);
+          }
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "export-snapshot": {
+        need(a, 2, 3, "export-snapshot NAME DEST [ROOTDIR]");
+        Configuration conf = baseConf();
+        Path root = a.length == 3 ? path(a[2]) : CommonFSUtils.getRootDir(conf);
+        Exporter.export(conf, root, a[0], new java.io.File(a[1]));
+        return;
+      }
+      case "bench-read-snapshot": {
+        need(a, 2, 2, "bench-read-snapshot ROOTDIR NAME");
+        Bench b = new Bench("read-snapshot");
+        Scan s = new Scan();
+        s.readAllVersions();
+        s.setCacheBlocks(false);
+        scanSnapshot(path(a[0]), a[1], s, null, b);
+        b.print();
+        return;
+      }
+      case "bench-read-hfile": {
+        need(a, 1, 1, "bench-read-hfile PATH");
+        Bench b = new Bench("read-hfile");
+        readHFile(path(a[0]), null, b);
+        b.print();
+        return;
+      }
+      case "bench-put": {
+        need(a, 3, 3, "bench-put TABLE N BATCH");
+        benchPut(TableName.valueOf(a[0]), Long.parseLong(a[1]), Integer.parseInt(a[2]));
+        return;
+      }
+      case "bench-write-hfile": {
+        need(a, 2, 2, "bench-write-hfile PATH N");
+        benchWriteHFile(path(a[0]), Long.parseLong(a[1]));
+        return;
+      }
+      default:
+        throw new UsageException("unknown command " + cmd);
+    }
+  }
+
+  /** Counts cells and their KeyValue-serialized bytes against the clock. */
+  static final class Bench {
+    final String op;
+    final long t0 = System.nanoTime();
+    long cells;
+    long bytes;
+
+    Bench(String op) {
+      this.op = op;
+    }
+
+    void add(Cell c) {
+      cells++;
+      bytes += KeyValueUtil.keyLength(c) + c.getValueLength();
+    }
+
+    void print() {
+      double s = (System.nanoTime() - t0) / 1e9;
+      System.out.printf(Locale.ROOT,
+          "{\"op\":\"%s\",\"cells\":%d,\"bytes\":%d,\"seconds\":%.3f,\"cells_per_sec\":%.0f,\"mb_per_sec\":%.2f}%n",
+          op, cells, bytes, s, cells / s, bytes / s / 1e6);
+    }
+  }
+
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d) throws IOException {
+    scanSnapshot(root, name, scan, d, null);
+  }
+
+  /**
+   * Reads a snapshot with TableSnapshotScanner. Its restore directory (a
+   * few link files) goes on the snapshot's own file system, as HBase
+   * requires, and is removed afterwards.
+   */
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b) throws IOException {
+    Configuration conf = new Configuration(baseConf());
+    FileSystem fs = root.getFileSystem(conf);
+    root = fs.makeQualified(root);
+    conf.set(HConstants.HBASE_DIR, root.toString());
+    conf.set("fs.defaultFS", fs.getUri().toString());
+    Path snapDir = SnapshotDescriptionUtils.getCompletedSnapshotDir(name, root);
+    if (!fs.exists(snapDir)) {
+      List<String> have = new ArrayList<>();
+      Path dir = new Path(root, HConstants.SNAPSHOT_DIR_NAME);
+      if (fs.exists(dir)) {
+        for (FileStatus st : fs.listStatus(dir)) {
+          if (!st.getPath().getName().startsWith(".")) {
+            have.add(st.getPath().getName());
+          }
+        }
+      }
+      throw new IOException("snapshot " + name + " not found under " + root + " (have: " + have + ")");
+    }
+    Path restore;
+    if ("file".equals(fs.getUri().getScheme())) {
+      restore = new Path(Files.createTempDirectory("rekey-oracle-restore").toUri());
+    } else {
+      restore = fs.makeQualified(new Path("/tmp/rekey-oracle-restore-" + UUID.randomUUID()));
+    }
+    try (TableSnapshotScanner s = new TableSnapshotScanner(conf, root, restore, name, scan)) {
+      Result r;
+      while ((r = s.next()) != null) {
+        for (Cell c : r.rawCells()) {
+          if (d != null) {
+            d.cell(c);
+          }
+          if (b != null) {
+            b.add(c);
+          }
+        }
+      }
+    } finally {
+      fs.delete(restore, true);
+    }
+  }
+
+  static void readHFile(Path p, Dump d, Bench b) throws IOException {
+    Configuration conf = baseConf();
+    FileSystem fs = p.getFileSystem(conf);
+    try (HFile.Reader r = HFile.createReader(fs, p, CacheConfig.DISABLED, true, conf)) {
+      HFileScanner sc = r.getScanner(conf, false, false);
+      if (!sc.seekTo()) {
+        return;
+      }
+      do {
+        Cell c = sc.getCell();
+        if (d != null) {
+          d.cell(c);
+        }
+        if (b != null) {
+          b.add(c);
+        }
+      } while (sc.next());
+    }
+  }
+
+  private static void count(String[] a) throws Exception {
+    List<byte[]> prefixes = new ArrayList<>();
+    String name = null;
+    boolean inPrefixes = false;
+    for (String s : a) {
+      if (s.equals("--prefix")) {
+        inPrefixes = true;
+      } else if (inPrefixes) {
+        prefixes.add(Bytes.fromHex(s));
+      } else if (name == null) {
+        name = s;
+      } else {
+        throw new UsageException("expected count TABLE|SNAPSHOT --prefix HEX...");
+      }
+    }
+    if (name == null || prefixes.isEmpty()) {
+      throw new UsageException("expected count TABLE|SNAPSHOT --prefix HEX...");
+    }
+    try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
+      boolean isSnapshot = false;
+      for (SnapshotDescription sd : admin.listSnapshots()) {
+        isSnapshot |= sd.getName().equals(name);
+      }
+      for (byte[] p : prefixes) {
+        Scan scan = new Scan();
+        scan.readAllVersions();
+        scan.setRowPrefixFilter(p);
+        long[] rc = new long[2];
+        Counter cnt = new Counter();
+        if (isSnapshot) {
+          Bench b = new Bench("count");
+          scanSnapshotRows(CommonFSUtils.getRootDir(conn.getConfiguration()), name, scan, cnt);
+        } else {
+          try (Table t = conn.getTable(TableName.valueOf(name)); ResultScanner rs = t.getScanner(scan)) {
+            for (Result r : rs) {
+              cnt.add(r);
+            }
+          }
+        }
+        System.out.printf("%s\t%d\t%d%n", Bytes.toHex(p), cnt.rows, cnt.cells);
+      }
+    }
+  }
+
+  /** Rows and cells of a scan; a row split over Results counts once. */
+  private static final class Counter {
+    long rows;
+    long cells;
+    byte[] last;
+
+    void add(Result r) {
+      if (r.isEmpty()) {
+        return;
+      }
+      if (last == null || !Bytes.equals(last, r.getRow())) {
+        rows++;
+        last = r.getRow();
+      }
+      cells += r.rawCells().length;
+    }
+  }
+
+  private static void scanSnapshotRows(Path root, String name, Scan scan, Counter cnt) throws IOException {
+    Configuration conf = new Configuration(baseConf());
+    FileSystem fs = root.getFileSystem(conf);
+    root = fs.makeQualified(root);
+    conf.set(HConstants.HBASE_DIR, root.toString());
+    Path restore = fs.makeQualified(new Path("/tmp/rekey-oracle-restore-" + UUID.randomUUID()));
+    try (TableSnapshotScanner s = new TableSnapshotScanner(conf, root, restore, name, scan)) {
+      Result r;
+      while ((r = s.next()) != null) {
+        cnt.add(r);
+      }
+    } finally {
+      fs.delete(restore, true);
+    }
+  }
+
+  private static RegionInfo regionOf(Connection conn, TableName tn, byte[] row) throws IOException {
+    try (RegionLocator rl = conn.getRegionLocator(tn)) {
+      return rl.getRegionLocation(row, true).getRegion();
+    }
+  }
+
+  /**
+   * Splits the region holding `at` at that key, or, with at == null, asks
+   * HBase to split every region of the table at its midkey; waits until the
+   * daughters are online.
+   */
+  static void split(Connection conn, TableName tn, byte[] at) throws Exception {
+    try (Admin admin = conn.getAdmin()) {
+      if (at != null) {
+        RegionInfo ri = regionOf(conn, tn, at);
+        admin.splitRegionAsync(ri.getRegionName(), at).get(120, TimeUnit.SECONDS);
+        return;
+      }
+      int before = admin.getRegions(tn).size();
+      admin.split(tn);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+      while (admin.getRegions(tn).size() <= before) {
+        if (System.nanoTime() > deadline) {
+          throw new IOException("split of " + tn + " did not finish within 120 s");
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /** Moves the region holding `row` to another live region server. */
+  static String move(Connection conn, TableName tn, byte[] row) throws Exception {
+    try (Admin admin = conn.getAdmin(); RegionLocator rl = conn.getRegionLocator(tn)) {
+      HRegionLocation loc = rl.getRegionLocation(row, true);
+      ServerName dest = null;
+      for (ServerName sn : admin.getRegionServers()) {
+        if (!sn.equals(loc.getServerName())) {
+          dest = sn;
+          break;
+        }
+      }
+      if (dest == null) {
+        throw new IOException("no other live region server to move " + loc.getRegion().getEncodedName() + " to");
+      }
+      admin.move(loc.getRegion().getEncodedNameAsBytes(), dest);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (true) {
+        ServerName now = rl.getRegionLocation(row, true).getServerName();
+        if (dest.equals(now)) {
+          return "ok moved " + loc.getRegion().getEncodedName() + " from " + loc.getServerName().getAddress()
+              + " to " + dest.getAddress();
+        }
+        if (System.nanoTime() > deadline) {
+          throw new IOException("region " + loc.getRegion().getEncodedName() + " not on " + dest + " after 60 s");
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  /**
+   * Major-compacts every region (compactions are enabled on the table first
+   * if its descriptor disables them) and waits until no compaction runs.
+   */
+  static void majorCompact(Connection conn, TableName tn) throws Exception {
+    try (Admin admin = conn.getAdmin()) {
+      if (!admin.getDescriptor(tn).isCompactionEnabled()) {
+        admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(tn))
+            .setCompactionEnabled(true).build());
+      }
+      admin.flush(tn);
+      admin.majorCompact(tn);
+      // The request is queued; give it a moment to show up as running,
+      // then wait for it to end.
+      long seen = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (admin.getCompactionState(tn) == CompactionState.NONE && System.nanoTime() < seen) {
+        Thread.sleep(100);
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(300);
+      while (admin.getCompactionState(tn) != CompactionState.NONE) {
+        if (System.nanoTime() > deadline) {
+          throw new IOException("major compaction of " + tn + " still running after 300 s");
+        }
+        Thread.sleep(200);
+      }
+    }
+  }
+
+  static void snapshot(Connection conn, TableName tn, String name, boolean replace) throws IOException {
+    try (Admin admin = conn.getAdmin()) {
+      for (SnapshotDescription sd : admin.listSnapshots()) {
+        if (sd.getName().equals(name)) {
+          if (!replace) {
+            throw new IOException("snapshot " + name + " already exists");
+          }
+          admin.deleteSnapshot(name);
+        }
+      }
+      admin.snapshot(name, tn);
+    }
+  }
+
+  private static void benchPut(TableName tn, long n, int batch) throws Exception {
+    try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
+      byte[] f = Bytes.toBytes("f");
+      if (!admin.tableExists(tn)) {
+        byte[][] splits = new byte[3][];
+        for (int i = 0; i < 3; i++) {
+          splits[i] = new byte[] {(byte) (64 * (i + 1))};
+        }
+        admin.createTable(TableDescriptorBuilder.newBuilder(tn)
+            .setColumnFamily(ColumnFamilyDescriptorBuilder.of(f)).build(), splits);
+      }
+      Bench b = new Bench("put");
+      byte[] q = Bytes.toBytes("q");
+      byte[] v = new byte[32];
+      try (Table t = conn.getTable(tn)) {
+        List<Put> puts = new ArrayList<>(batch);
+        for (long i = 0; i < n; i++) {
+          // A hashed first byte spreads rows over the four regions.
+          byte[] row = Bytes.add(new byte[] {(byte) (i * 0x9E3779B97F4A7C15L >>> 56)}, Bytes.toBytes(i));
+          Put p = new Put(row);
+          p.addColumn(f, q, Seed.TS_BASE, v);
+          puts.add(p);
+          b.cells++;
+          b.bytes += KeyValueUtil.keyLength(p.get(f, q).get(0)) + v.length;
+          if (puts.size() == batch) {
+            t.put(puts);
+            puts = new ArrayList<>(batch);
+          }
+        }
+        if (!puts.isEmpty()) {
+          t.put(puts);
+        }
+      }
+      b.print();
+    }
+  }
+
+  private static void benchWriteHFile(Path p, long n) throws IOException {
+    Configuration conf = baseConf();
+    FileSystem fs = p.getFileSystem(conf);
+    Bench b = new Bench("write-hfile");
+    byte[] f = Bytes.toBytes("f");
+    byte[] q = Bytes.toBytes("q");
+    byte[] v = new byte[32];
+    try (HFile.Writer w = HFile.getWriterFactory(conf, CacheConfig.DISABLED).withPath(fs, p)
+        .withFileContext(new HFileContextBuilder().withBlockSize(65536)
+            .withCompression(Compression.Algorithm.NONE).withDataBlockEncoding(DataBlockEncoding.NONE)
+            .withCellComparator(CellComparator.getInstance()).build())
+        .create()) {
+      for (long i = 0; i < n; i++) {
+        KeyValue kv = new KeyValue(Bytes.toBytes(i), f, q, Seed.TS_BASE, v);
+        w.append(kv);
+        b.add(kv);
+      }
+    }
+    b.print();
+  }
+}
