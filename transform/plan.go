@@ -47,6 +47,10 @@ type Planner struct {
 	maxCell         int64
 	maxCellKey      string
 	negatives       map[int]bool // number fields seen negative
+	// lead is the field of the new row's first varying component when it
+	// is a number not known to be a time; leadTimes counts sampled values
+	// that look like epoch seconds or millis.
+	lead, leadTimes int64
 	ent             []byte
 }
 
@@ -121,11 +125,34 @@ func (p *Program) NewPlanner(opts PlanOptions) *Planner {
 	if opts.Regions <= 1 {
 		opts.Regions = 4
 	}
-	return &Planner{
+	pl := &Planner{
 		p: p, r: p.New(), opts: opts,
 		entities: map[string]*EntityStat{}, rows: map[string]*rowStat{},
-		newKeys: map[string]string{}, negatives: map[int]bool{},
+		newKeys: map[string]string{}, negatives: map[int]bool{}, lead: -1,
 	}
+	for i := range p.dstRow.comps {
+		c := &p.dstRow.comps[i]
+		if c.typ == Literal {
+			continue
+		}
+		if c.field >= 0 && p.fields[c.field].kind == KindNumber && !p.fields[c.field].time && c.typ != Salt {
+			pl.lead = int64(c.field)
+		}
+		break
+	}
+	return pl
+}
+
+// Epoch bounds (2000-01-01 to 2100-01-01) for telling a number that is
+// really a timestamp.
+const (
+	epochSecLo, epochSecHi = 946_684_800, 4_102_444_800
+	epochMsLo, epochMsHi   = epochSecLo * 1000, epochSecHi * 1000
+)
+
+func looksLikeTime(v Value) bool {
+	n, ok := v.Int()
+	return ok && (n >= epochSecLo && n < epochSecHi || n >= epochMsLo && n < epochMsHi)
 }
 
 // cellSize is the size of a cell as a serialized KeyValue (key length, value
@@ -154,6 +181,9 @@ func (pl *Planner) Add(src *cell.Cell) {
 		if v.Set && v.Signed && int64(v.N) < 0 && pl.p.fields[i].kind == KindNumber {
 			pl.negatives[i] = true
 		}
+	}
+	if pl.lead >= 0 && looksLikeTime(pl.r.rec.vals[pl.lead]) {
+		pl.leadTimes++
 	}
 	if len(pl.examples) < pl.opts.Examples && !bytes.Equal(out.Row, pl.lastExampleRow) {
 		pl.lastExampleRow = append(pl.lastExampleRow[:0], out.Row...)
@@ -237,6 +267,9 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 	rep.Warnings = pl.p.layoutWarnings(pl.negatives)
 	warn := func(code, format string, args ...any) {
 		rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	if ok := pl.cells - pl.rejected; pl.lead >= 0 && ok > 0 && pl.leadTimes*10 >= ok*9 {
+		warn("hotspot", "the new row starts with %s, and %d of %d sampled values look like epoch seconds or millis: if it follows the clock, live writes all go to the newest region; put an entity or a salt first", pl.p.fields[pl.lead].name, pl.leadTimes, ok)
 	}
 	bound := "in the sample"
 	if !complete {

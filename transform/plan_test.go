@@ -45,6 +45,15 @@ func TestPlanWarnings(t *testing.T) {
 			cell: tallCell, want: "hotspot",
 		},
 		{
+			name: "number that looks like a time first",
+			spec: Spec{Source: LayoutSpec{Row: []ComponentSpec{{Type: "decimal", Field: "when", Width: 13}, {Type: "string", Field: "user"}}}, Entity: []string{"user"},
+				Target: LayoutSpec{Row: []ComponentSpec{{Type: "uint", Field: "when", Width: 8}, {Type: "string", Field: "user"}}}},
+			cell: func(i int) cell.Cell {
+				return cell.Cell{Row: fmt.Appendf(nil, "%013du%d", 1767225600000+i, i%4), Family: []byte("f"), Type: cell.Put}
+			},
+			want: "hotspot,no-separator",
+		},
+		{
 			name: "reversed timestamp first",
 			spec: Spec{Source: userItem, Entity: []string{"user"},
 				Target: LayoutSpec{Row: []ComponentSpec{{Type: "reversed_ts", Field: "$ts"}, {Type: "string", Field: "user", Sep: 0, HasSep: true}, {Type: "decimal", Field: "item", Width: 10}}}},
