@@ -32,6 +32,9 @@ type fieldInfo struct {
 	// time marks fields that hold epoch millis, so reports can show dates.
 	time bool
 	pos  Pos
+	// bad marks a field whose defining component was already reported
+	// (unknown type), so uses of it are not reported again.
+	bad bool
 }
 
 // Program is a compiled Spec: the layouts of the old and new keys, the field
@@ -182,6 +185,10 @@ func (cc *compiler) layout(path string, specs []ComponentSpec, source bool) *Lay
 				}
 			}
 			cc.errorf(s.posOf("type"), cpath+".type", "unknown type %q (expected one of: %s)", s.Type, strings.Join(names, ", "))
+			if source && s.Field != "" && !strings.HasPrefix(s.Field, "$") {
+				f := cc.define(s.Field, KindNone, s.posOf("field"))
+				p.fields[f].source, p.fields[f].target, p.fields[f].bad = true, true, true
+			}
 			continue
 		}
 		for opt := range s.FieldPos {
@@ -211,7 +218,6 @@ func (cc *compiler) layout(path string, specs []ComponentSpec, source bool) *Lay
 		}
 		l.comps = append(l.comps, c)
 	}
-	_ = p
 	return l
 }
 
@@ -383,6 +389,9 @@ func (cc *compiler) bindFields(c *component, s *ComponentSpec, path string, sour
 		cc.errorf(s.posOf("field"), path+".field", "field %q is not read from the old key (expected one of: %s)", s.Field, strings.Join(p.sourceFieldNames(), ", "))
 		return
 	}
+	if p.fields[idx].bad {
+		return
+	}
 	if p.fields[idx].kind != kind {
 		cc.errorf(s.posOf("field"), path+".field", "field %q holds %s but type %s encodes %s", s.Field, p.fields[idx].kind, c.typ, kind)
 		return
@@ -415,7 +424,7 @@ func (cc *compiler) bindOf(c *component, s *ComponentSpec, path string, source b
 			cc.errorf(s.posOf("of"), path+".of", "field %q is not read from the old key (expected one of: %s)", name, strings.Join(p.sourceFieldNames(), ", "))
 			return false
 		}
-		if c.typ == TimeBucket && p.fields[idx].kind != KindNumber {
+		if c.typ == TimeBucket && p.fields[idx].kind != KindNumber && !p.fields[idx].bad {
 			cc.errorf(s.posOf("of"), path+".of", "field %q holds %s; a time bucket needs a number of epoch millis", name, p.fields[idx].kind)
 			return false
 		}
@@ -476,6 +485,9 @@ func (cc *compiler) bindOffset(c *component, s *ComponentSpec, path string, l *L
 		return
 	}
 	idx, ok := p.index[name]
+	if ok && p.fields[idx].bad {
+		return
+	}
 	if !ok || !p.fields[idx].source || p.fields[idx].kind != KindNumber {
 		cc.errorf(s.posOf("of"), path+".of", "field %q is not a number read from the old key", name)
 		return
@@ -507,7 +519,7 @@ func (cc *compiler) define(name string, kind Kind, pos Pos) int {
 func (cc *compiler) markTargetReadable() {
 	p := cc.p
 	for i := range p.fields {
-		if p.fields[i].kind == KindNone {
+		if p.fields[i].kind == KindNone && !p.fields[i].bad {
 			cc.errorf(p.fields[i].pos, "source_layout", "salt field %q is not read from the old key", p.fields[i].name)
 		}
 	}
