@@ -54,6 +54,10 @@ type Program struct {
 	// salt to check.
 	notSource []int
 	srcSalted bool
+	// rowToRow says each new row is made from exactly one old row (the new
+	// row is built from old-row fields only and keeps all of them), so a
+	// family delete marker means the same thing in the new table.
+	rowToRow bool
 	spec      Spec
 }
 
@@ -127,6 +131,7 @@ func Compile(spec Spec) (*Program, error) {
 			p.families[old] = []byte(nw)
 		}
 	}
+	p.rowToRow = cc.rowToRow()
 	for i := numBuiltins; i < len(p.fields); i++ {
 		if !p.fields[i].source {
 			p.notSource = append(p.notSource, i)
@@ -554,6 +559,46 @@ func (cc *compiler) markTargetReadable() {
 	if p.dstQual == nil {
 		p.fields[idxQualifier].target = true
 	}
+}
+
+func (cc *compiler) rowToRow() bool {
+	p := cc.p
+	if p.srcRow == nil || p.dstRow == nil {
+		return false
+	}
+	fromRow := map[int]bool{idxRow: true}
+	for i := range p.srcRow.comps {
+		if c := &p.srcRow.comps[i]; c.field >= 0 {
+			fromRow[c.field] = true
+		}
+	}
+	kept := map[int]bool{}
+	for i := range p.dstRow.comps {
+		c := &p.dstRow.comps[i]
+		if c.typ == TimeBucket {
+			return false
+		}
+		if c.typ != Salt && c.field >= 0 {
+			if !fromRow[c.field] {
+				return false
+			}
+			kept[c.field] = true
+		}
+		for _, f := range c.of {
+			if !fromRow[f] {
+				return false
+			}
+		}
+	}
+	if kept[idxRow] {
+		return true
+	}
+	for i := range p.srcRow.comps {
+		if c := &p.srcRow.comps[i]; c.field >= 0 && c.typ != Salt && !kept[c.field] {
+			return false
+		}
+	}
+	return true
 }
 
 // targetQual is the layout the new qualifier is read with: its own, or the

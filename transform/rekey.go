@@ -73,10 +73,14 @@ func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
 	}
 	out := *src
 	out.Row = r.row
-	if p.dstQual != nil {
-		if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
-			return cell.Cell{}, fmt.Errorf("%w: %s: a family delete marker cannot be re-keyed when the qualifier layout changes", ErrBadKey, cellName(src))
+	if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
+		// A family delete covers a whole old row; it can be carried only
+		// when one old row becomes one new row with its columns unchanged.
+		if p.dstQual != nil || !p.rowToRow {
+			return cell.Cell{}, fmt.Errorf("%w: %s: a family delete marker cannot be re-keyed: the new layout splits or merges old rows", ErrBadKey, cellName(src))
 		}
+	}
+	if p.dstQual != nil {
 		if r.qual, err = p.dstQual.build(r.qual[:0], &r.rec); err != nil {
 			return cell.Cell{}, fmt.Errorf("new qualifier for %s: %w", cellName(src), err)
 		}

@@ -105,7 +105,7 @@ func TestRejects(t *testing.T) {
 	if r.Rejected() != 4 || len(rejected) != 4 {
 		t.Fatalf("rejected %d (%d reported), want 4", r.Rejected(), len(rejected))
 	}
-	for i, want := range []string{"old qualifier", "longer than 6 bytes", "out of range", "family delete"} {
+	for i, want := range []string{"old qualifier", "longer than 6 bytes", "out of range", "a family delete marker"} {
 		if !strings.Contains(rejected[i], want) {
 			t.Errorf("reject %d = %q, want it to mention %q", i, rejected[i], want)
 		}
@@ -161,5 +161,38 @@ func TestRowBuffer(t *testing.T) {
 	big := testCell("c", strings.Repeat("q", 40), 1)
 	if err := b.MapChecked(big, emit); !errors.Is(err, ErrRowTooLarge) {
 		t.Fatalf("oversized row: %v", err)
+	}
+}
+
+func TestFamilyDeletes(t *testing.T) {
+	df := testCell("dev1|x", "", 7)
+	df.Type = cell.DeleteFamily
+	for _, tc := range []struct {
+		name  string
+		row   []ComponentSpec
+		carry bool
+	}{
+		{"salted: one old row is one new row", []ComponentSpec{{Type: "salt", Of: []string{"dev"}, Buckets: 4}, {Type: "string", Field: "dev", Sep: '|', HasSep: true}, {Type: "string", Field: "rest"}}, true},
+		{"reordered", []ComponentSpec{{Type: "string", Field: "rest", Sep: 0, HasSep: true}, {Type: "string", Field: "dev"}}, true},
+		{"merged rows", []ComponentSpec{{Type: "string", Field: "dev"}}, false},
+		{"bucketed", []ComponentSpec{{Type: "string", Field: "dev", Sep: 0, HasSep: true}, {Type: "time_bucket", Of: []string{"$ts"}, Unit: "day"}, {Type: "string", Field: "rest"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Compile(Spec{
+				Source: LayoutSpec{Row: []ComponentSpec{{Type: "string", Field: "dev", Sep: '|', HasSep: true}, {Type: "string", Field: "rest"}}},
+				Target: LayoutSpec{Row: tc.row},
+				Entity: []string{"dev"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := p.New().Apply(&df)
+			if tc.carry != (err == nil) {
+				t.Fatalf("carry=%v but Apply = %v, %v", tc.carry, out.String(), err)
+			}
+			if err == nil && out.Type != cell.DeleteFamily {
+				t.Fatalf("type changed: %s", out.String())
+			}
+		})
 	}
 }
