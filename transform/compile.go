@@ -58,7 +58,7 @@ type Program struct {
 	// row is built from old-row fields only and keeps all of them), so a
 	// family delete marker means the same thing in the new table.
 	rowToRow bool
-	spec      Spec
+	spec     Spec
 }
 
 // compiler collects every error instead of stopping at the first, so a user
