@@ -34,6 +34,7 @@ type PlanOptions struct {
 type Planner struct {
 	p    *Program
 	r    *Rekey
+	back *Rekey // reads new keys back, to check they round-trip
 	opts PlanOptions
 
 	cells, rejected int64
@@ -44,6 +45,10 @@ type Planner struct {
 	collisions      []string
 	examples        []Example
 	lastExampleRow  []byte
+	exampleEntity   []byte
+	perEntity       int
+	unreadable      []string
+	backEnt         []byte
 	maxCell         int64
 	maxCellKey      string
 	negatives       map[int]bool // number fields seen negative
@@ -94,6 +99,7 @@ type PlanReport struct {
 	Rejected         int64        `json:"rejected"`
 	RejectExamples   []string     `json:"reject_examples,omitempty"`
 	Collisions       []string     `json:"collisions,omitempty"`
+	Unreadable       []string     `json:"unreadable,omitempty"`
 	Entities         int          `json:"entities"`
 	HeaviestEntities []EntityStat `json:"heaviest_entities"`
 	NewRows          int          `json:"new_rows"`
@@ -126,7 +132,7 @@ func (p *Program) NewPlanner(opts PlanOptions) *Planner {
 		opts.Regions = 4
 	}
 	pl := &Planner{
-		p: p, r: p.New(), opts: opts,
+		p: p, r: p.New(), back: p.New(), opts: opts,
 		entities: map[string]*EntityStat{}, rows: map[string]*rowStat{},
 		newKeys: map[string]string{}, negatives: map[int]bool{}, lead: -1,
 	}
@@ -185,14 +191,6 @@ func (pl *Planner) Add(src *cell.Cell) {
 	if pl.lead >= 0 && looksLikeTime(pl.r.rec.vals[pl.lead]) {
 		pl.leadTimes++
 	}
-	if len(pl.examples) < pl.opts.Examples && !bytes.Equal(out.Row, pl.lastExampleRow) {
-		pl.lastExampleRow = append(pl.lastExampleRow[:0], out.Row...)
-		pl.examples = append(pl.examples, Example{
-			Old:    keyString(src),
-			New:    keyString(&out),
-			Fields: string(pl.r.AppendFields(nil)),
-		})
-	}
 	size := cellSize(&out)
 	if size > pl.maxCell {
 		pl.maxCell, pl.maxCellKey = size, keyString(&out)
@@ -224,6 +222,40 @@ func (pl *Planner) Add(src *cell.Cell) {
 	}
 	es.Cells++
 	es.Bytes += cellSize(src)
+
+	// The new key must read back to the same entity, or verification could
+	// not find the cell in the new table.
+	var err2 error
+	pl.backEnt, err2 = pl.back.TargetEntity(pl.backEnt[:0], &out)
+	switch {
+	case err2 != nil:
+		if len(pl.unreadable) < 5 {
+			pl.unreadable = append(pl.unreadable, err2.Error())
+		}
+		return
+	case !bytes.Equal(pl.backEnt, pl.ent):
+		if len(pl.unreadable) < 5 {
+			pl.unreadable = append(pl.unreadable, fmt.Sprintf("%s reads back as %s, not %s", keyString(&out), pl.p.FormatEntity(pl.backEnt), es.Entity))
+		}
+		return
+	}
+	// Show a few new rows per entity (a bucketed entity gets several), for
+	// several entities.
+	if len(pl.examples) < pl.opts.Examples && !bytes.Equal(out.Row, pl.lastExampleRow) {
+		if !bytes.Equal(pl.ent, pl.exampleEntity) {
+			pl.exampleEntity = append(pl.exampleEntity[:0], pl.ent...)
+			pl.perEntity = 0
+		}
+		if pl.perEntity < 2 {
+			pl.perEntity++
+			pl.lastExampleRow = append(pl.lastExampleRow[:0], out.Row...)
+			pl.examples = append(pl.examples, Example{
+				Old:    keyString(src),
+				New:    keyString(&out),
+				Fields: string(pl.back.AppendFields(nil)),
+			})
+		}
+	}
 }
 
 func keyString(c *cell.Cell) string {
@@ -241,7 +273,7 @@ func keyString(c *cell.Cell) string {
 func (pl *Planner) Report(complete bool) *PlanReport {
 	rep := &PlanReport{
 		SampledCells: pl.cells, Complete: complete, Rejected: pl.rejected,
-		RejectExamples: pl.rejects, Collisions: pl.collisions,
+		RejectExamples: pl.rejects, Collisions: pl.collisions, Unreadable: pl.unreadable,
 		Entities: len(pl.entities), NewRows: len(pl.rows),
 		MaxCellBytes: pl.maxCell, MaxCell: pl.maxCellKey, Examples: pl.examples,
 		Warnings: []Warning{},
@@ -283,6 +315,9 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 	}
 	if pl.rejected > 0 {
 		warn("bad-keys", "%d of %d sampled cells do not fit the layouts (first: %s)", pl.rejected, pl.cells, pl.rejects[0])
+	}
+	if len(pl.unreadable) > 0 {
+		warn("unreadable", "new keys do not read back to their entity, so verification cannot find them: %s", pl.unreadable[0])
 	}
 	if len(pl.collisions) > 0 {
 		warn("collision", "different old cells map to the same new cell, so one overwrites the other: %s", pl.collisions[0])

@@ -35,7 +35,8 @@ keys for the new table, and warnings (write hotspots, unbounded rows, rows or
 cells above HBase's limits, encodings that sort wrongly, dropped fields,
 colliding keys). It writes nothing.
 
-Exit status: 0 planned, 1 sampled keys do not fit the layouts or collide,
+Exit status: 0 planned, 1 sampled keys do not fit the layouts, collide or
+do not read back,
 2 the job file or flags are wrong.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,13 +53,13 @@ Exit status: 0 planned, 1 sampled keys do not fit the layouts or collide,
 
 // planOutput is the JSON form of a plan.
 type planOutput struct {
-	Job      string `json:"job"`
-	Snapshot string `json:"snapshot"`
-	Root     string `json:"root"`
-	Table    string `json:"source_table"`
-	Target   string `json:"target_table"`
-	Regions  int    `json:"source_regions"`
-	Entity   []string
+	Job      string   `json:"job"`
+	Snapshot string   `json:"snapshot"`
+	Root     string   `json:"root"`
+	Table    string   `json:"source_table"`
+	Target   string   `json:"target_table"`
+	Regions  int      `json:"source_regions"`
+	Entity   []string `json:"entity"`
 	*transform.PlanReport
 }
 
@@ -131,7 +132,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	} else {
 		printPlan(w, &out)
 	}
-	if rep.Rejected > 0 || len(rep.Collisions) > 0 {
+	if rep.Rejected > 0 || len(rep.Collisions) > 0 || len(rep.Unreadable) > 0 {
 		return errProblems
 	}
 	return nil
@@ -172,6 +173,12 @@ func printPlan(w io.Writer, o *planOutput) {
 		p("\ncolliding keys:\n")
 		for _, c := range o.Collisions {
 			p("  %s\n", c)
+		}
+	}
+	if len(o.Unreadable) > 0 {
+		p("\nnew keys that do not read back:\n")
+		for _, u := range o.Unreadable {
+			p("  %s\n", u)
 		}
 	}
 	p("\nwarnings: %d\n", len(o.Warnings))

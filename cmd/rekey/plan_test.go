@@ -97,6 +97,12 @@ func TestPlanDemo(t *testing.T) {
 	if !plan.Complete || plan.Rejected != 0 || plan.SampledCells == 0 {
 		t.Fatalf("sample: %+v", plan)
 	}
+	// The Java oracle's dump of the same snapshot has one line per cell.
+	if dump, err := os.ReadFile(filepath.Join(root, "testdata", "snapshots", "demo_events.cells")); err == nil {
+		if n := int64(bytes.Count(dump, []byte("\n"))); n != plan.SampledCells {
+			t.Errorf("planned %d cells, the oracle dump has %d", plan.SampledCells, n)
+		}
+	}
 	if plan.Regions != 4 || len(plan.SplitKeys) != 3 {
 		t.Errorf("regions %d, split keys %v", plan.Regions, plan.SplitKeys)
 	}
@@ -110,7 +116,7 @@ func TestPlanDemo(t *testing.T) {
 		t.Errorf("unexpected warning %s", w.Code)
 	}
 
-	code, text := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000")
+	code, text := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000", "--json=false")
 	if code != exitOK || !strings.Contains(text, "old key -> new key") || !strings.Contains(text, "a sample") {
 		t.Fatalf("text plan, exit %d:\n%s", code, text)
 	}
