@@ -21,10 +21,19 @@ fi
 echo "== rekey plan configs/demo.yaml --sample 0   (the whole snapshot)"
 "$bin" plan configs/demo.yaml --sample 0
 
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rekey-demo-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+echo
+echo "== the same job without the day bucket: plan warns that rows stay unbounded"
+nobucket=$tmp/demo-nobucket.yaml
+sed -e '/type: time_bucket/d' -e 's/{type: offset, of: ts, bucket: day}.*/{field: ts, type: int, width: 8}/' \
+	-e 's|root: \.\./testdata|root: '"$PWD"'/testdata|' configs/demo.yaml >"$nobucket"
+"$bin" plan "$nobucket" --sample 0 | sed -n '/^old rows/,$p'
+
 echo
 echo "== a job file with mistakes: rekey exits 2 and says where"
-bad=$(mktemp "${TMPDIR:-/tmp}/rekey-demo-XXXXXX.yaml")
-trap 'rm -f "$bad"' EXIT
+bad=$tmp/demo-mistakes.yaml
 sed -e 's/width: 6}/width: 7, sep: "|"}/' -e 's/unit: day/unit: week/' configs/demo.yaml >"$bad"
 set +e
 "$bin" plan "$bad"

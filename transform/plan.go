@@ -56,6 +56,11 @@ type Planner struct {
 	// is a number not known to be a time; leadTimes counts sampled values
 	// that look like epoch seconds or millis.
 	lead, leadTimes int64
+	// qualTime is a number field of the new qualifier, and qualTimes counts
+	// sampled values that look like timestamps: a row keyed by entity with
+	// one column per timestamp grows without end.
+	qualTime, qualTimes int64
+	oldRows             map[string]*rowStat
 	ent             []byte
 }
 
@@ -102,6 +107,8 @@ type PlanReport struct {
 	Unreadable       []string     `json:"unreadable,omitempty"`
 	Entities         int          `json:"entities"`
 	HeaviestEntities []EntityStat `json:"heaviest_entities"`
+	OldRows          int          `json:"old_rows"`
+	WorstOldRow      RowSize      `json:"worst_old_row"`
 	NewRows          int          `json:"new_rows"`
 	WorstRow         RowSize      `json:"worst_row"`
 	MaxCellBytes     int64        `json:"max_cell_bytes"`
@@ -135,6 +142,16 @@ func (p *Program) NewPlanner(opts PlanOptions) *Planner {
 		p: p, r: p.New(), back: p.New(), opts: opts,
 		entities: map[string]*EntityStat{}, rows: map[string]*rowStat{},
 		newKeys: map[string]string{}, negatives: map[int]bool{}, lead: -1,
+		qualTime: -1, oldRows: map[string]*rowStat{},
+	}
+	if q := p.targetQual(); q != nil {
+		for i := range q.comps {
+			c := &q.comps[i]
+			if c.field >= 0 && p.fields[c.field].kind == KindNumber && c.typ != Salt {
+				pl.qualTime = int64(c.field)
+				break
+			}
+		}
 	}
 	for i := range p.dstRow.comps {
 		c := &p.dstRow.comps[i]
@@ -191,6 +208,16 @@ func (pl *Planner) Add(src *cell.Cell) {
 	if pl.lead >= 0 && looksLikeTime(pl.r.rec.vals[pl.lead]) {
 		pl.leadTimes++
 	}
+	if pl.qualTime >= 0 && looksLikeTime(pl.r.rec.vals[pl.qualTime]) {
+		pl.qualTimes++
+	}
+	ors := pl.oldRows[string(src.Row)]
+	if ors == nil {
+		ors = &rowStat{}
+		pl.oldRows[string(src.Row)] = ors
+	}
+	ors.cells++
+	ors.bytes += cellSize(src)
 	size := cellSize(&out)
 	if size > pl.maxCell {
 		pl.maxCell, pl.maxCellKey = size, keyString(&out)
@@ -296,6 +323,12 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 		}
 	}
 	sort.Strings(rows)
+	rep.OldRows = len(pl.oldRows)
+	for row, rs := range pl.oldRows {
+		if rs.bytes > rep.WorstOldRow.Bytes || rs.bytes == rep.WorstOldRow.Bytes && rs.cells > rep.WorstOldRow.Cells {
+			rep.WorstOldRow = RowSize{Row: printable([]byte(row)), Cells: rs.cells, Bytes: rs.bytes}
+		}
+	}
 	rep.Warnings = pl.p.layoutWarnings(pl.negatives)
 	warn := func(code, format string, args ...any) {
 		rep.Warnings = append(rep.Warnings, Warning{Code: code, Message: fmt.Sprintf(format, args...)})
@@ -315,6 +348,9 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 	}
 	if pl.rejected > 0 {
 		warn("bad-keys", "%d of %d sampled cells do not fit the layouts (first: %s)", pl.rejected, pl.cells, pl.rejects[0])
+	}
+	if ok := pl.cells - pl.rejected; pl.qualTime >= 0 && ok > 0 && pl.qualTimes*10 >= ok*9 && !pl.p.hasTimeBucket() && !hasCode(rep.Warnings, "unbounded-row") {
+		warn("unbounded-row", "the new qualifier holds %s, and %d of %d sampled values look like timestamps, but the new row has no time bucket: one row per entity grows with time without end (largest in the sample: %s, %d cells); add a time_bucket component to the new row", pl.p.fields[pl.qualTime].name, pl.qualTimes, ok, rep.WorstRow.Row, rep.WorstRow.Cells)
 	}
 	if len(pl.unreadable) > 0 {
 		warn("unreadable", "new keys do not read back to their entity, so verification cannot find them: %s", pl.unreadable[0])
@@ -474,4 +510,22 @@ func (p *Program) layoutWarnings(negatives map[int]bool) []Warning {
 		}
 	}
 	return ws
+}
+
+func hasCode(ws []Warning, code string) bool {
+	for _, w := range ws {
+		if w.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Program) hasTimeBucket() bool {
+	for i := range p.dstRow.comps {
+		if p.dstRow.comps[i].typ == TimeBucket {
+			return true
+		}
+	}
+	return false
 }

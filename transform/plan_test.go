@@ -39,6 +39,15 @@ func TestPlanWarnings(t *testing.T) {
 			cell: tallCell, want: "unbounded-row",
 		},
 		{
+			name: "wide row kept wide",
+			spec: Spec{Source: LayoutSpec{Row: []ComponentSpec{{Type: "string", Field: "user"}}, Qualifier: []ComponentSpec{{Type: "int", Field: "ts", Width: 8}}}, Entity: []string{"user"},
+				Target: LayoutSpec{Row: []ComponentSpec{{Type: "fixed", Field: "user", Width: 6}}, Qualifier: []ComponentSpec{{Type: "sortable_int", Field: "ts", Width: 8}}}},
+			cell: func(i int) cell.Cell {
+				return testCell(fmt.Sprintf("u%05d", i%2), be64(1767225600000+int64(i)*1000), 1)
+			},
+			want: "unbounded-row",
+		},
+		{
 			name: "leading timestamp",
 			spec: Spec{Source: userItem, Entity: []string{"user"},
 				Target: LayoutSpec{Row: []ComponentSpec{{Type: "time_bucket", Field: "h", Of: []string{"$ts"}, Unit: "hour"}, {Type: "string", Field: "user", Sep: 0, HasSep: true}, {Type: "decimal", Field: "item", Width: 10}}}},

@@ -157,7 +157,8 @@ func printPlan(w io.Writer, o *planOutput) {
 	for _, e := range o.HeaviestEntities {
 		p("  %-30s %10d cells %12d bytes\n", e.Entity, e.Cells, e.Bytes)
 	}
-	p("\nnew rows: %d; largest: %s with %d cells, %d bytes\n", o.NewRows, o.WorstRow.Row, o.WorstRow.Cells, o.WorstRow.Bytes)
+	p("\nold rows: %6d; largest: %-40s %8d cells %10d bytes\n", o.OldRows, o.WorstOldRow.Row, o.WorstOldRow.Cells, o.WorstOldRow.Bytes)
+	p("new rows: %6d; largest: %-40s %8d cells %10d bytes\n", o.NewRows, o.WorstRow.Row, o.WorstRow.Cells, o.WorstRow.Bytes)
 	p("largest new cell: %d bytes (%s)\n", o.MaxCellBytes, o.MaxCell)
 	p("\nsuggested split keys (%d):\n", len(o.SplitKeys))
 	for _, k := range o.SplitKeys {
