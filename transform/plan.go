@@ -61,7 +61,7 @@ type Planner struct {
 	// one column per timestamp grows without end.
 	qualTime, qualTimes int64
 	oldRows             map[string]*rowStat
-	ent             []byte
+	ent                 []byte
 }
 
 type rowStat struct {
