@@ -1,0 +1,110 @@
+package snapshot_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/snapshot"
+)
+
+// dumpSnapshot renders every cell of a snapshot in the canonical dump
+// format, split by split, as `rekey inspect snapshot --cells` prints it.
+func dumpSnapshot(t testing.TB, root, name string, opts snapshot.ScanOptions) []byte {
+	t.Helper()
+	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, sp := range splits {
+		sc, err := s.NewScanner(t.Context(), sp, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sc.Next() {
+			out = cell.AppendDump(out, sc.Cell())
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatalf("%s split %s: %v", name, sp.ID, err)
+		}
+	}
+	return out
+}
+
+// diffDumps reports the first differing line of two dumps, with counts.
+func diffDumps(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	g := strings.Split(string(got), "\n")
+	w := strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("%d lines vs %d expected; first difference at line %d:\n got  %q\n want %q", len(g)-1, len(w)-1, i+1, gl, wl)
+		}
+	}
+	return "dumps differ"
+}
+
+// TestFixtures reads every snapshot committed under testdata/snapshots
+// (written by the real mini cluster, with the Java oracle's dumps beside
+// them) and checks our cells equal the oracle's, normal and raw.
+func TestFixtures(t *testing.T) {
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(repo, "testdata", "snapshots")
+	dumps, _ := filepath.Glob(filepath.Join(dir, "*.cells"))
+	var names []string
+	for _, d := range dumps {
+		if strings.HasSuffix(d, ".raw.cells") {
+			continue
+		}
+		names = append(names, strings.TrimSuffix(filepath.Base(d), ".cells"))
+	}
+	if len(names) == 0 {
+		t.Skipf("no snapshot fixtures under %s yet", dir)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			root := filepath.Join(dir, name)
+			for _, mode := range []struct {
+				file string
+				opts snapshot.ScanOptions
+			}{
+				{name + ".cells", snapshot.ScanOptions{}},
+				{name + ".raw.cells", snapshot.ScanOptions{Raw: true}},
+			} {
+				want, err := os.ReadFile(filepath.Join(dir, mode.file))
+				if err != nil {
+					if os.IsNotExist(err) {
+						continue
+					}
+					t.Fatal(err)
+				}
+				if d := diffDumps(dumpSnapshot(t, root, name, mode.opts), want); d != "" {
+					t.Errorf("%s: %s", mode.file, d)
+				}
+			}
+		})
+	}
+}
