@@ -50,25 +50,25 @@ func TestIntegrationAgainstOracle(t *testing.T) {
 		{ // a split without compaction: daughters read Reference halves
 			"table": "it_split", "compaction_enabled": false,
 			"families": []m{{"name": "f", "versions": 3}},
-			"steps": []m{rows(m{"deletes": 5}), {"op": "flush"}, {"op": "split", "key": "r00060"}, {"op": "snapshot", "name": "it_split"}},
+			"steps":    []m{rows(m{"deletes": 5}), {"op": "flush"}, {"op": "split", "key": "r00060"}, {"op": "snapshot", "name": "it_split"}},
 		},
 		{ // after a major compaction
-			"table": "it_major",
+			"table":    "it_major",
 			"families": []m{{"name": "f", "versions": 2, "encoding": "FAST_DIFF", "compression": "GZ"}},
-			"steps": []m{rows(m{"deletes": 4}), {"op": "flush"}, rows(m{"row_start": 60, "ts_base": 1767225600000 + 5000}), {"op": "flush"}, {"op": "major_compact"}, {"op": "snapshot", "name": "it_major"}},
+			"steps":    []m{rows(m{"deletes": 4}), {"op": "flush"}, rows(m{"row_start": 60, "ts_base": 1767225600000 + 5000}), {"op": "flush"}, {"op": "major_compact"}, {"op": "snapshot", "name": "it_major"}},
 		},
 		{ // rows deleted, then written again: at newer timestamps (visible) and at the deleted ones (still masked)
-			"table": "it_rewrite",
+			"table":    "it_rewrite",
 			"families": []m{{"name": "f", "versions": 5, "keep_deleted_cells": "TRUE"}, {"name": "g", "versions": 5}},
-			"steps": []m{rows(m{"deletes": 2}), {"op": "flush"}, rows(m{"rows": 60}), rows(m{"rows": 60, "ts_base": 1767225600000 + 100000}), {"op": "flush"}, {"op": "snapshot", "name": "it_rewrite"}},
+			"steps":    []m{rows(m{"deletes": 2}), {"op": "flush"}, rows(m{"rows": 60}), rows(m{"rows": 60, "ts_base": 1767225600000 + 100000}), {"op": "flush"}, {"op": "snapshot", "name": "it_rewrite"}},
 		},
 		{ // TTL: one batch long expired, one live; MIN_VERSIONS keeps some expired versions
-			"table": "it_ttl",
+			"table":    "it_ttl",
 			"families": []m{{"name": "f", "versions": 3, "ttl": 30 * 86400}, {"name": "k", "versions": 3, "ttl": 30 * 86400, "min_versions": 1}},
-			"steps": []m{rows(m{"ts_base": now - 90*day}), rows(m{"rows": 40, "ts_base": now - day}), {"op": "flush"}, {"op": "snapshot", "name": "it_ttl"}},
+			"steps":    []m{rows(m{"ts_base": now - 90*day}), rows(m{"rows": 40, "ts_base": now - day}), {"op": "flush"}, {"op": "snapshot", "name": "it_ttl"}},
 		},
 		{ // three families of very unequal size
-			"table": "it_families",
+			"table":    "it_families",
 			"families": []m{{"name": "big"}, {"name": "mid", "encoding": "PREFIX"}, {"name": "tiny", "compression": "SNAPPY"}},
 			"steps": []m{
 				{"op": "rows", "families": []string{"big"}, "rows": 3000, "qualifiers": 6, "value_max": 200},
@@ -80,7 +80,7 @@ func TestIntegrationAgainstOracle(t *testing.T) {
 		{ // empty regions around the data
 			"table": "it_empty", "split_keys": []string{"a", "m", "s", "z"},
 			"families": []m{{"name": "f"}},
-			"steps": []m{rows(m{"rows": 50}), {"op": "flush"}, {"op": "snapshot", "name": "it_empty"}},
+			"steps":    []m{rows(m{"rows": 50}), {"op": "flush"}, {"op": "snapshot", "name": "it_empty"}},
 		},
 	}
 	for _, spec := range specs {
