@@ -259,8 +259,14 @@ func (rd *Reader) DataIndex() ([]IndexEntry, error) {
 		return out, nil
 	}
 	var b blockBuf
+	// A corrupt index could make blocks point at each other; no real file
+	// has more index entries than 33-byte blocks fit in it.
+	budget := rd.size / headerSize
 	var walk func(e IndexEntry, level int) error
 	walk = func(e IndexEntry, level int) error {
+		if budget--; budget < 0 {
+			return corruptf(rd.name, e.Offset, BlockLeafIndex, "data index references more blocks than the file can hold")
+		}
 		want := BlockIntermediateIndex
 		if level == levels-1 {
 			want = BlockLeafIndex
@@ -272,6 +278,9 @@ func (rd *Reader) DataIndex() ([]IndexEntry, error) {
 		x, err := parseNonRootIndex(p)
 		if err != nil {
 			return corruptf(rd.name, e.Offset, want, "%v", err)
+		}
+		if budget -= int64(x.n); budget < 0 {
+			return corruptf(rd.name, e.Offset, want, "data index references more blocks than the file can hold")
 		}
 		children := make([]IndexEntry, x.n)
 		for i := range children {
