@@ -67,12 +67,16 @@ func TestCellBlockCorrupt(t *testing.T) {
 	c := cell.Cell{Row: []byte("r"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put, Value: []byte("value")}
 	good := AppendCell(nil, &c)
 	cases := map[string][]byte{
-		"short header":      good[:10],
-		"truncated":         good[:len(good)-1],
-		"key overruns":      func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint32(b[4:], 1000); return b }(),
-		"value overruns":    func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint32(b[8:], 1000); return b }(),
-		"bad key":           func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint16(b[12:], 500); return b }(),
-		"trailing not tags": func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint32(b, binary.BigEndian.Uint32(b)+1); return append(b, 7) }(),
+		"short header":   good[:10],
+		"truncated":      good[:len(good)-1],
+		"key overruns":   func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint32(b[4:], 1000); return b }(),
+		"value overruns": func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint32(b[8:], 1000); return b }(),
+		"bad key":        func() []byte { b := bytes.Clone(good); binary.BigEndian.PutUint16(b[12:], 500); return b }(),
+		"trailing not tags": func() []byte {
+			b := bytes.Clone(good)
+			binary.BigEndian.PutUint32(b, binary.BigEndian.Uint32(b)+1)
+			return append(b, 7)
+		}(),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,196 @@
+package hbase
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hbase/rpc"
+)
+
+func TestClusterAdmin(t *testing.T) {
+	c, _ := testClient(t)
+	ctx := context.Background()
+	fams := []Family{{Name: "f", Attributes: map[string]string{
+		"VERSIONS": "3", "DATA_BLOCK_ENCODING": "FAST_DIFF", "COMPRESSION": "GZ", "BLOOMFILTER": "ROWCOL", "TTL": "2147483647",
+	}}}
+	table := tempTable(t, c, "admin", fams)
+	if err := c.CreateTable(ctx, TableSpec{Name: table, Families: fams}); !errors.Is(err, rpc.ErrTableExists) {
+		t.Fatalf("creating an existing table: got %v, want TableExistsException", err)
+	}
+	if err := c.Put(ctx, []byte(table), []byte("r"), []cell.Cell{put("r", "q", 1, "v")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	snap := fmt.Sprintf("%s_snap", table)
+	if err := c.Snapshot(ctx, snap, table); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Snapshots(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range list {
+		found = found || (s.Name == snap && s.Table == table && !s.Created.IsZero())
+	}
+	if !found {
+		t.Fatalf("snapshot %s not listed in %+v", snap, list)
+	}
+	if err := c.DeleteSnapshot(ctx, snap); err != nil {
+		t.Fatal(err)
+	}
+	list, _ = c.Snapshots(ctx)
+	for _, s := range list {
+		if s.Name == snap {
+			t.Fatalf("snapshot %s still listed after delete", snap)
+		}
+	}
+	if err := c.DisableTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := c.TableEnabled(ctx, table); err != nil || on {
+		t.Fatalf("TableEnabled after disable = %v, %v", on, err)
+	}
+	if err := c.EnableTable(ctx, table); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Get(ctx, []byte(table), []byte("r"), nil); err != nil || len(got) != 1 {
+		t.Fatalf("Get after re-enable: %v %v", got, err)
+	}
+	if _, err := c.Regions(ctx, "no_such_table_here"); !errors.Is(err, rpc.ErrTableNotFound) {
+		t.Fatalf("Regions of a missing table: %v", err)
+	}
+}
+
+// storeFiles lists the HFiles of table's family f on HDFS.
+func storeFiles(t *testing.T, fs *hdfs.Client, rootDir string, c *Client, table string) []string {
+	regions, err := c.Regions(context.Background(), table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range regions {
+		name := strings.TrimSuffix(string(r.Name), ".")
+		enc := name[strings.LastIndexByte(name, '.')+1:]
+		dir := path.Join(rootDir, "data", "default", table, enc, "f")
+		infos, err := fs.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fi := range infos {
+			out = append(out, path.Join(dir, fi.Name()))
+		}
+	}
+	return out
+}
+
+func TestClusterBulkLoad(t *testing.T) {
+	c, st := testClient(t)
+	ctx := context.Background()
+	u, err := url.Parse(st.RootDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := hdfs.NewClient(hdfs.ClientOptions{Addresses: []string{st.NameNode}, User: c.cfg.User})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+
+	// HBase writes the HFile: fill a table, flush it, take its store file.
+	src := tempTable(t, c, "bulksrc", nil)
+	w := c.NewWriter([]byte(src), WriterConfig{})
+	var cells []cell.Cell
+	for i := 0; i < 500; i++ {
+		cells = append(cells, put(fmt.Sprintf("b%03d", i), "q", int64(1000+i), fmt.Sprintf("v%d", i)))
+	}
+	if err := w.Write(ctx, cells...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	files := storeFiles(t, fs, u.Path, c, src)
+	if len(files) != 1 {
+		t.Fatalf("store files %v", files)
+	}
+	staging := fmt.Sprintf("/user/%s/rekey-bulk-%d/f", c.cfg.User, time.Now().UnixNano())
+	if err := fs.MkdirAll(staging, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	defer fs.RemoveAll(path.Dir(staging))
+	copyTo := func(name string) BulkFile {
+		in, err := fs.Open(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		dst := path.Join(staging, name)
+		out, err := fs.Create(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			t.Fatal(err)
+		}
+		// The HDFS client reports a close before the last block is
+		// replicated as an error to retry.
+		for i := 0; ; i++ {
+			err := out.Close()
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, hdfs.ErrReplicating) || i == 50 {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		rd, err := fs.Open(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		bf := BulkFile{Path: dst}
+		if err := bf.BoundsFromHFile(rd, rd.Stat().Size()); err != nil {
+			t.Fatal(err)
+		}
+		return bf
+	}
+
+	// A file that spans two regions is refused before anything is loaded.
+	spanning := tempTable(t, c, "bulkspan", nil, []byte("b250"))
+	bf := copyTo("spanning")
+	if string(bf.FirstRow) != "b000" || string(bf.LastRow) != "b499" || string(bf.Family) != "f" {
+		t.Fatalf("bounds %q..%q family %q", bf.FirstRow, bf.LastRow, bf.Family)
+	}
+	var se *SpanError
+	if err := c.BulkLoad(ctx, spanning, []BulkFile{bf}); !errors.As(err, &se) || !bytes.Equal(se.Region.EndKey, []byte("b250")) {
+		t.Fatalf("spanning file: got %v, want SpanError at b250", err)
+	}
+
+	dst := tempTable(t, c, "bulkdst", nil, []byte("m"))
+	if err := c.BulkLoad(ctx, dst, []BulkFile{copyTo("good")}); err != nil {
+		t.Fatal(err)
+	}
+	want := dump(scanAll(t, c, src, &Scan{MaxVersions: 10}))
+	if got := dump(scanAll(t, c, dst, &Scan{MaxVersions: 10})); got != want || len(dumpLines(got)) != len(cells) {
+		t.Fatalf("bulk loaded table differs from the source:\n%s", tail(got, 500))
+	}
+	diffLines(t, "oracle dump of bulk-loaded table", dumpLines(oracle(t, "dump-table", dst)), dumpLines(want))
+}
