@@ -47,8 +47,10 @@ type Program struct {
 	srcRow, srcQual *Layout // srcQual nil: the qualifier is not parsed
 	dstRow, dstQual *Layout // dstQual nil: the qualifier passes through
 
-	entity   []int
-	families map[string][]byte
+	entity []int
+	// families holds the renames as old, new pairs; a job has a handful, so
+	// a scan beats a map lookup per cell.
+	families [][2][]byte
 	// notSource lists the fields a parse of the old key does not set, which
 	// must be cleared before each cell; srcSalted says the old key has a
 	// salt to check.
@@ -58,6 +60,9 @@ type Program struct {
 	// row is built from old-row fields only and keeps all of them), so a
 	// family delete marker means the same thing in the new table.
 	rowToRow bool
+	// builtins says which built-in fields any component uses, so mapping a
+	// cell fills only those.
+	builtins [numBuiltins]bool
 	spec     Spec
 }
 
@@ -121,17 +126,41 @@ func Compile(spec Spec) (*Program, error) {
 		cc.errorf(spec.EntityPos, "entity", "no entity fields (expected the fields that identify an entity, e.g. [user])")
 	}
 
-	if len(spec.Families) > 0 {
-		p.families = map[string][]byte{}
-		for old, nw := range spec.Families {
-			if old == "" || nw == "" {
-				cc.errorf(spec.FamilyPos[old], "families."+old, "family names must not be empty")
-				continue
-			}
-			p.families[old] = []byte(nw)
+	olds := make([]string, 0, len(spec.Families))
+	for old := range spec.Families {
+		olds = append(olds, old)
+	}
+	sort.Strings(olds)
+	for _, old := range olds {
+		nw := spec.Families[old]
+		if old == "" || nw == "" {
+			cc.errorf(spec.FamilyPos[old], "families."+old, "family names must not be empty")
+			continue
 		}
+		p.families = append(p.families, [2][]byte{[]byte(old), []byte(nw)})
 	}
 	p.rowToRow = cc.rowToRow()
+	for _, l := range []*Layout{p.srcRow, p.srcQual, p.dstRow, p.dstQual} {
+		if l == nil {
+			continue
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			if c.field >= 0 && c.field < numBuiltins {
+				p.builtins[c.field] = true
+			}
+			for _, f := range c.of {
+				if f < numBuiltins {
+					p.builtins[f] = true
+				}
+			}
+		}
+	}
+	for _, f := range p.entity {
+		if f < numBuiltins {
+			p.builtins[f] = true
+		}
+	}
 	for i := numBuiltins; i < len(p.fields); i++ {
 		if !p.fields[i].source {
 			p.notSource = append(p.notSource, i)

@@ -381,16 +381,9 @@ func (l *Layout) build(dst []byte, rec *record) ([]byte, error) {
 	return dst, nil
 }
 
-func (c *component) value(rec *record) (Value, error) {
-	if c.field < 0 {
-		return Value{}, errors.New("no field to build from")
-	}
-	v := rec.vals[c.field]
-	if !v.Set {
-		return v, errors.New("field has no value for this cell")
-	}
-	return v, nil
-}
+// errNoValue is returned when a field the new key needs was not read from
+// the old one (compile checks make this a bug, not a user error).
+var errNoValue = errors.New("field has no value for this cell")
 
 func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 	switch c.typ {
@@ -400,7 +393,7 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		h := c.saltHash(rec)
 		return appendUint(dst, uint64(h%c.buckets), c.width), nil
 	case TimeBucket, Offset:
-		v := rec.vals[c.of[0]]
+		v := &rec.vals[c.of[0]]
 		if !v.Set {
 			return dst, errors.New("its timestamp field has no value for this cell")
 		}
@@ -426,10 +419,10 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		}
 		return append(dst, rec.isoText[:w]...), nil
 	}
-	v, err := c.value(rec)
-	if err != nil {
-		return dst, err
+	if c.field < 0 || !rec.vals[c.field].Set {
+		return dst, errNoValue
 	}
+	v := &rec.vals[c.field]
 	switch c.typ {
 	case Uint:
 		u, ok := v.Uint()

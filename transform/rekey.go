@@ -86,9 +86,10 @@ func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
 		}
 		out.Qualifier = r.qual
 	}
-	if p.families != nil {
-		if f, ok := p.families[string(src.Family)]; ok {
-			out.Family = f
+	for _, f := range p.families {
+		if string(f[0]) == string(src.Family) {
+			out.Family = f[1]
+			break
 		}
 	}
 	return out, nil
@@ -157,11 +158,19 @@ func (r *Rekey) prepare(c *cell.Cell, full bool) {
 	if n := len(c.Row) + len(c.Qualifier); cap(r.rec.arena) < n {
 		r.rec.arena = make([]byte, 0, 2*n)
 	}
-	v := r.rec.vals
-	v[idxRow] = Value{Bytes: c.Row, Set: true}
-	v[idxFamily] = Value{Bytes: c.Family, Set: true}
-	v[idxQualifier] = Value{Bytes: c.Qualifier, Set: true}
-	v[idxTS] = Value{N: uint64(c.Timestamp), Signed: true, Set: true}
+	v, used := r.rec.vals, &r.p.builtins
+	if full || used[idxRow] {
+		v[idxRow] = Value{Bytes: c.Row, Set: true}
+	}
+	if full || used[idxFamily] {
+		v[idxFamily] = Value{Bytes: c.Family, Set: true}
+	}
+	if full || used[idxQualifier] {
+		v[idxQualifier] = Value{Bytes: c.Qualifier, Set: true}
+	}
+	if full || used[idxTS] {
+		v[idxTS] = Value{N: uint64(c.Timestamp), Signed: true, Set: true}
+	}
 }
 
 // checkSalts recomputes every salt whose fields were all read, so a key with
