@@ -5,7 +5,7 @@ RUN="$TESTENV/run"
 
 # classpath prints the Java classpath: the oracle jar and its dependencies.
 classpath() {
-	echo "$TESTENV/target/rekey-testenv-0.1.0.jar:$(cat "$TESTENV/target/classpath.txt")"
+	echo "$TESTENV/target/testenv.jar:$(cat "$TESTENV/target/classpath.txt")"
 }
 
 # state_get KEY prints one value of state.json (numbers and strings only).
