@@ -240,6 +240,9 @@ func (c *component) parse(key []byte, pos int, rec *record) (int, error) {
 				return 0, errors.New("its time bucket was not read first")
 			}
 			start, _ := b.Int()
+			if start > math.MaxInt64-int64(u) {
+				return 0, fmt.Errorf("bucket start %d plus offset %d overflows a timestamp", start, u)
+			}
 			rec.vals[c.of[0]] = Value{N: uint64(start + int64(u)), Signed: true, Set: true}
 		}
 		return c.width, nil

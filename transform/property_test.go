@@ -204,11 +204,13 @@ func FuzzLayoutParse(f *testing.F) {
 	layouts := [][]ComponentSpec{sortingLayout, looseLayout,
 		{{Type: "salt", Field: "s", Buckets: 300}, {Type: "time_bucket", Field: "h", Unit: "hour", Format: "iso"}, {Type: "string", Field: "x", Sep: 0, HasSep: true}},
 		{{Type: "decimal", Field: "d", Width: 20}, {Type: "string", Field: "x", Sep: '/', HasSep: true, Escape: true}, {Type: "string", Field: "y", Sep: '/', HasSep: true, Escape: true}},
+		{{Type: "time_bucket", Field: "b", Unit: "seconds", Seconds: 7}, {Type: "offset", Of: []string{"t"}, Bucket: "b"}, {Type: "reversed_ts", Field: "r"}},
 	}
 	f.Add(uint8(0), []byte("\x00\x01\x80\x00\x00\x00ab\x00x\x00\xff\x00\x00123\x7f\xff\xff\xff\xff\xff\xff\xff\xab\x80\x00\x00\x00\x00\x00\x00\x00rest"))
 	f.Add(uint8(1), []byte("\xff\xfe12#ab|::ab  c|\xff|\x00\x077"))
 	f.Add(uint8(2), []byte("\x01\x2b2026-01-01T05x\x00"))
 	f.Add(uint8(3), []byte("00000000000000000042a/\xff/\x00b/\x00"))
+	f.Add(uint8(4), []byte("\x00\x00\x01\x9b\x79\x6d\xd6\x00\x00\x00\x0b\xb8\x7f\xff\xff\xff\xff\xff\xff\xfe"))
 	f.Fuzz(func(t *testing.T, which uint8, key []byte) {
 		comps := layouts[int(which)%len(layouts)]
 		l, p := oneLayout(t, comps...)
@@ -226,7 +228,11 @@ func FuzzLayoutParse(f *testing.F) {
 			case Salt:
 				again = appendUint(again, rec.vals[c.field].N, c.width)
 			case TimeBucket:
-				again = appendISO(again, int64(rec.vals[c.field].N), isoWidth(c.unit))
+				if c.iso {
+					again = appendISO(again, int64(rec.vals[c.field].N), isoWidth(c.unit))
+				} else {
+					again = appendUint(again, rec.vals[c.field].N, 8)
+				}
 			default:
 				var err error
 				if again, err = c.build(again, rec); err != nil {
