@@ -257,3 +257,51 @@ func TestWriterRegionServerStopped(t *testing.T) {
 	}
 	checkFaultCells(t, c, table, n, func(i int) bool { return !failedCells[i] })
 }
+
+// TestScanSurvivesMoveAndSplit moves the region a scan is reading, then
+// splits the region ahead of it: the scan reopens where it stopped and
+// returns every cell once, in order.
+func TestScanSurvivesMoveAndSplit(t *testing.T) {
+	c, _ := testClient(t)
+	ctx := context.Background()
+	n := 60_000
+	table := tempTable(t, c, "scanfaults", nil, []byte(fmt.Sprintf("r%07d", n/4/2)))
+	w := c.NewWriter([]byte(table), WriterConfig{})
+	for i := 0; i < n; i++ {
+		if err := w.Write(ctx, faultCell(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Scan(ctx, []byte(table), &Scan{Caching: 200, MaxResultSize: 16 << 10})
+	defer sc.Close()
+	i := 0
+	for sc.Next() {
+		cl := sc.Cell()
+		want := faultCell(i)
+		if cell.Compare(cl, &want) != 0 || string(cl.Value) != string(want.Value) {
+			t.Fatalf("cell %d: got %s, want %s", i, cl, &want)
+		}
+		i++
+		switch i {
+		case n / 5:
+			t.Log(strings.TrimSpace(oracle(t, "move", table, hex.EncodeToString(cl.Row))))
+		case n / 5 * 2:
+			ahead := fmt.Sprintf("r%07d", n/4*3/4)
+			oracle(t, "split", table, hex.EncodeToString([]byte(ahead)))
+			t.Logf("split at %s", ahead)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if i != n {
+		t.Fatalf("scanned %d cells, want %d", i, n)
+	}
+	if sc.Restarts() == 0 {
+		t.Fatal("the scan never had to reopen; the move did not hit it")
+	}
+	t.Logf("%d cells, %d restarts", i, sc.Restarts())
+}

@@ -144,6 +144,7 @@ type Scanner struct {
 	skipRow        []byte
 	skip           int
 	rows           int
+	restarts       int
 
 	buf  []cell.Cell
 	pos  int
@@ -210,6 +211,10 @@ func (s *Scanner) Next() bool {
 
 // Cell returns the current cell; it is valid until the next call to Next.
 func (s *Scanner) Cell() *cell.Cell { return s.cur }
+
+// Restarts returns how many times the scan hit an error and reopened (or
+// tried to).
+func (s *Scanner) Restarts() int { return s.restarts }
 
 // Err returns the error that ended the scan, if any.
 func (s *Scanner) Err() error { return s.err }
@@ -284,6 +289,7 @@ func (s *Scanner) fill() error {
 			return err
 		}
 		class := rpc.RetryOf(err)
+		s.restarts++
 		if s.region != nil {
 			s.c.onError(s.region, err)
 		}
