@@ -126,3 +126,21 @@ func (b *RowBuffer) flush(emit func(cell.Cell)) error {
 	b.cells, b.arena, b.size = b.cells[:0], b.arena[:0], 0
 	return err
 }
+
+// AppendReject appends one line of a reject file for a cell that did not
+// fit: the cell in the canonical dump format (row hex, family, qualifier hex,
+// timestamp, type, value hex), a tab, and the reason with tabs and newlines
+// replaced by spaces. One line per cell, so a reject file can be fixed up
+// and replayed with ordinary tools.
+func AppendReject(dst []byte, c *cell.Cell, reason error) []byte {
+	dst = cell.AppendDump(dst, c)
+	dst = dst[:len(dst)-1] // AppendDump ends the line; the reason follows
+	dst = append(dst, '\t')
+	for _, r := range []byte(reason.Error()) {
+		if r == '\t' || r == '\n' || r == '\r' {
+			r = ' '
+		}
+		dst = append(dst, r)
+	}
+	return append(dst, '\n')
+}

@@ -196,3 +196,12 @@ func TestFamilyDeletes(t *testing.T) {
 		})
 	}
 }
+
+func TestAppendReject(t *testing.T) {
+	c := testCell("u1", "\x00q", 5)
+	got := string(AppendReject(nil, &c, errors.New("bad\tkey\nhere")))
+	want := "7531\te\t0071\t5\tPut\t76\tbad key here\n"
+	if got != want {
+		t.Fatalf("reject line %q, want %q", got, want)
+	}
+}

@@ -25,7 +25,8 @@
 //	families: {e: e}
 //	bad_keys: {action: reject, file: rejects.tsv}
 //
-// A sink: section is kept unparsed (Job.Sink) for the pipeline to read.
+// The sections other packages own (source.scan, sink, run, verify) are kept
+// as raw YAML nodes for them to decode.
 package job
 
 import (
@@ -70,8 +71,17 @@ type Job struct {
 	Spec    transform.Spec
 	Program *transform.Program
 	BadKeys BadKeys
-	// Sink is the raw sink: section, or nil. The pipeline decodes it.
-	Sink *yaml.Node
+	// Sink, Run and Verify are the raw sink:, run: and verify: sections, and
+	// Source.Scan the raw source.scan: section, or nil: the pipeline and
+	// verify packages decode them (reporting problems with Errorf, so their
+	// errors carry the same file, line and column as the rest).
+	Sink, Run, Verify *yaml.Node
+}
+
+// Errorf returns an *Error about node n of this job file (field is the
+// option's dotted path), for packages that decode the raw sections.
+func (j *Job) Errorf(n *yaml.Node, field, format string, args ...any) *Error {
+	return &Error{File: j.Path, Problems: []Problem{{Line: n.Line, Col: n.Column, Field: field, Msg: fmt.Sprintf(format, args...)}}}
 }
 
 // Source names the snapshot to read.
@@ -82,6 +92,8 @@ type Source struct {
 	Root string
 	// Name is the snapshot name.
 	Name string
+	// Scan is the raw scan: section (versions, time range, raw mode), or nil.
+	Scan *yaml.Node
 }
 
 // Target names the table to write.
@@ -152,6 +164,7 @@ func Parse(path string, data []byte) (*Job, error) {
 			d.mapping(n, p, map[string]func(*yaml.Node, string){
 				"root": func(n *yaml.Node, p string) { j.Source.Root = d.str(n, p) },
 				"name": func(n *yaml.Node, p string) { j.Source.Name = d.str(n, p) },
+				"scan": func(n *yaml.Node, p string) { j.Source.Scan = n },
 			}, "root", "name")
 		},
 		"target": func(n *yaml.Node, p string) {
@@ -203,7 +216,9 @@ func Parse(path string, data []byte) (*Job, error) {
 				"file": func(n *yaml.Node, p string) { j.BadKeys.File = d.str(n, p) },
 			})
 		},
-		"sink": func(n *yaml.Node, p string) { j.Sink = n },
+		"sink":   func(n *yaml.Node, p string) { j.Sink = n },
+		"run":    func(n *yaml.Node, p string) { j.Run = n },
+		"verify": func(n *yaml.Node, p string) { j.Verify = n },
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
 	// Compile even when the file's shape is wrong, so all mistakes show at
