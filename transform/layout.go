@@ -65,6 +65,7 @@ const (
 	KindNumber      // a 64-bit integer
 )
 
+// String names the kind for messages.
 func (k Kind) String() string {
 	switch k {
 	case KindBytes:

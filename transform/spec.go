@@ -92,6 +92,7 @@ type SpecError struct {
 	Msg   string
 }
 
+// Error renders the problem as "line L col C: field: message".
 func (e SpecError) Error() string {
 	var b strings.Builder
 	if e.Pos.Line > 0 {
@@ -108,6 +109,7 @@ func (e SpecError) Error() string {
 // SpecErrors is every problem Compile found, in spec order.
 type SpecErrors []SpecError
 
+// Error joins the problems, one per line.
 func (es SpecErrors) Error() string {
 	parts := make([]string, len(es))
 	for i, e := range es {

@@ -54,6 +54,7 @@ const (
 	Fail                 // stop the job
 )
 
+// String returns the name used in job files.
 func (a Action) String() string {
 	if a == Fail {
 		return "fail"
@@ -122,6 +123,7 @@ type Error struct {
 	Problems []Problem
 }
 
+// Error lists the problems as "file:line:col: field: message", one per line.
 func (e *Error) Error() string {
 	var b strings.Builder
 	for i, p := range e.Problems {
