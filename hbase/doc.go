@@ -1,0 +1,69 @@
+// Package hbase is rekey's native client for HBase 2.x: ZooKeeper
+// bootstrap, a region location cache fed by hbase:meta, Get, Scan, Put and
+// Delete, a batched writer in the manner of Java's BufferedMutator, the
+// admin calls rekey needs (create, disable, delete tables; flush; snapshots)
+// and the secure bulk load of HFiles. The wire protocol lives in
+// hbase/rpc, the protobuf messages in hbase/pb.
+//
+//	c, err := hbase.NewClient(hbase.Config{ZKQuorum: "zk1:2181,zk2:2181"})
+//	defer c.Close()
+//	w := c.NewWriter([]byte("events_v2"), hbase.WriterConfig{})
+//	for ... { w.Write(ctx, cells...) }
+//	if err := w.Close(ctx); err != nil {
+//		var we *hbase.WriteError // each failed row with the server's error
+//	}
+//
+// # Bootstrap
+//
+// The client reads two znodes under zookeeper.znode.parent (/hbase):
+// meta-region-server (where hbase:meta is served) and master (the active
+// master). HBase writes znode data as an optional metadata prefix (0xFF, u32
+// BE id length, id), then "PBUF" and a protobuf message.
+//
+// # Locating regions
+//
+// hbase:meta has one row per region, keyed by the region name
+// "table,startkey,regionid.encoded."; family info holds regioninfo ("PBUF" +
+// RegionInfo) and server ("host:port"). To find the region of a row the
+// client scans meta in reverse from "table,row,99999999999999" and takes one
+// row. To list a table's regions it scans forward from "table,," to "table ,":
+// meta compares rows field by field between commas, so a plain "table,"
+// would sort after the first region's row. Locations are cached; an error
+// that says the region is elsewhere (NotServingRegion, RegionMoved,
+// connection refused) drops or moves the cache entry, and the operation
+// retries.
+//
+// # Retries
+//
+// Every error has a retry class (rpc.Retry): retry now, back off, relocate
+// the region, restart the scanner, or give up. Operations retry with
+// back-off (Config.Pause times 1, 2, 3, 5, 10, 20, 40, 100...) until
+// Config.OperationTimeout or Config.Retries; the Writer retries each
+// mutation until WriterConfig.RetryTimeout and then reports it.
+//
+// # Scans
+//
+// A Scanner opens a server-side scanner per region, asks for Caching rows
+// per call with next_call_seq, lets the server return partial rows and
+// heartbeats, and moves on at each region's end key until the stop row.
+// After an error it reopens at the row of the last cell it returned and
+// skips that row's cells already returned, at the same MVCC read point when
+// it is still the same region, so callers see each cell exactly once.
+// Raw scans set the "_raw_" attribute, as HBase's own client does.
+//
+// # Writes
+//
+// Cells travel in the request's cell block (KeyValueCodec) and each
+// MutationProto carries only its row and associated_cell_count. A Multi call
+// holds one RegionAction per region; results come back per region action by
+// position and per action by index, so a partial failure is reported for
+// exactly the mutations that failed.
+//
+// # Bulk load
+//
+// PrepareBulkLoad gives a staging token; BulkLoadHFile moves a region's
+// files in (assign_seq_num=true) under that token; CleanupBulkLoad removes
+// the staging directory. Files must lie inside one region: BulkLoad checks
+// each file's first and last row (BulkFile.BoundsFromHFile reads them from
+// the HFile) against the current regions before loading anything.
+package hbase
