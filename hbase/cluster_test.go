@@ -159,3 +159,32 @@ func TestClusterBasics(t *testing.T) {
 		t.Fatal("Put accepted a cell of another row")
 	}
 }
+
+// TestWriterHugeRow writes one row of 30,000 cells through a writer with
+// small call limits: the row goes out in slices and arrives whole.
+func TestWriterHugeRow(t *testing.T) {
+	c, _ := testClient(t)
+	ctx := context.Background()
+	table := tempTable(t, c, "hugerow", nil)
+	w := c.NewWriter([]byte(table), WriterConfig{MaxCellsPerCall: 1000, MaxBytesPerCall: 16 << 10})
+	var want []cell.Cell
+	for i := 0; i < 30000; i++ {
+		cl := put("wide", fmt.Sprintf("q%06d", i), 7, fmt.Sprintf("v%d", i))
+		want = append(want, cl)
+		if err := w.Write(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+		if st := w.Stats(); st.Buffered > 64<<20 {
+			t.Fatalf("buffered %d bytes", st.Buffered)
+		}
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Stats(); st.Calls < 30 {
+		t.Fatalf("the row went out in %d calls; the limits were ignored", st.Calls)
+	}
+	if got := scanAll(t, c, table, &Scan{Batch: 1000}); dump(got) != dump(want) {
+		t.Fatalf("scanned %d cells, want %d", len(got), len(want))
+	}
+}

@@ -183,7 +183,8 @@ func (c *Client) NewWriter(table []byte, cfg WriterConfig) *Writer {
 }
 
 // Write queues cells for writing. Consecutive cells of the same row become
-// one mutation. Cells are copied. Write blocks while MaxBufferedBytes are
+// one mutation (a row larger than one call's limits becomes several).
+// Cells are copied. Write blocks while MaxBufferedBytes are
 // outstanding; it fails only on a cell that is not a Put, after Close, or
 // when ctx ends while waiting.
 func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
@@ -215,6 +216,18 @@ func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 		cp.Tags = nil
 		w.cur.cells = append(w.cur.cells, cp)
 		w.cur.bytes += rpc.CellBlockLen(cl)
+		if len(w.cur.cells) >= w.cfg.MaxCellsPerCall || w.cur.bytes >= w.cfg.MaxBytesPerCall {
+			// A huge row goes out in slices: memory stays bounded and no
+			// call outgrows its limits. The slices are separate mutations,
+			// which is fine for cells that keep their timestamps.
+			m := w.cur
+			w.cur = nil
+			w.mu.Unlock()
+			if err := w.admit(ctx, m); err != nil {
+				return err
+			}
+			continue
+		}
 		w.mu.Unlock()
 	}
 	return nil
