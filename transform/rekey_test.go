@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -203,5 +204,37 @@ func TestAppendReject(t *testing.T) {
 	want := "7531\te\t0071\t5\tPut\t76\tbad key here\n"
 	if got != want {
 		t.Fatalf("reject line %q, want %q", got, want)
+	}
+}
+
+// TestProgramShared maps cells from several goroutines, each with its own
+// Rekey from one Program (run with -race: the Program must stay read-only).
+func TestProgramShared(t *testing.T) {
+	p, err := Compile(wideSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			r := p.New()
+			var err error
+			for i := 0; i < 2000 && err == nil; i++ {
+				src := testCell(fmt.Sprintf("u%05d", g), be64(1767225600000+int64(i)*60_000), 1)
+				var out cell.Cell
+				if err = r.MapChecked(src, func(c cell.Cell) { out = c }); err == nil {
+					var ent []byte
+					if ent, err = r.TargetEntity(nil, &out); err == nil && p.FormatEntity(ent) != fmt.Sprintf("user=u%05d", g) {
+						err = fmt.Errorf("goroutine %d read back %s", g, p.FormatEntity(ent))
+					}
+				}
+			}
+			done <- err
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
