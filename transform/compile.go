@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -691,4 +692,95 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// String renders the layout as its components joined by " | ", e.g.
+// "user:fixed(6) | day:time_bucket(day)".
+func (l *Layout) String() string {
+	return l.describe(nil)
+}
+
+func (l *Layout) describe(fields []fieldInfo) string {
+	parts := make([]string, 0, len(l.comps))
+	name := func(f int) string {
+		if f >= 0 && f < len(fields) {
+			return fields[f].name
+		}
+		return "?"
+	}
+	for i := range l.comps {
+		c := &l.comps[i]
+		var b strings.Builder
+		switch {
+		case c.typ == Literal:
+			b.WriteString(strconv.Quote(string(c.lit)))
+			parts = append(parts, b.String())
+			continue
+		case c.typ == Offset:
+			fmt.Fprintf(&b, "%s:offset(in %s", name(c.of[0]), name(c.bucket))
+		case c.field >= 0:
+			fmt.Fprintf(&b, "%s:%s(", name(c.field), c.typ)
+		default:
+			fmt.Fprintf(&b, "%s(", c.typ)
+		}
+		var opts []string
+		switch c.typ {
+		case Uint, Int, SortableInt, Fixed:
+			opts = append(opts, strconv.Itoa(c.width))
+		case Decimal:
+			if c.width > 0 {
+				opts = append(opts, strconv.Itoa(c.width)+" digits")
+			}
+		case Salt:
+			ofs := make([]string, len(c.of))
+			for j, f := range c.of {
+				ofs[j] = name(f)
+			}
+			opts = append(opts, strings.Join(ofs, ","), strconv.Itoa(int(c.buckets))+" buckets")
+		case TimeBucket:
+			if len(c.of) > 0 {
+				opts = append(opts, name(c.of[0]))
+			}
+			unit := c.unit
+			if unit == "seconds" {
+				unit = strconv.FormatInt(c.span/1000, 10) + "s"
+			}
+			opts = append(opts, unit)
+			if c.iso {
+				opts = append(opts, "iso")
+			}
+		}
+		if c.typ == String && !c.hasSep {
+			opts = append(opts, "to the end")
+		}
+		if c.hasSep {
+			sep := fmt.Sprintf("sep %q", c.sep)
+			if c.escape {
+				sep += " escaped"
+			}
+			opts = append(opts, sep)
+		}
+		if c.typ == Offset {
+			if len(opts) > 0 {
+				b.WriteString(", ")
+			}
+		}
+		b.WriteString(strings.Join(opts, ", "))
+		b.WriteByte(')')
+		parts = append(parts, b.String())
+	}
+	return strings.Join(parts, " | ")
+}
+
+// Describe renders the old and new key layouts, one line each, as
+// "row / qualifier" (a qualifier that is not parsed or copied shows as *).
+func (p *Program) Describe() (old, new string) {
+	side := func(row, qual *Layout, pass string) string {
+		q := pass
+		if qual != nil {
+			q = qual.describe(p.fields)
+		}
+		return row.describe(p.fields) + "  /  " + q
+	}
+	return side(p.srcRow, p.srcQual, "* (not parsed)"), side(p.dstRow, p.dstQual, "* (copied)")
 }

@@ -45,6 +45,9 @@ func TestWideToBucketed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o, n := p.Describe(); o != "user:string(to the end)  /  ts:int(8)" || n != "user:fixed(6) | day:time_bucket(ts, day)  /  ts:offset(in day)" {
+		t.Errorf("Describe = %q, %q", o, n)
+	}
 	r := p.New()
 	ts := int64(1767268800123) // 2026-01-01T12:00:00.123Z
 	src := testCell("u00042", be64(ts), 99)

@@ -60,6 +60,8 @@ type planOutput struct {
 	Target   string   `json:"target_table"`
 	Regions  int      `json:"source_regions"`
 	Entity   []string `json:"entity"`
+	OldKey   string   `json:"old_key"`
+	NewKey   string   `json:"new_key"`
 	*transform.PlanReport
 }
 
@@ -119,7 +121,9 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 		}
 	}
 	rep := pl.Report(complete)
+	oldKey, newKey := j.Program.Describe()
 	out := planOutput{
+		OldKey: oldKey, NewKey: newKey,
 		Job: path, Snapshot: j.Source.Name, Root: j.Source.Root, Table: snap.Info().Table,
 		Target: j.Target.Table, Regions: len(snap.Regions()), Entity: j.Program.Entity(), PlanReport: rep,
 	}
@@ -143,6 +147,8 @@ func printPlan(w io.Writer, o *planOutput) {
 	p("job %s\n", o.Job)
 	p("  source  snapshot %s of %s (%d regions) at %s\n", o.Snapshot, o.Table, o.Regions, o.Root)
 	p("  target  table %s\n", o.Target)
+	p("  old key %s\n", o.OldKey)
+	p("  new key %s\n", o.NewKey)
 	scope := "the whole snapshot"
 	if !o.Complete {
 		scope = "a sample: the first cells of every split; sizes are lower bounds"
