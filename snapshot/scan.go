@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -190,6 +191,11 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 		cols, ok := wanted[string(f.Name)]
 		if !all && !ok {
 			continue
+		}
+		if strings.EqualFold(f.Attributes["IS_MOB"], "true") {
+			// MOB cells hold a pointer to a file under mobdir/, not the
+			// value; returning them would silently pass off pointers as data.
+			return nil, fmt.Errorf("%w: family %q of %s is a MOB family (IS_MOB=true); rekey does not read MOB files", ErrUnsupported, f.Name, s.info.Table)
 		}
 		r := &familyRules{raw: opts.Raw, minVersions: f.MinVersions, now: nowMs, tr: tr, columns: cols,
 			seePastDeletes: f.KeepDeletedCells != KeepDeletedFalse}

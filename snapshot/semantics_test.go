@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -336,5 +337,19 @@ func TestSplitsCutLargeRegions(t *testing.T) {
 		if again[i].ID != splits[i].ID {
 			t.Errorf("split ids not stable: %s vs %s", again[i].ID, splits[i].ID)
 		}
+	}
+}
+
+func TestMOBFamilyRefused(t *testing.T) {
+	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("m", "IS_MOB", "true"), family("f")}, []testRegion{{enc: "aaaa", files: []testFile{
+		{family: "f", cells: "r/f:q/1/Put=v"},
+	}}})
+	if _, err := readAll(t, mem, root, ScanOptions{}); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "MOB") {
+		t.Fatalf("err = %v, want ErrUnsupported naming MOB", err)
+	}
+	// Leaving the MOB family out of the scan reads the rest.
+	got, err := readAll(t, mem, root, ScanOptions{Families: [][]byte{[]byte("f")}})
+	if err != nil || joinCells(got) != "r/f:q/1/Put=v" {
+		t.Fatalf("got %v, %v", got, err)
 	}
 }
