@@ -750,7 +750,7 @@ func (l *Layout) describe(fields []fieldInfo) string {
 				opts = append(opts, "iso")
 			}
 		}
-		if c.typ == String && !c.hasSep {
+		if (c.typ == String || c.typ == Decimal && c.width == 0) && !c.hasSep {
 			opts = append(opts, "to the end")
 		}
 		if c.hasSep {
@@ -767,7 +767,7 @@ func (l *Layout) describe(fields []fieldInfo) string {
 		}
 		b.WriteString(strings.Join(opts, ", "))
 		b.WriteByte(')')
-		parts = append(parts, b.String())
+		parts = append(parts, strings.TrimSuffix(b.String(), "()"))
 	}
 	return strings.Join(parts, " | ")
 }

@@ -21,6 +21,7 @@ type planFlags struct {
 	regions     int
 	maxRowSize  int64
 	maxCellSize int64
+	offline     bool
 }
 
 func init() {
@@ -44,6 +45,7 @@ do not read back,
 		},
 	}
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the plan as JSON")
+	cmd.Flags().BoolVar(&f.offline, "offline", false, "check the job and its layouts without reading the snapshot")
 	cmd.Flags().Int64Var(&f.sample, "sample", 200_000, "cells to sample, spread over the splits (0: the whole snapshot)")
 	cmd.Flags().IntVar(&f.regions, "regions", 0, "regions to suggest split keys for (default: as many as the snapshot has)")
 	cmd.Flags().Int64Var(&f.maxRowSize, "max-row-size", transform.DefaultMaxRowSize, "hbase.table.max.rowsize of the target cluster")
@@ -76,56 +78,39 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return usageError{fmt.Errorf("%s: source snapshot: %w", path, err)}
-		}
-		return fmt.Errorf("%s: source snapshot: %w", path, err)
-	}
-	defer snap.Close()
-	splits, err := snap.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		return fmt.Errorf("%s: splits: %w", path, err)
-	}
-	regions := f.regions
-	if regions <= 0 {
-		regions = len(snap.Regions())
-	}
-	pl := j.Program.NewPlanner(transform.PlanOptions{MaxRowSize: f.maxRowSize, MaxCellSize: f.maxCellSize, Regions: regions})
-
-	// Take the first cells of every split, an equal share each, so the
-	// sample sees every region rather than the first one only.
-	complete := true
-	per := int64(0)
-	if f.sample > 0 && len(splits) > 0 {
-		per = max(1, f.sample/int64(len(splits)))
-	}
-	for _, sp := range splits {
-		sc, err := snap.NewScanner(ctx, sp, snapshot.ScanOptions{})
+	var (
+		table    = "(not read)"
+		nregions int
+		complete bool
+		pl       *transform.Planner
+	)
+	opts := transform.PlanOptions{MaxRowSize: f.maxRowSize, MaxCellSize: f.maxCellSize, Regions: f.regions}
+	if f.offline {
+		pl = j.Program.NewPlanner(opts)
+	} else {
+		snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
 		if err != nil {
-			return fmt.Errorf("%s: split %s: %w", path, sp.ID, err)
+			if errors.Is(err, snapshot.ErrNotFound) {
+				return usageError{fmt.Errorf("%s: source snapshot: %w (--offline checks the layouts without it)", path, err)}
+			}
+			return fmt.Errorf("%s: source snapshot: %w", path, err)
 		}
-		n := int64(0)
-		for (per == 0 || n < per) && sc.Next() {
-			pl.Add(sc.Cell())
-			n++
+		defer snap.Close()
+		table, nregions = snap.Info().Table, len(snap.Regions())
+		if opts.Regions <= 0 {
+			opts.Regions = nregions
 		}
-		if per > 0 && n == per && sc.Next() {
-			complete = false
-		}
-		err = sc.Err()
-		sc.Close()
-		if err != nil {
-			return fmt.Errorf("%s: split %s: %w", path, sp.ID, err)
+		pl = j.Program.NewPlanner(opts)
+		if complete, err = sample(ctx, snap, pl, f.sample); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	rep := pl.Report(complete)
 	oldKey, newKey := j.Program.Describe()
 	out := planOutput{
 		OldKey: oldKey, NewKey: newKey,
-		Job: path, Snapshot: j.Source.Name, Root: j.Source.Root, Table: snap.Info().Table,
-		Target: j.Target.Table, Regions: len(snap.Regions()), Entity: j.Program.Entity(), PlanReport: rep,
+		Job: path, Snapshot: j.Source.Name, Root: j.Source.Root, Table: table,
+		Target: j.Target.Table, Regions: nregions, Entity: j.Program.Entity(), PlanReport: rep,
 	}
 	if f.json {
 		enc := json.NewEncoder(w)
@@ -142,13 +127,56 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	return nil
 }
 
+// sample feeds the planner the first cells of every split, an equal share
+// each, so the sample sees every region rather than the first one only. It
+// reports whether that was every cell of the snapshot.
+func sample(ctx context.Context, snap *snapshot.Snapshot, pl *transform.Planner, limit int64) (bool, error) {
+	splits, err := snap.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		return false, fmt.Errorf("splits: %w", err)
+	}
+	complete := true
+	per := int64(0)
+	if limit > 0 && len(splits) > 0 {
+		per = max(1, limit/int64(len(splits)))
+	}
+	for _, sp := range splits {
+		sc, err := snap.NewScanner(ctx, sp, snapshot.ScanOptions{})
+		if err != nil {
+			return false, fmt.Errorf("split %s: %w", sp.ID, err)
+		}
+		n := int64(0)
+		for (per == 0 || n < per) && sc.Next() {
+			pl.Add(sc.Cell())
+			n++
+		}
+		if per > 0 && n == per && sc.Next() {
+			complete = false
+		}
+		err = sc.Err()
+		sc.Close()
+		if err != nil {
+			return false, fmt.Errorf("split %s: %w", sp.ID, err)
+		}
+	}
+	return complete, nil
+}
+
 func printPlan(w io.Writer, o *planOutput) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("job %s\n", o.Job)
-	p("  source  snapshot %s of %s (%d regions) at %s\n", o.Snapshot, o.Table, o.Regions, o.Root)
+	if o.Regions == 0 {
+		p("  source  snapshot %s at %s (not read: --offline)\n", o.Snapshot, o.Root)
+	} else {
+		p("  source  snapshot %s of %s (%d regions) at %s\n", o.Snapshot, o.Table, o.Regions, o.Root)
+	}
 	p("  target  table %s\n", o.Target)
 	p("  old key %s\n", o.OldKey)
 	p("  new key %s\n", o.NewKey)
+	if o.Regions == 0 {
+		printSplitsAndWarnings(w, o)
+		return
+	}
 	scope := "the whole snapshot"
 	if !o.Complete {
 		scope = "a sample: the first cells of every split; sizes are lower bounds"
@@ -166,10 +194,6 @@ func printPlan(w io.Writer, o *planOutput) {
 	p("\nold rows: %6d; largest: %-40s %8d cells %10d bytes\n", o.OldRows, o.WorstOldRow.Row, o.WorstOldRow.Cells, o.WorstOldRow.Bytes)
 	p("new rows: %6d; largest: %-40s %8d cells %10d bytes\n", o.NewRows, o.WorstRow.Row, o.WorstRow.Cells, o.WorstRow.Bytes)
 	p("largest new cell: %d bytes (%s)\n", o.MaxCellBytes, o.MaxCell)
-	p("\nsuggested split keys (%d):\n", len(o.SplitKeys))
-	for _, k := range o.SplitKeys {
-		p("  %s\n", k)
-	}
 	if o.Rejected > 0 {
 		p("\nkeys that do not fit: %d\n", o.Rejected)
 		for _, r := range o.RejectExamples {
@@ -188,8 +212,16 @@ func printPlan(w io.Writer, o *planOutput) {
 			p("  %s\n", u)
 		}
 	}
-	p("\nwarnings: %d\n", len(o.Warnings))
+	printSplitsAndWarnings(w, o)
+}
+
+func printSplitsAndWarnings(w io.Writer, o *planOutput) {
+	fmt.Fprintf(w, "\nsuggested split keys (%d):\n", len(o.SplitKeys))
+	for _, k := range o.SplitKeys {
+		fmt.Fprintf(w, "  %s\n", k)
+	}
+	fmt.Fprintf(w, "\nwarnings: %d\n", len(o.Warnings))
 	for _, wn := range o.Warnings {
-		p("  [%s] %s\n", wn.Code, wn.Message)
+		fmt.Fprintf(w, "  [%s] %s\n", wn.Code, wn.Message)
 	}
 }

@@ -8,12 +8,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
 // runCLI runs the CLI in-process and returns its exit code and stdout.
 func runCLI(t *testing.T, args ...string) (int, string) {
 	t.Helper()
+	// Flags keep their values between in-process runs; start from the
+	// defaults each time.
+	for _, c := range rootCmd.Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			_ = f.Value.Set(f.DefValue)
+			f.Changed = false
+		})
+	}
 	var out bytes.Buffer
 	rootCmd.SetOut(&out)
 	defer rootCmd.SetOut(nil)
@@ -116,8 +126,30 @@ func TestPlanDemo(t *testing.T) {
 		t.Errorf("unexpected warning %s", w.Code)
 	}
 
-	code, text := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000", "--json=false")
+	code, text := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000")
 	if code != exitOK || !strings.Contains(text, "old key -> new key") || !strings.Contains(text, "a sample") {
 		t.Fatalf("text plan, exit %d:\n%s", code, text)
+	}
+}
+
+// TestPlanOffline checks a job against its layouts alone, with no snapshot.
+func TestPlanOffline(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := runCLI(t, "plan", "--offline", "--json", filepath.Join(root, "configs", "salt.yaml"))
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	var plan struct {
+		SplitKeys []string `json:"split_keys_hex"`
+		Warnings  []struct{ Code string }
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.SplitKeys) != 15 || plan.SplitKeys[0] != "01" || len(plan.Warnings) != 1 || plan.Warnings[0].Code != "separator-order" {
+		t.Fatalf("offline plan: %+v", plan)
 	}
 }
