@@ -164,8 +164,10 @@ func Parse(path string, data []byte) (*Job, error) {
 	d.mapping(top, "", map[string]func(*yaml.Node, string){
 		"source": func(n *yaml.Node, p string) {
 			d.mapping(n, p, map[string]func(*yaml.Node, string){
-				"root": func(n *yaml.Node, p string) { j.Source.Root = d.str(n, p) },
-				"name": func(n *yaml.Node, p string) { j.Source.Name = d.str(n, p) },
+				"root": func(n *yaml.Node, p string) {
+					j.Source.Root = d.nonEmpty(n, p, "the HBase root directory: a path or hdfs://namenode:8020/hbase")
+				},
+				"name": func(n *yaml.Node, p string) { j.Source.Name = d.nonEmpty(n, p, "the snapshot name") },
 				"scan": func(n *yaml.Node, p string) { j.Source.Scan = n },
 			}, "root", "name")
 		},
@@ -379,6 +381,16 @@ func (d *decoder) str(n *yaml.Node, path string) string {
 		return ""
 	}
 	return n.Value
+}
+
+// nonEmpty reads a string that must not be empty; what says what belongs
+// there.
+func (d *decoder) nonEmpty(n *yaml.Node, path, what string) string {
+	v := d.str(n, path)
+	if v == "" && n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		d.errorf(n, path, "empty (expected %s)", what)
+	}
+	return v
 }
 
 func (d *decoder) integer(n *yaml.Node, path string) int64 {

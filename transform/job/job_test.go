@@ -65,6 +65,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad yaml", "entity: [user]", "entity: [user", []string{`not valid YAML`}},
 		{"bad sep", "{field: user, type: fixed, width: 6}", "{field: user, type: string, sep: ab}", []string{`target_layout.row[0].sep: expected one byte`}},
 		{"option of other type", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 6, sep: 0}", []string{`a.yaml:11:49: target_layout.row[0].sep: option "sep" does not apply to type fixed`}},
+		{"empty root", "root: snaps", "root: \"\"", []string{`a.yaml:2:9: source.root: empty (expected the HBase root directory`}},
+		{"null name", "name: s1", "name:", []string{`source.name: expected a string, got`}},
 		{"entity unknown", "entity: [user]", "entity: [usr]", []string{`a.yaml:15:9: entity[0]: field "usr" is not read from the old key`}},
 		{"two errors at once", "  qualifier: [{field: ts, type: int, width: 8}]\n", "  qualifier: [{field: ts, type: int, width: 9}]\n  extra: 1\n", []string{"width 9 is not allowed", `unknown option "extra"`}},
 	}
