@@ -28,12 +28,21 @@ control() {
 	[[ "$line" == ok* ]]
 }
 
+# running PID: the process exists and is not a zombie (a killed cluster
+# whose parent is gone may linger as one, and kill -0 succeeds on those).
+running() {
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+	local st
+	st="$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)"
+	[ "$st" != Z ]
+}
+
 # alive reports whether state.json names a live cluster that answers ping.
 alive() {
 	[ -f "$STATE" ] || return 1
 	local pid
 	pid="$(state_get pid)"
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+	running "$pid" || return 1
 	CONTROL_TIMEOUT=10 control ping >/dev/null 2>&1
 }
 
