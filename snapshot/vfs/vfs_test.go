@@ -152,3 +152,18 @@ func TestNamenodeAddrs(t *testing.T) {
 		t.Errorf("bare host without configuration: %v", got)
 	}
 }
+
+func TestDialHDFSKerberosIsRefusedClearly(t *testing.T) {
+	dir := t.TempDir()
+	core := `<?xml version="1.0"?><configuration>
+<property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:1</value></property>
+<property><name>hadoop.security.authentication</name><value>kerberos</value></property>
+</configuration>`
+	if err := os.WriteFile(filepath.Join(dir, "core-site.xml"), []byte(core), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HADOOP_CONF_DIR", dir)
+	if _, err := DialHDFS("127.0.0.1:1"); !errors.Is(err, ErrKerberos) {
+		t.Fatalf("err = %v, want ErrKerberos", err)
+	}
+}
