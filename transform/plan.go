@@ -3,6 +3,7 @@ package transform
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 
@@ -26,6 +27,10 @@ type PlanOptions struct {
 	Examples    int   // old/new key pairs to keep, default 8
 	Top         int   // heaviest entities to report, default 10
 	Regions     int   // regions to suggest split keys for, default 4
+	// MaxTracked bounds the rows, entities and keys the planner remembers
+	// (default 4,000,000 each), so planning a whole large snapshot cannot
+	// exhaust memory; beyond it the figures cover what was tracked.
+	MaxTracked int
 }
 
 // Planner gathers what a sample of old cells says about a job: entities,
@@ -41,7 +46,10 @@ type Planner struct {
 	rejects         []string
 	entities        map[string]*EntityStat
 	rows            map[string]*rowStat
-	newKeys         map[string]string // new cell key -> old cell key, to find collisions
+	newKeys         map[uint64]uint64 // new cell key hash -> old cell key hash, to find collisions
+	seed            maphash.Seed
+	key             []byte
+	truncated       bool
 	collisions      []string
 	examples        []Example
 	lastExampleRow  []byte
@@ -98,6 +106,9 @@ type Warning struct {
 // PlanReport is what a Planner found.
 type PlanReport struct {
 	SampledCells int64 `json:"sampled_cells"`
+	// Truncated says the planner hit PlanOptions.MaxTracked: row, entity
+	// and collision figures cover only what it could remember.
+	Truncated bool `json:"truncated,omitempty"`
 	// Complete says the sample was the whole snapshot, so the figures are
 	// exact rather than lower bounds.
 	Complete         bool         `json:"complete"`
@@ -138,10 +149,13 @@ func (p *Program) NewPlanner(opts PlanOptions) *Planner {
 	if opts.Regions <= 1 {
 		opts.Regions = 4
 	}
+	if opts.MaxTracked <= 0 {
+		opts.MaxTracked = 4_000_000
+	}
 	pl := &Planner{
 		p: p, r: p.New(), back: p.New(), opts: opts,
 		entities: map[string]*EntityStat{}, rows: map[string]*rowStat{},
-		newKeys: map[string]string{}, negatives: map[int]bool{}, lead: -1,
+		newKeys: map[uint64]uint64{}, seed: maphash.MakeSeed(), negatives: map[int]bool{}, lead: -1,
 		qualTime: -1, oldRows: map[string]*rowStat{},
 	}
 	if q := p.targetQual(); q != nil {
@@ -211,41 +225,45 @@ func (pl *Planner) Add(src *cell.Cell) {
 	if pl.qualTime >= 0 && looksLikeTime(pl.r.rec.vals[pl.qualTime]) {
 		pl.qualTimes++
 	}
-	ors := pl.oldRows[string(src.Row)]
-	if ors == nil {
-		ors = &rowStat{}
-		pl.oldRows[string(src.Row)] = ors
-	}
+	ors := pl.stat(pl.oldRows, src.Row)
 	ors.cells++
 	ors.bytes += cellSize(src)
 	size := cellSize(&out)
 	if size > pl.maxCell {
 		pl.maxCell, pl.maxCellKey = size, keyString(&out)
 	}
-	rs := pl.rows[string(out.Row)]
-	if rs == nil {
-		rs = &rowStat{}
-		pl.rows[string(out.Row)] = rs
-	}
+	rs := pl.stat(pl.rows, out.Row)
 	rs.cells++
 	rs.bytes += size
 
-	newKey := string(cell.AppendKey(nil, &out))
-	oldKey := string(cell.AppendKey(nil, src))
+	// Keys are remembered by 64-bit hashes: a false collision needs two
+	// equal hashes among millions of keys, which is far less likely than a
+	// disk error.
+	pl.key = cell.AppendKey(pl.key[:0], &out)
+	newKey := maphash.Bytes(pl.seed, pl.key)
+	pl.key = cell.AppendKey(pl.key[:0], src)
+	oldKey := maphash.Bytes(pl.seed, pl.key)
 	if prev, ok := pl.newKeys[newKey]; ok && prev != oldKey {
 		if len(pl.collisions) < 5 {
-			pl.collisions = append(pl.collisions, fmt.Sprintf("%s and %s both become %s", keyString(src), printable([]byte(prev)), keyString(&out)))
+			pl.collisions = append(pl.collisions, fmt.Sprintf("%s and another old cell both become %s", keyString(src), keyString(&out)))
 		}
-	} else {
+	} else if len(pl.newKeys) < pl.opts.MaxTracked {
 		pl.newKeys[newKey] = oldKey
+	} else {
+		pl.truncated = true
 	}
 
 	// The entity of the old cell, from the fields Apply just parsed.
 	pl.ent = pl.r.appendEntity(pl.ent[:0])
 	es := pl.entities[string(pl.ent)]
 	if es == nil {
-		es = &EntityStat{Entity: pl.p.FormatEntity(pl.ent)}
-		pl.entities[string(pl.ent)] = es
+		if len(pl.entities) < pl.opts.MaxTracked {
+			es = &EntityStat{Entity: pl.p.FormatEntity(pl.ent)}
+			pl.entities[string(pl.ent)] = es
+		} else {
+			pl.truncated = true
+			es = &EntityStat{}
+		}
 	}
 	es.Cells++
 	es.Bytes += cellSize(src)
@@ -285,6 +303,22 @@ func (pl *Planner) Add(src *cell.Cell) {
 	}
 }
 
+// stat returns the counters of one row, or a throwaway one once the
+// planner tracks MaxTracked rows (memory stays bounded; the report says the
+// figures are partial).
+func (pl *Planner) stat(m map[string]*rowStat, row []byte) *rowStat {
+	if s := m[string(row)]; s != nil {
+		return s
+	}
+	if len(m) >= pl.opts.MaxTracked {
+		pl.truncated = true
+		return &rowStat{}
+	}
+	s := &rowStat{}
+	m[string(row)] = s
+	return s
+}
+
 func keyString(c *cell.Cell) string {
 	var b []byte
 	b = AppendPrintable(b, c.Row)
@@ -299,7 +333,7 @@ func keyString(c *cell.Cell) string {
 // the snapshot.
 func (pl *Planner) Report(complete bool) *PlanReport {
 	rep := &PlanReport{
-		SampledCells: pl.cells, Complete: complete, Rejected: pl.rejected,
+		SampledCells: pl.cells, Complete: complete, Rejected: pl.rejected, Truncated: pl.truncated,
 		RejectExamples: pl.rejects, Collisions: pl.collisions, Unreadable: pl.unreadable,
 		Entities: len(pl.entities), NewRows: len(pl.rows),
 		MaxCellBytes: pl.maxCell, MaxCell: pl.maxCellKey, Examples: pl.examples,
@@ -335,6 +369,9 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 	}
 	if ok := pl.cells - pl.rejected; pl.lead >= 0 && ok > 0 && pl.leadTimes*10 >= ok*9 {
 		warn("hotspot", "the new row starts with %s, and %d of %d sampled values look like epoch seconds or millis: if it follows the clock, live writes all go to the newest region; put an entity or a salt first", pl.p.fields[pl.lead].name, pl.leadTimes, ok)
+	}
+	if pl.truncated {
+		warn("partial", "the planner stopped remembering new rows, entities and keys at %d of each; sizes, counts and collision checks cover only those (sample fewer cells)", pl.opts.MaxTracked)
 	}
 	bound := "in the sample"
 	if !complete {

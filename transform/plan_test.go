@@ -167,3 +167,19 @@ func TestPlanFigures(t *testing.T) {
 		t.Fatalf("salt split keys: %d, first %v", len(keys), keys[:2])
 	}
 }
+
+func TestPlanMemoryBound(t *testing.T) {
+	p, err := Compile(wideSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := p.NewPlanner(PlanOptions{MaxTracked: 5})
+	for i := 0; i < 300; i++ {
+		c := testCell(fmt.Sprintf("u%05d", i), be64(1767225600000+int64(i)*86_400_000), 1)
+		pl.Add(&c)
+	}
+	rep := pl.Report(true)
+	if !rep.Truncated || rep.Entities != 5 || rep.NewRows != 5 || len(pl.newKeys) != 5 || warningCodes(rep) != "partial" {
+		t.Fatalf("truncated %v, %d entities, %d rows, %d keys, warnings %s", rep.Truncated, rep.Entities, rep.NewRows, len(pl.newKeys), warningCodes(rep))
+	}
+}
