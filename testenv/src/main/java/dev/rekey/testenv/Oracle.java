@@ -66,6 +66,7 @@ public final class Oracle {
       "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
       "  count TABLE|SNAPSHOT --prefix HEX... rows and cells under each row-key prefix",
       "  regions TABLE                        encodedname, startkeyhex, endkeyhex, server per region",
+      "  files TABLE                          every store file of the live table: hdfs URL, size",
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
       "  flush TABLE | major-compact TABLE    and wait for it",
@@ -224,6 +225,32 @@ public final class Oracle {
             RegionInfo ri = l.getRegion();
             System.out.printf("%s\t%s\t%s\t%s%n", ri.getEncodedName(), Bytes.toHex(ri.getStartKey()),
                 Bytes.toHex(ri.getEndKey()), l.getServerName() == null ? "-" : l.getServerName().getAddress());
+          }
+        }
+        return;
+      }
+      case "files": {
+        need(a, 1, 1, "files TABLE");
+        Configuration conf = baseConf();
+        Path tdir = CommonFSUtils.getTableDir(CommonFSUtils.getRootDir(conf), TableName.valueOf(a[0]));
+        FileSystem fs = tdir.getFileSystem(conf);
+        if (!fs.exists(tdir)) {
+          throw new IOException("table " + a[0] + " has no directory " + tdir);
+        }
+        for (FileStatus region : fs.listStatus(tdir)) {
+          if (!region.isDirectory() || region.getPath().getName().startsWith(".")) {
+            continue;
+          }
+          for (FileStatus fam : fs.listStatus(region.getPath())) {
+            if (!fam.isDirectory() || fam.getPath().getName().startsWith(".")
+                || fam.getPath().getName().equals("recovered.edits")) {
+              continue;
+            }
+            for (FileStatus f : fs.listStatus(fam.getPath())) {
+              if (f.isFile() && !f.getPath().getName().startsWith(".")) {
+                System.out.printf("%s\t%d%n", fs.makeQualified(f.getPath()), f.getLen());
+              }
+            }
           }
         }
         return;
