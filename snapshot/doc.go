@@ -22,8 +22,8 @@
 //     top (rows >= split key) or bottom (rows < split key) half of the parent
 //     region's file.
 //
-// Each target is looked for where HBase looks: data/, .tmp/, mobdir/, then
-// archive/. The manifest alone decides which files are read; other files in
+// Each target is looked for where HBase's HFileLink looks: data/, archive/,
+// .tmp/, then mobdir/. The manifest alone decides which files are read; other files in
 // the same directories (left over from older snapshots) are ignored.
 //
 // # Reading

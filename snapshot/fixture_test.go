@@ -17,12 +17,18 @@ import (
 // format, split by split, as `rekey inspect snapshot --cells` prints it.
 func dumpSnapshot(t testing.TB, root, name string, opts snapshot.ScanOptions) []byte {
 	t.Helper()
+	return dumpSplits(t, root, name, opts, snapshot.SplitOptions{})
+}
+
+// dumpSplits is dumpSnapshot with the snapshot cut by splitOpts.
+func dumpSplits(t testing.TB, root, name string, opts snapshot.ScanOptions, splitOpts snapshot.SplitOptions) []byte {
+	t.Helper()
 	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
+	splits, err := s.Splits(splitOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +110,52 @@ func TestFixtures(t *testing.T) {
 				if d := diffDumps(dumpSnapshot(t, root, name, mode.opts), want); d != "" {
 					t.Errorf("%s: %s", mode.file, d)
 				}
+				// Cut into small pieces at data-index keys, the splits
+				// together read the same cells in the same order.
+				if d := diffDumps(dumpSplits(t, root, name, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
+					t.Errorf("%s, 16 KiB splits: %s", mode.file, d)
+				}
 			}
 		})
 	}
+}
+
+// TestFixtureSplitsCut checks that TargetBytes really cuts the committed
+// fixtures' larger regions (so TestFixtures' split comparison is not
+// vacuous) and that the pieces tile each region.
+func TestFixtureSplitsCut(t *testing.T) {
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(repo, "testdata", "snapshots")
+	dumps, _ := filepath.Glob(filepath.Join(dir, "*.raw.cells"))
+	if len(dumps) == 0 {
+		t.Skip("no fixtures")
+	}
+	regions, pieces := 0, 0
+	for _, d := range dumps {
+		name := strings.TrimSuffix(filepath.Base(d), ".raw.cells")
+		s, err := snapshot.Open(t.Context(), filepath.Join(dir, name), name, snapshot.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		splits, err := s.Splits(snapshot.SplitOptions{TargetBytes: 16 << 10})
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		regions += len(s.Regions())
+		pieces += len(splits)
+		for i := 1; i < len(splits); i++ {
+			a, b := splits[i-1], splits[i]
+			if a.Region.EncodedName == b.Region.EncodedName && !bytes.Equal(a.EndRow, b.StartRow) {
+				t.Errorf("%s: split %s ends at %q but %s starts at %q", name, a.ID, a.EndRow, b.ID, b.StartRow)
+			}
+		}
+	}
+	if pieces <= regions {
+		t.Errorf("%d splits for %d regions: nothing was cut", pieces, regions)
+	}
+	t.Logf("%d regions cut into %d splits", regions, pieces)
 }

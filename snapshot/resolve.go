@@ -120,15 +120,16 @@ func (s *Snapshot) targetOf(r *Region, family []byte, sf *StoreFile) (target, er
 	return target{s.ns, s.tbl, r.EncodedName, fam, name}, nil
 }
 
-// locations lists where HBase's HFileLink looks for a file, in its order:
-// the table's data dir, the temp dir, the MOB dir, then the archive.
+// locations lists where HBase's HFileLink looks for a file, in the order
+// of HBase 2.x's HFileLink (origin, archive, temp, MOB; older 2.x releases
+// tried the archive last, which finds the same single file).
 func (s *Snapshot) locations(t target) []string {
 	rel := path.Join(dataDirName, t.ns, t.table, t.region, t.family, t.hfile)
 	return []string{
 		path.Join(s.root, rel),
+		path.Join(s.root, archiveDirName, rel),
 		path.Join(s.root, tmpDirName, rel),
 		path.Join(s.root, mobDirName, rel),
-		path.Join(s.root, archiveDirName, rel),
 	}
 }
 
@@ -237,7 +238,7 @@ func (s *Snapshot) relocate(p string) []string {
 		rel = strings.TrimPrefix(rel, pfx)
 	}
 	var out []string
-	for _, pre := range []string{"", tmpDirName, mobDirName, archiveDirName} {
+	for _, pre := range []string{"", archiveDirName, tmpDirName, mobDirName} {
 		q := path.Join(s.root, pre, rel)
 		if q != p {
 			out = append(out, q)
