@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -158,4 +159,53 @@ func TestFixtureSplitsCut(t *testing.T) {
 		t.Errorf("%d splits for %d regions: nothing was cut", pieces, regions)
 	}
 	t.Logf("%d regions cut into %d splits", regions, pieces)
+}
+
+// TestWideRowStreams reads the 100k-cell row of the wide_row fixture and
+// checks the scan allocates far less than the row's size: cells stream
+// through block buffers and are never gathered into a row.
+func TestWideRowStreams(t *testing.T) {
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(repo, "testdata", "snapshots", "wide_row")
+	if _, err := os.Stat(root); err != nil {
+		t.Skip("wide_row fixture not present")
+	}
+	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var cells, bytes int64
+	for _, sp := range splits {
+		sc, err := s.NewScanner(t.Context(), sp, snapshot.ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sc.Next() {
+			c := sc.Cell()
+			cells++
+			bytes += int64(len(c.Row) + len(c.Qualifier) + len(c.Value))
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	if cells < 100000 {
+		t.Fatalf("%d cells, want the 100k-cell row", cells)
+	}
+	if alloc > uint64(bytes)/4 {
+		t.Errorf("reading %d cells (%d bytes of keys and values) allocated %d bytes: the row is being buffered", cells, bytes, alloc)
+	}
 }
