@@ -40,9 +40,12 @@ import (
 // far less, and it keeps a corrupt header from asking for gigabytes.
 const maxBlockSize = 1 << 30
 
-// maxExpansion is how many output bytes one compressed byte can produce in
-// each codec at most (rounded up), used to reject headers whose
-// uncompressed size cannot be real before allocating it.
+// maxExpansion is how many output bytes one compressed byte can produce at
+// most (rounded up) for the codecs whose output is allocated up front;
+// it rejects headers whose uncompressed size cannot be real before
+// allocating it. ZSTD and BZIP2 can expand far more (a megabyte of zeros
+// fits in a few dozen bytes), so their output buffer instead grows with
+// the data actually decoded.
 func maxExpansion(c Codec) int {
 	switch c {
 	case CodecGZ:
@@ -51,11 +54,12 @@ func maxExpansion(c Codec) int {
 		return 64
 	case CodecLZ4:
 		return 256
-	case CodecZstd, CodecBZip2:
-		return 1 << 16
 	}
 	return 1
 }
+
+// growable reports codecs whose output buffer grows as it is decoded.
+func growable(c Codec) bool { return c == CodecZstd || c == CodecBZip2 }
 
 var zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 	return zstd.NewReader(nil,
@@ -85,8 +89,26 @@ func (c Codec) supported() bool {
 // decompress decodes src, one block's stored payload, into dst[:n],
 // growing dst if needed, and returns dst[:n].
 func (d *decompressor) decompress(c Codec, dst, src []byte, n int) ([]byte, error) {
-	if n > maxBlockSize || (c != CodecNone && n > len(src)*maxExpansion(c)+1024) {
+	if n > maxBlockSize || (c != CodecNone && !growable(c) && n > len(src)*maxExpansion(c)+1024) {
 		return dst, errDecode("uncompressed size %d is impossible for %d %s-compressed bytes", n, len(src), c)
+	}
+	if growable(c) {
+		// Start from what the input can plausibly produce; decoding
+		// appends beyond it only as real output appears.
+		if cap(dst) < n {
+			dst = make([]byte, 0, min(n, 64*len(src)+64<<10))
+		}
+		dst = dst[:0]
+		if n == 0 {
+			return dst, nil
+		}
+		if c == CodecBZip2 {
+			return d.bunzip(dst, src, n)
+		}
+		if bytes.HasPrefix(src, zstdMagic) {
+			return unzstd(dst, src, n)
+		}
+		return decodeHadoopBlocks(c, dst, src, n)
 	}
 	if cap(dst) < n {
 		dst = make([]byte, n)
@@ -105,20 +127,29 @@ func (d *decompressor) decompress(c Codec, dst, src []byte, n int) ([]byte, erro
 	case CodecGZ:
 		return dst, d.gunzip(dst, src)
 	case CodecSnappy, CodecLZ4:
-		return dst, decodeHadoopBlocks(c, dst, src)
-	case CodecZstd:
-		if bytes.HasPrefix(src, zstdMagic) {
-			return dst, unzstd(dst, src)
-		}
-		return dst, decodeHadoopBlocks(c, dst, src)
-	case CodecBZip2:
-		d.src.Reset(src)
-		if _, err := io.ReadFull(bzip2.NewReader(&d.src), dst); err != nil {
-			return dst, errDecode("bzip2: %v", err)
-		}
-		return dst, nil
+		return decodeHadoopBlocks(c, dst[:0], src, n)
 	}
 	return dst, errDecode("codec %s is not supported", c)
+}
+
+// bunzip reads a bzip2 stream into a buffer that grows with the output.
+func (d *decompressor) bunzip(dst, src []byte, n int) ([]byte, error) {
+	d.src.Reset(src)
+	zr := bzip2.NewReader(&d.src)
+	for len(dst) < n {
+		if len(dst) == cap(dst) {
+			dst = append(dst[:cap(dst)], make([]byte, min(n-cap(dst), max(cap(dst), 64<<10)))...)[:len(dst)]
+		}
+		k, err := zr.Read(dst[len(dst):min(cap(dst), n)])
+		dst = dst[:len(dst)+k]
+		if err != nil && len(dst) < n {
+			if errors.Is(err, io.EOF) {
+				return dst, errDecode("bzip2 stream ends after %d of the %d bytes the header promises", len(dst), n)
+			}
+			return dst, errDecode("bzip2: %v", err)
+		}
+	}
+	return dst, nil
 }
 
 func (d *decompressor) gunzip(dst, src []byte) error {
@@ -142,98 +173,121 @@ func (d *decompressor) gunzip(dst, src []byte) error {
 	return nil
 }
 
-// unzstd decodes a plain zstd stream (Hadoop's native ZStandardCodec).
-func unzstd(dst, src []byte) error {
+// unzstd decodes a plain zstd stream (Hadoop's native ZStandardCodec),
+// appending to dst, which must end up exactly n bytes long.
+func unzstd(dst, src []byte, n int) ([]byte, error) {
 	dec, err := zstdDecoder()
 	if err != nil {
-		return errDecode("zstd: %v", err)
+		return dst, errDecode("zstd: %v", err)
 	}
-	out, err := dec.DecodeAll(src, dst[:0:len(dst)])
+	if err := checkZstdHeader(src, n); err != nil {
+		return dst, err
+	}
+	out, err := dec.DecodeAll(src, dst)
 	if err != nil {
-		return errDecode("zstd: %v", err)
+		return dst, errDecode("zstd: %v", err)
 	}
-	if len(out) != len(dst) || (len(out) > 0 && &out[0] != &dst[0]) {
-		return errDecode("zstd stream decodes to %d bytes, header says %d", len(out), len(dst))
+	if len(out) != n {
+		return dst, errDecode("zstd stream decodes to %d bytes, header says %d", len(out), n)
+	}
+	return out, nil
+}
+
+// checkZstdHeader rejects a frame whose declared content size exceeds
+// what may remain, before the decoder allocates for it.
+func checkZstdHeader(src []byte, limit int) error {
+	var h zstd.Header
+	if err := h.Decode(src); err != nil {
+		return errDecode("zstd frame header: %v", err)
+	}
+	if h.HasFCS && h.FrameContentSize > uint64(limit) {
+		return errDecode("zstd frame declares %d bytes, at most %d expected", h.FrameContentSize, limit)
 	}
 	return nil
 }
 
 // decodeHadoopBlocks undoes Hadoop's BlockCompressorStream framing (see the
-// comment at the top of this file) into exactly len(dst) bytes.
-func decodeHadoopBlocks(c Codec, dst, src []byte) error {
-	out := 0
-	for out < len(dst) {
+// comment at the top of this file), appending to buf until it holds
+// exactly n bytes. Snappy and LZ4 chunks decode in place into buf's
+// capacity; zstd chunks append, growing buf only as output appears.
+func decodeHadoopBlocks(c Codec, buf, src []byte, n int) ([]byte, error) {
+	for len(buf) < n {
 		if len(src) < 4 {
-			return errDecode("%s block framing: truncated before a length at output byte %d of %d", c, out, len(dst))
+			return buf, errDecode("%s block framing: truncated before a length at output byte %d of %d", c, len(buf), n)
 		}
 		raw := int(binary.BigEndian.Uint32(src))
 		src = src[4:]
-		if raw > len(dst)-out {
-			return errDecode("%s block framing: frame of %d bytes overruns the %d-byte payload at output byte %d", c, raw, len(dst), out)
+		if raw > n-len(buf) {
+			return buf, errDecode("%s block framing: frame of %d bytes overruns the %d-byte payload at output byte %d", c, raw, n, len(buf))
 		}
-		end := out + raw
-		for out < end {
+		end := len(buf) + raw
+		for len(buf) < end {
 			if len(src) < 4 {
-				return errDecode("%s block framing: truncated before a chunk length at output byte %d", c, out)
+				return buf, errDecode("%s block framing: truncated before a chunk length at output byte %d", c, len(buf))
 			}
 			clen := int(binary.BigEndian.Uint32(src))
 			src = src[4:]
 			if clen > len(src) || clen < 0 {
-				return errDecode("%s block framing: chunk of %d bytes overruns the %d bytes left", c, clen, len(src))
+				return buf, errDecode("%s block framing: chunk of %d bytes overruns the %d bytes left", c, clen, len(src))
 			}
-			k, err := decodeChunk(c, dst[out:end], src[:clen])
+			before := len(buf)
+			var err error
+			buf, err = decodeChunk(c, buf, end, src[:clen])
 			if err != nil {
-				return errDecode("%s chunk at output byte %d: %v", c, out, err)
+				return buf, errDecode("%s chunk at output byte %d: %v", c, before, err)
 			}
-			if k == 0 {
-				return errDecode("%s block framing: empty chunk at output byte %d", c, out)
+			if len(buf) == before {
+				return buf, errDecode("%s block framing: empty chunk at output byte %d", c, before)
 			}
-			out += k
 			src = src[clen:]
 		}
 	}
-	return nil
+	return buf, nil
 }
 
-// decodeChunk decodes one raw codec block into the front of dst and
-// returns how many bytes it produced; it never writes past dst.
-func decodeChunk(c Codec, dst, chunk []byte) (int, error) {
+// decodeChunk decodes one raw codec block, appending it to buf; the output
+// must not pass end.
+func decodeChunk(c Codec, buf []byte, end int, chunk []byte) ([]byte, error) {
 	switch c {
 	case CodecSnappy:
-		n, err := snappy.DecodedLen(chunk)
+		k, err := snappy.DecodedLen(chunk)
 		if err != nil {
-			return 0, err
+			return buf, err
 		}
-		if n > len(dst) {
-			return 0, errDecode("chunk decodes to %d bytes, only %d expected", n, len(dst))
+		if k > end-len(buf) {
+			return buf, errDecode("chunk decodes to %d bytes, only %d expected", k, end-len(buf))
 		}
-		out, err := snappy.Decode(dst[:n], chunk)
+		dst := buf[len(buf) : len(buf)+k]
+		out, err := snappy.Decode(dst, chunk)
 		if err != nil {
-			return 0, err
+			return buf, err
 		}
-		if n > 0 && &out[0] != &dst[0] {
-			return 0, errDecode("snappy chunk decoded out of place")
+		if k > 0 && &out[0] != &dst[0] {
+			return buf, errDecode("snappy chunk decoded out of place")
 		}
-		return len(out), nil
+		return buf[:len(buf)+k], nil
 	case CodecLZ4:
-		n, err := lz4.UncompressBlock(chunk, dst)
+		k, err := lz4.UncompressBlock(chunk, buf[len(buf):end])
 		if err != nil {
-			return 0, err
+			return buf, err
 		}
-		return n, nil
+		return buf[:len(buf)+k], nil
 	case CodecZstd:
 		dec, err := zstdDecoder()
 		if err != nil {
-			return 0, err
+			return buf, err
 		}
-		out, err := dec.DecodeAll(chunk, dst[:0:len(dst)])
+		if err := checkZstdHeader(chunk, end-len(buf)); err != nil {
+			return buf, err
+		}
+		out, err := dec.DecodeAll(chunk, buf)
 		if err != nil {
-			return 0, err
+			return buf, err
 		}
-		if len(out) > 0 && &out[0] != &dst[0] {
-			return 0, errDecode("chunk decodes past the expected size")
+		if len(out) > end {
+			return buf, errDecode("chunk decodes past the expected size")
 		}
-		return len(out), nil
+		return out, nil
 	}
-	return 0, errDecode("codec %s has no block framing", c)
+	return buf, errDecode("codec %s has no block framing", c)
 }
