@@ -50,16 +50,20 @@ type Action uint8
 
 // Actions for keys that do not parse.
 const (
-	Reject Action = iota // write it to the reject file, count it, go on
-	Fail                 // stop the job
+	// Fail stops the job: the default, so that no cell is left behind
+	// unless the job file says so.
+	Fail Action = iota
+	// Reject writes the cell to the reject file (if one is named), counts
+	// it and goes on; the run then ends with status 1.
+	Reject
 )
 
 // String returns the name used in job files.
 func (a Action) String() string {
-	if a == Fail {
-		return "fail"
+	if a == Reject {
+		return "reject"
 	}
-	return "reject"
+	return "fail"
 }
 
 // Job is a loaded and validated job file.

@@ -124,3 +124,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestBadKeysDefaultsToFail(t *testing.T) {
+	src := strings.Replace(good, "bad_keys: {action: fail, file: rej.tsv}\n", "", 1)
+	j, err := Parse("a.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.BadKeys.Action != Fail || j.BadKeys.File != "" {
+		t.Fatalf("bad keys default %+v, want fail", j.BadKeys)
+	}
+}
