@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -217,5 +218,40 @@ func TestChecksumNamesBlock(t *testing.T) {
 		if !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+}
+
+// TestRejects checks that valid files this package cannot read, and
+// inconsistent ones, fail with the right class and a message that says why.
+func TestRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		o       writeOpts
+		class   error
+		message string
+		atRead  bool
+	}{
+		{"unknown codec", writeOpts{trailerCodec: 9}, ErrUnsupported, "compression codec Codec(9)", false},
+		{"LZO", writeOpts{lzo: true}, ErrUnsupported, "compression codec LZO", false},
+		{"encrypted", writeOpts{encrypted: true}, ErrUnsupported, "encrypted", false},
+		{"raw byte keys", writeOpts{comparator: "org.apache.hadoop.hbase.util.Bytes$ByteArrayComparator"}, ErrUnsupported, "raw bytes", false},
+		{"PREFIX_TREE", writeOpts{extraInfo: map[string][]byte{"DATA_BLOCK_ENCODING": []byte("PREFIX_TREE")}}, ErrUnsupported, "PREFIX_TREE", false},
+		{"unknown encoding name", writeOpts{extraInfo: map[string][]byte{"DATA_BLOCK_ENCODING": []byte("BITSET")}}, ErrCorrupt, "BITSET", false},
+		{"block encoding differs from file info", writeOpts{enc: EncodingDiff, extraInfo: map[string][]byte{"DATA_BLOCK_ENCODING": []byte("FAST_DIFF")}}, ErrCorrupt, "encoded with DIFF but the file info says FAST_DIFF", true},
+		{"bad AVG_KEY_LEN", writeOpts{extraInfo: map[string][]byte{"hfile.AVG_KEY_LEN": {1, 2}}}, ErrCorrupt, "hfile.AVG_KEY_LEN is 2 bytes", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := seedFile(t, tc.o, 20)
+			r, err := openBytes(t, "reject.hfile", data)
+			if tc.atRead {
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = readAll(t, r)
+			}
+			if !errors.Is(err, tc.class) || !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), "reject.hfile") {
+				t.Fatalf("error %v, want %v mentioning %q and the file", err, tc.class, tc.message)
+			}
+		})
 	}
 }

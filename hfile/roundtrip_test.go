@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"testing"
 
@@ -164,6 +165,34 @@ func TestRoundTrip(t *testing.T) {
 					}
 					checkSeeks(t, r, got)
 				})
+			}
+		}
+	}
+}
+
+// TestBZip2 reads a BZIP2 file (Hadoop's BZip2Codec writes a plain bzip2
+// stream per block); it needs the bzip2 tool to write one.
+func TestBZip2(t *testing.T) {
+	if _, err := exec.LookPath("bzip2"); err != nil {
+		t.Skip("bzip2 tool not installed")
+	}
+	cells := genCells(9, 800, true, true)
+	for _, enc := range []Encoding{EncodingNone, EncodingFastDiff} {
+		data := writeTestHFile(t, cells, writeOpts{enc: enc, codec: CodecBZip2, tags: true, mvcc: true, blockSize: 4096})
+		r, err := openBytes(t, "bzip2.hfile", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAll(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(cells) {
+			t.Fatalf("%s: read %d cells, wrote %d", enc, len(got), len(cells))
+		}
+		for i := range cells {
+			if !sameCell(&got[i], &cells[i]) {
+				t.Fatalf("%s: cell %d = %s, want %s", enc, i, &got[i], &cells[i])
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"hash/crc32"
+	"os/exec"
 	"testing"
 
 	kgzip "github.com/klauspost/compress/gzip"
@@ -41,6 +42,10 @@ type writeOpts struct {
 	zstdPlain                bool  // zstd without Hadoop block framing
 	chunkSize                int   // Hadoop block framing chunk size (default 256 KiB)
 	trailerCodec             Codec // overrides the trailer's codec ordinal when non-zero
+	encrypted                bool  // write a (fake) wrapped key in the trailer
+	lzo                      bool  // claim LZO (ordinal 0) in the trailer
+	comparator               string
+	extraInfo                map[string][]byte // added to / overriding the file info
 }
 
 const checksumNone = 0xFF // writeOpts.checksum value for NULL checksums
@@ -90,6 +95,15 @@ func (w *testWriter) compress(p []byte) []byte {
 			}
 			return dst[:n]
 		})
+	case CodecBZip2:
+		// Go has no bzip2 writer; tests that need one check for the tool.
+		cmd := exec.Command("bzip2", "-c")
+		cmd.Stdin = bytes.NewReader(p)
+		out, err := cmd.Output()
+		if err != nil {
+			panic("bzip2: " + err.Error())
+		}
+		return out
 	case CodecZstd:
 		enc, _ := zstd.NewWriter(nil)
 		defer enc.Close()
@@ -621,6 +635,9 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	if o.enc != EncodingNone {
 		info["DATA_BLOCK_ENCODING"] = []byte(o.enc.String())
 	}
+	for k, v := range o.extraInfo {
+		info[k] = v
+	}
 	var fi []byte
 	for k, v := range info {
 		var pair []byte
@@ -648,11 +665,22 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	field(8, uint64(levels))
 	field(9, uint64(first))
 	field(10, uint64(last))
+	comparator := o.comparator
+	if comparator == "" {
+		comparator = "org.apache.hadoop.hbase.CellComparatorImpl"
+	}
 	tp = protowire.AppendTag(tp, 11, protowire.BytesType)
-	tp = protowire.AppendString(tp, "org.apache.hadoop.hbase.CellComparatorImpl")
+	tp = protowire.AppendString(tp, comparator)
+	if o.encrypted {
+		tp = protowire.AppendTag(tp, 13, protowire.BytesType)
+		tp = protowire.AppendBytes(tp, []byte("wrapped-key"))
+	}
 	field(12, uint64(o.codec))
 	if o.trailerCodec != 0 {
 		field(12, uint64(o.trailerCodec)) // a repeated field: last one wins
+	}
+	if o.lzo {
+		field(12, uint64(CodecLZO))
 	}
 	tp = protowire.AppendTag(tp, 99, protowire.BytesType) // unknown field: must be skipped
 	tp = protowire.AppendString(tp, "future")
