@@ -197,3 +197,48 @@ func TestBZip2(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentIterators runs iterators of one Reader in parallel (run
+// under -race in CI): the Reader is shared, each iterator owns its buffers.
+func TestConcurrentIterators(t *testing.T) {
+	cells := genCells(11, 1500, true, true)
+	data := writeTestHFile(t, cells, writeOpts{enc: EncodingFastDiff, codec: CodecGZ, tags: true, mvcc: true, blockSize: 1024, leafEntries: 4})
+	r, err := openBytes(t, "concurrent", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			it := r.NewIterator()
+			defer it.Close()
+			i := g * 100
+			for i > 0 && cell.Compare(&cells[i-1], &cells[i]) == 0 {
+				i-- // SeekGE lands on the first of equal keys
+			}
+			if !it.SeekGE(&cells[i]) {
+				errs <- fmt.Errorf("goroutine %d: seek failed: %v", g, it.Err())
+				return
+			}
+			for ; ; i++ {
+				if cell.Compare(it.Cell(), &cells[i]) != 0 || !bytes.Equal(it.Cell().Value, cells[i].Value) {
+					errs <- fmt.Errorf("goroutine %d: cell %d = %s, want %s", g, i, it.Cell(), &cells[i])
+					return
+				}
+				if !it.Next() {
+					break
+				}
+			}
+			if i != len(cells)-1 || it.Err() != nil {
+				errs <- fmt.Errorf("goroutine %d: stopped at %d: %v", g, i, it.Err())
+				return
+			}
+			errs <- nil
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
