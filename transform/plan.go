@@ -15,8 +15,8 @@ const (
 	// DefaultMaxRowSize is hbase.table.max.rowsize: a Get or a Scan without
 	// batching fails on a row larger than this.
 	DefaultMaxRowSize = 1 << 30
-	// DefaultMaxCellSize is hbase.client.keyvalue.maxsize: the client refuses
-	// a cell larger than this.
+	// DefaultMaxCellSize is hbase.client.keyvalue.maxsize (and, since HBase
+	// 2.x, hbase.server.keyvalue.maxsize): a cell larger than this is refused.
 	DefaultMaxCellSize = 10 << 20
 )
 
@@ -381,7 +381,7 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 		warn("row-too-large", "new row %s holds %d bytes %s, above hbase.table.max.rowsize (%d): Gets and unbatched Scans of it will fail", rep.WorstRow.Row, rep.WorstRow.Bytes, bound, pl.opts.MaxRowSize)
 	}
 	if pl.maxCell > pl.opts.MaxCellSize {
-		warn("cell-too-large", "cell %s is %d bytes, above hbase.client.keyvalue.maxsize (%d): the client refuses to write it", pl.maxCellKey, pl.maxCell, pl.opts.MaxCellSize)
+		warn("cell-too-large", "cell %s is %d bytes, above hbase.client.keyvalue.maxsize (%d; hbase.server.keyvalue.maxsize has the same default): the client and the region server refuse to write it", pl.maxCellKey, pl.maxCell, pl.opts.MaxCellSize)
 	}
 	if pl.rejected > 0 {
 		warn("bad-keys", "%d of %d sampled cells do not fit the layouts (first: %s)", pl.rejected, pl.cells, pl.rejects[0])
