@@ -92,10 +92,24 @@ public final class Oracle {
       System.err.println(USAGE);
       System.exit(2);
     } catch (Throwable e) {
-      System.err.println("oracle " + args[0] + ": " + e);
-      e.printStackTrace();
+      // The message chain says what failed; the Java stack trace only
+      // helps when debugging the oracle itself.
+      StringBuilder b = new StringBuilder("oracle " + args[0] + ": " + firstLine(e));
+      for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+        b.append("\n  caused by: ").append(firstLine(c));
+      }
+      System.err.println(b);
+      if (System.getenv("ORACLE_DEBUG") != null) {
+        e.printStackTrace();
+      }
       System.exit(1);
     }
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = String.valueOf(e.getMessage());
+    int nl = m.indexOf('\n');
+    return e.getClass().getSimpleName() + ": " + (nl >= 0 ? m.substring(0, nl) : m);
   }
 
   /** A command-line mistake: exit status 2 and the usage text. */

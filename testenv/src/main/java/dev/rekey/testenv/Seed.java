@@ -61,6 +61,8 @@ final class Seed {
     String keep_deleted_cells = "FALSE";
     String bloom = "ROW";
     int blocksize = 65536;
+    /** Per-family HBase settings, e.g. hfile.index.block.max.size. */
+    java.util.Map<String, String> configuration;
   }
 
   /** One step; which fields matter depends on op. */
@@ -161,6 +163,9 @@ final class Seed {
         fb.setKeepDeletedCells(KeepDeletedCells.valueOf(f.keep_deleted_cells));
         fb.setBloomFilterType(BloomType.valueOf(f.bloom));
         fb.setBlocksize(f.blocksize);
+        if (f.configuration != null) {
+          f.configuration.forEach(fb::setConfiguration);
+        }
         tb.setColumnFamily(fb.build());
       }
       byte[][] splits = splitKeys();
