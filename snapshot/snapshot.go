@@ -486,7 +486,14 @@ func (s *Snapshot) loadV2(ctx context.Context) (*manifest.TableSchema, []*manife
 func (s *Snapshot) loadV1(ctx context.Context) (*manifest.TableSchema, []*manifest.SnapshotRegionManifest, error) {
 	var schema *manifest.TableSchema
 	tdDir := path.Join(s.dir, tableDescDir)
-	if ents, err := s.fs.ReadDir(tdDir); err == nil {
+	ents, err := s.fs.ReadDir(tdDir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		// Before HBase 0.96.1 the descriptor sat in the snapshot directory
+		// itself.
+		tdDir = s.dir
+		ents, err = s.fs.ReadDir(tdDir)
+	}
+	if err == nil {
 		best := ""
 		for _, e := range ents {
 			if !e.IsDir() && strings.HasPrefix(e.Name(), tableInfoPrefix) && e.Name() > best {
@@ -506,7 +513,7 @@ func (s *Snapshot) loadV1(ctx context.Context) (*manifest.TableSchema, []*manife
 	} else if !errors.Is(err, iofs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("snapshot %s: listing %s: %w", s.info.Name, tdDir, err)
 	}
-	ents, err := s.fs.ReadDir(s.dir)
+	ents, err = s.fs.ReadDir(s.dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s: listing %s: %w", s.info.Name, s.dir, err)
 	}
