@@ -198,9 +198,10 @@ func TestWriterRegionServerStopped(t *testing.T) {
 	}
 	t.Cleanup(restart)
 
-	// A short retry deadline: HBase needs longer than this to notice the
-	// dead server and reassign its regions, so some rows must fail.
-	w := c.NewWriter([]byte(table), WriterConfig{RetryTimeout: 4 * time.Second, MaxCellsPerCall: 2000})
+	// A retry deadline shorter than HBase needs to reassign the stopped
+	// server's regions (even a graceful stop takes seconds), so the rows
+	// sent to it in the meantime must be reported failed.
+	w := c.NewWriter([]byte(table), WriterConfig{RetryTimeout: 300 * time.Millisecond, MaxCellsPerCall: 2000})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var werr error
