@@ -17,6 +17,9 @@ func FuzzOpen(f *testing.F) {
 		{enc: "bbbb", start: "m", files: []testFile{{family: "f", name: "beef", cells: "s/f:q/1/Put=v s/f:q/2/Delete"}}},
 	})
 	good, _ := vfs.ReadFile(mem, root+"/.hbase-snapshot/snap/data.manifest")
+	if got, err := readAll(f, mem, root, ScanOptions{Now: now10s}); err != nil || joinCells(got) != "r/f:q/1/Put=v" {
+		f.Fatalf("seed snapshot reads %v, %v", got, err)
+	}
 	f.Add(good)
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
