@@ -13,11 +13,11 @@ import (
 // failure must be one of the package's error classes.
 func FuzzOpen(f *testing.F) {
 	mem, root := buildSnapshot(f, []*manifest.ColumnFamilySchema{family("f", "VERSIONS", "3", "TTL", "100")}, []testRegion{
-		{enc: "aaaa", end: "m", files: []testFile{{family: "f", name: "abcd", cells: "r/f:q/1/Put=v"}}},
+		{enc: "aaaa", end: "m", files: []testFile{{family: "f", name: "abcd", cells: "a/f:q/1/Put=v"}}},
 		{enc: "bbbb", start: "m", files: []testFile{{family: "f", name: "beef", cells: "s/f:q/1/Put=v s/f:q/2/Delete"}}},
 	})
 	good, _ := vfs.ReadFile(mem, root+"/.hbase-snapshot/snap/data.manifest")
-	if got, err := readAll(f, mem, root, ScanOptions{Now: now10s}); err != nil || joinCells(got) != "r/f:q/1/Put=v" {
+	if got, err := readAll(f, mem, root, ScanOptions{Now: now10s}); err != nil || joinCells(got) != "a/f:q/1/Put=v s/f:q/1/Put=v" {
 		f.Fatalf("seed snapshot reads %v, %v", got, err)
 	}
 	f.Add(good)
