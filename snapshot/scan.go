@@ -391,7 +391,9 @@ func (sc *Scanner) advance() bool {
 	top := sc.h[0]
 	if top.load(top.it.Next()) {
 		sc.stats.Examined++
-		heap.Fix(&sc.h, 0)
+		if len(sc.h) > 1 {
+			heap.Fix(&sc.h, 0)
+		}
 		return true
 	}
 	if err := top.it.Err(); err != nil {
