@@ -1,6 +1,7 @@
 package hfile
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -31,6 +32,8 @@ type blockDecoder struct {
 	value          []byte
 	tagBuf         []byte
 	dict           tagDict
+	// rowOffsets is ROW_INDEX_V1's table of where each row starts.
+	rowOffsets []byte
 }
 
 // timestamp+type suffix of every flat key
@@ -42,6 +45,7 @@ func (d *blockDecoder) reset(payload []byte, encoded bool, want Encoding) error 
 	d.pos, d.first, d.keyLen, d.rowLen, d.famWS = 0, true, 0, 0, 0
 	d.ts, d.typ, d.valLen, d.value = 0, 0, 0, nil
 	d.dict.clear()
+	d.rowOffsets = nil
 	if !encoded {
 		d.enc = EncodingNone
 		d.data = payload
@@ -86,10 +90,55 @@ func (d *blockDecoder) reset(payload []byte, encoded bool, want Encoding) error 
 			return errDecode("ROW_INDEX_V1 row index (%d rows after %d bytes of cells) does not fill the %d-byte block", rows, size, len(body))
 		}
 		d.data = body[:size]
+		d.rowOffsets = body[size+4 : size+4+4*rows]
 	default:
 		return errDecode("data block encoding %s is not supported", id)
 	}
 	return nil
+}
+
+// seekRow moves a fresh ROW_INDEX_V1 decoder to the first row >= row by
+// binary search over the block's row offsets, so a seek does not decode
+// the rows before it. Other encodings and bad offsets leave it in place.
+func (d *blockDecoder) seekRow(row []byte) {
+	if d.enc != EncodingRowIndexV1 || !d.first {
+		return
+	}
+	n := len(d.rowOffsets) / 4
+	rowAt := func(i int) ([]byte, bool) {
+		o := int(int32(binary.BigEndian.Uint32(d.rowOffsets[4*i:])))
+		// i32 keyLen, i32 valueLen, u16 rowLen, row
+		if o < 0 || o+10 > len(d.data) {
+			return nil, false
+		}
+		rl := int(binary.BigEndian.Uint16(d.data[o+8:]))
+		if o+10+rl > len(d.data) {
+			return nil, false
+		}
+		return d.data[o+10 : o+10+rl], true
+	}
+	lo, hi := 0, n
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		r, ok := rowAt(m)
+		if !ok {
+			return
+		}
+		if bytes.Compare(r, row) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return
+	}
+	if lo == n {
+		d.pos = len(d.data)
+	} else {
+		d.pos = int(int32(binary.BigEndian.Uint32(d.rowOffsets[4*lo:])))
+	}
+	d.first = false
 }
 
 // next decodes the next cell into c. It returns false with a nil error at

@@ -17,9 +17,11 @@ import (
 // In steady state (blocks no larger than ones already seen) iteration
 // allocates nothing per cell or per block.
 type Iterator struct {
-	r     *Reader
-	bb    blockBuf
-	ib    blockBuf // index blocks, so seeks keep the data buffer's peek
+	r  *Reader
+	bb blockBuf
+	// idx caches the last index block read at each level (deeper levels
+	// share the last slot), so nearby seeks skip re-reading them.
+	idx   [4]idxCache
 	dec   blockDecoder
 	cur   cell.Cell
 	err   error
@@ -36,7 +38,10 @@ type Iterator struct {
 // NewIterator returns an unpositioned iterator over the file's cells.
 func (rd *Reader) NewIterator() *Iterator {
 	it := &Iterator{r: rd}
-	it.bb.peekOff, it.ib.peekOff = -1, -1
+	it.bb.peekOff = -1
+	for i := range it.idx {
+		it.idx[i].off, it.idx[i].bb.peekOff = -1, -1
+	}
 	it.dec.tags = rd.info.IncludesTags
 	it.dec.mvcc = rd.info.IncludesMVCC
 	it.dec.keepSeqID = rd.info.IncludesMVCC && rd.info.MaxMemstoreTS > 0
@@ -58,7 +63,7 @@ func (it *Iterator) Err() error { return it.err }
 // Close releases the iterator's buffers.
 func (it *Iterator) Close() error {
 	it.valid = false
-	it.bb, it.ib = blockBuf{}, blockBuf{}
+	it.bb, it.idx = blockBuf{}, [4]idxCache{}
 	it.dec.key, it.dec.tagBuf, it.dec.data = nil, nil, nil
 	return nil
 }
@@ -138,13 +143,23 @@ func (it *Iterator) nextBlock(size int) bool {
 	return false
 }
 
+// idxCache remembers one decoded index block.
+type idxCache struct {
+	off int64
+	p   []byte // payload, aliasing bb
+	bb  blockBuf
+}
+
 // SeekGE positions the iterator at the first cell >= key in cell.Compare
 // order. It walks the block index from the root down to the one data block
-// that can hold that cell, then scans forward inside it.
+// that can hold that cell, then scans forward inside it (ROW_INDEX_V1
+// blocks first jump to the row by their row index). A seek forward within
+// the current block just scans on.
 func (it *Iterator) SeekGE(key *cell.Cell) bool {
-	it.err, it.valid = nil, false
+	it.err = nil
 	rd := it.r
 	if len(rd.root) == 0 {
+		it.valid = false
 		return false
 	}
 	levels := int(rd.trailer.NumDataIndexLevels)
@@ -155,11 +170,16 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		if level == levels-1 {
 			want = BlockLeafIndex
 		}
-		p, err := rd.readIndexBlock(&it.ib, e, want)
-		if err != nil {
-			return it.fail(err)
+		c := &it.idx[min(level, len(it.idx))-1]
+		if c.p == nil || c.off != e.Offset {
+			p, err := rd.readIndexBlock(&c.bb, e, want)
+			if err != nil {
+				c.p = nil
+				return it.fail(err)
+			}
+			c.off, c.p = e.Offset, p
 		}
-		x, err := parseNonRootIndex(p)
+		x, err := parseNonRootIndex(c.p)
 		if err != nil {
 			return it.fail(corruptf(rd.name, e.Offset, want, "%v", err))
 		}
@@ -169,16 +189,35 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		e = x.entry(searchEntries(x.n, func(i int) []byte { return x.entry(i).Key }, key))
 		e.Key = nil
 	}
-	if e.Offset < rd.trailer.FirstDataBlockOffset || e.Offset > rd.trailer.LastDataBlockOffset {
-		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", rd.trailer.FirstDataBlockOffset, rd.trailer.LastDataBlockOffset))
+	if it.valid && it.blockOff == e.Offset && cell.Compare(&it.cur, key) < 0 {
+		return it.scanTo(key)
 	}
-	it.nextOff = e.Offset
-	if !it.nextBlock(int(e.Size)) {
+	it.valid = false
+	t := &rd.trailer
+	if e.Offset < t.FirstDataBlockOffset || e.Offset > t.LastDataBlockOffset {
+		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", t.FirstDataBlockOffset, t.LastDataBlockOffset))
+	}
+	h, p, err := rd.readBlock(&it.bb, e.Offset, int(e.Size))
+	if err != nil {
+		return it.fail(err)
+	}
+	if !h.typ.isData() {
+		return it.fail(corruptf(rd.name, e.Offset, h.typ, "data index points at a non-data block"))
+	}
+	it.blockOff, it.blockType = e.Offset, h.typ
+	it.nextOff = e.Offset + int64(h.onDiskSize())
+	if err := it.dec.reset(p, h.typ == BlockEncodedData, rd.info.Encoding); err != nil {
+		return it.fail(corruptf(rd.name, e.Offset, h.typ, "%v", err))
+	}
+	it.dec.seekRow(key.Row)
+	if !it.step() {
 		return false
 	}
-	if it.blockOff != e.Offset {
-		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points at a non-data block"))
-	}
+	return it.scanTo(key)
+}
+
+// scanTo steps forward until the current cell is >= key.
+func (it *Iterator) scanTo(key *cell.Cell) bool {
 	for cell.Compare(&it.cur, key) < 0 {
 		if !it.step() {
 			return false
