@@ -3,6 +3,8 @@ package rpc
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -123,5 +125,35 @@ func remoteError(e *pb.ExceptionResponse, server string) *RemoteError {
 // Multi call (name: exception class; value: the stringified exception).
 func ActionError(e *pb.NameBytesPair, server string) *RemoteError {
 	msg := firstLine(string(e.GetValue()))
-	return &RemoteError{Class: e.GetName(), Message: msg, StackTrace: string(e.GetValue()), Server: server}
+	re := &RemoteError{Class: e.GetName(), Message: msg, StackTrace: string(e.GetValue()), Server: server}
+	if re.Class == ExcRegionMoved {
+		// Multi carries no host and port fields; the message says
+		// "Region moved to: hostname=H port=P startCode=S. ..."
+		re.Host, re.Port = parseMovedTo(msg)
+	}
+	return re
+}
+
+// parseMovedTo extracts the new location from a RegionMovedException
+// message, or returns "", 0.
+func parseMovedTo(msg string) (string, int) {
+	field := func(name string) string {
+		i := strings.Index(msg, name+"=")
+		if i < 0 {
+			return ""
+		}
+		v := msg[i+len(name)+1:]
+		if j := strings.IndexAny(v, " ."); j >= 0 && name == "port" {
+			v = v[:j]
+		} else if j := strings.IndexByte(v, ' '); j >= 0 {
+			v = v[:j]
+		}
+		return v
+	}
+	host, port := field("hostname"), field("port")
+	p, err := strconv.Atoi(port)
+	if host == "" || err != nil || p <= 0 || p > 65535 {
+		return "", 0
+	}
+	return host, p
 }

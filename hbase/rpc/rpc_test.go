@@ -185,6 +185,19 @@ func TestParseResponse(t *testing.T) {
 	}
 }
 
+func TestActionErrorRegionMoved(t *testing.T) {
+	e := &pb.NameBytesPair{Name: proto.String(ExcRegionMoved), Value: []byte(ExcRegionMoved + ": Region moved to: hostname=rs2.example port=16020 startCode=1700000000000. As of locationSeqNum=12.\n\tat ...")}
+	re := ActionError(e, "rs1:16020")
+	if re.Host != "rs2.example" || re.Port != 16020 || re.Retry() != Relocate {
+		t.Fatalf("got host %q port %d retry %s", re.Host, re.Port, re.Retry())
+	}
+	for _, msg := range []string{"Region moved to: hostname= port=x", "nothing here", "hostname=h port=99999"} {
+		if h, p := parseMovedTo(msg); h != "" || p != 0 {
+			t.Errorf("parseMovedTo(%q) = %q, %d", msg, h, p)
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	cases := []struct {
 		class      string
