@@ -185,6 +185,14 @@ func TestResultsOf(t *testing.T) {
 	}
 }
 
+func TestPrefixStop(t *testing.T) {
+	for prefix, want := range map[string]string{"": "", "abc": "abd", "a\xff": "b", "\xff\xff": "", "a\x00": "a\x01"} {
+		if got := string(PrefixStop([]byte(prefix))); got != want {
+			t.Errorf("PrefixStop(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+}
+
 func TestScanColumns(t *testing.T) {
 	s := Scan{Families: [][]byte{[]byte("a")}, Columns: []Column{
 		{Family: []byte("b"), Qualifier: []byte("x")}, {Family: []byte("b"), Qualifier: []byte("y")}, {Family: []byte("c")},

@@ -55,6 +55,20 @@ type Scan struct {
 	CacheBlocks bool
 }
 
+// PrefixStop returns the stop row of a scan over every row that starts with
+// prefix: the prefix with its last byte below 0xFF incremented and the rest
+// cut. It returns nil (scan to the end) when prefix is empty or all 0xFF.
+func PrefixStop(prefix []byte) []byte {
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] != 0xFF {
+			stop := append([]byte(nil), prefix[:i+1]...)
+			stop[i]++
+			return stop
+		}
+	}
+	return nil
+}
+
 // rawAttr is the Scan attribute HBase's client sets for raw scans.
 const rawAttr = "_raw_"
 
