@@ -75,7 +75,9 @@ type Failure struct {
 }
 
 // WriteError lists the mutations that failed since the last Flush. Every
-// mutation not listed was acknowledged by HBase.
+// mutation not listed was acknowledged by HBase. A listed mutation may still
+// have been applied (its last call may have reached the server before
+// timing out); writing it again is safe, since cells keep their timestamps.
 type WriteError struct {
 	Failures []Failure
 }
@@ -367,8 +369,21 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 	w.mu.Lock()
 	w.stats.Calls++
 	w.mu.Unlock()
+	// The call may not outlive the retry deadline of its oldest mutation:
+	// a server that hangs must not hold rows past the time the caller was
+	// promised an answer. (c.call adds the RPC timeout on top.)
+	var oldest time.Time
+	for _, rb := range batch {
+		for _, m := range rb.muts {
+			if oldest.IsZero() || m.first.Before(oldest) {
+				oldest = m.first
+			}
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), oldest.Add(w.cfg.RetryTimeout).Add(w.c.cfg.Pause))
+	defer cancel()
 	var resp pb.MultiResponse
-	_, err := w.c.call(context.Background(), addr, rpc.ClientService, "Multi", req, block, rpc.PriorityNormal, &resp)
+	_, err := w.c.call(ctx, addr, rpc.ClientService, "Multi", req, block, rpc.PriorityNormal, &resp)
 	if err != nil {
 		for _, rb := range batch {
 			w.c.onError(rb.region, err)
