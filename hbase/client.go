@@ -116,7 +116,9 @@ func (c *Client) Close() error {
 		}
 		e.mu.Unlock()
 	}
-	c.zk.close()
+	if c.zk != nil {
+		c.zk.close()
+	}
 	return nil
 }
 
