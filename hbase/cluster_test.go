@@ -3,6 +3,7 @@ package hbase
 import (
 	"context"
 	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -187,4 +188,47 @@ func TestWriterHugeRow(t *testing.T) {
 	if got := scanAll(t, c, table, &Scan{Batch: 1000}); dump(got) != dump(want) {
 		t.Fatalf("scanned %d cells, want %d", len(got), len(want))
 	}
+}
+
+// TestWriterDeleteMarkers copies puts and delete markers of every kind, as
+// a raw copy does: a raw scan returns exactly what was written.
+func TestWriterDeleteMarkers(t *testing.T) {
+	c, _ := testClient(t)
+	ctx := context.Background()
+	table := tempTable(t, c, "markers", nil)
+	mk := func(row, q string, ts int64, typ cell.Type, v string) cell.Cell {
+		cl := put(row, q, ts, v)
+		cl.Type = typ
+		if typ.IsDelete() {
+			cl.Value = nil
+		}
+		return cl
+	}
+	cells := []cell.Cell{
+		mk("a", "q", 10, cell.Put, "a10"),
+		mk("a", "q", 20, cell.Put, "a20"),
+		mk("a", "q", 15, cell.Delete, ""),
+		mk("b", "q", 30, cell.DeleteColumn, ""),
+		mk("b", "q", 25, cell.Put, "b25"),
+		mk("c", "", 40, cell.DeleteFamily, ""),
+		mk("c", "x", 35, cell.Put, "c35"),
+		mk("d", "", 50, cell.DeleteFamilyVersion, ""),
+		mk("d", "y", 50, cell.Put, "d50"),
+	}
+	w := c.NewWriter([]byte(table), WriterConfig{})
+	if err := w.Write(ctx, cells...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sorted := append([]cell.Cell(nil), cells...)
+	sort.Slice(sorted, func(i, j int) bool { return cell.Compare(&sorted[i], &sorted[j]) < 0 })
+	want := dumpLines(dump(sorted))
+	diffLines(t, "raw scan", goDump(t, c, table, &Scan{Raw: true, MaxVersions: 10}), want)
+	diffLines(t, "oracle raw dump", dumpLines(oracle(t, "dump-table", table, "--raw")), want)
+	// And HBase applies them: only the unmasked puts are visible.
+	visible := goDump(t, c, table, &Scan{MaxVersions: 10})
+	wantVisible := dumpLines(dump([]cell.Cell{mk("a", "q", 20, cell.Put, "a20"), mk("a", "q", 10, cell.Put, "a10")}))
+	diffLines(t, "visible cells", visible, wantVisible)
 }

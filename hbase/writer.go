@@ -105,7 +105,8 @@ type WriterStats struct {
 }
 
 // Writer batches puts like Java's BufferedMutator: cells are grouped into
-// row mutations, mutations by region server into Multi calls bounded by
+// row mutations (a row's puts form a Put, its delete markers a Delete, so a
+// raw copy keeps its markers), mutations by region server into Multi calls bounded by
 // cells and bytes, with a few calls in flight per server. Retriable errors
 // (region moved, split, busy, server restarting, queue full) are retried
 // with back-off, re-locating regions, for up to RetryTimeout; what still
@@ -147,12 +148,20 @@ type Writer struct {
 type mutation struct {
 	index   uint64
 	row     []byte
+	del     bool // delete markers (a Delete mutation) rather than puts
 	cells   []cell.Cell
 	bytes   int
 	first   time.Time // first send
 	attempt int
 	due     time.Time // when a retry is due
 	lastErr error
+}
+
+func (m *mutation) kind() *pb.MutationProto_MutationType {
+	if m.del {
+		return pb.MutationProto_DELETE.Enum()
+	}
+	return pb.MutationProto_PUT.Enum()
 }
 
 type regionBatch struct {
@@ -187,20 +196,22 @@ func (c *Client) NewWriter(table []byte, cfg WriterConfig) *Writer {
 // Write queues cells for writing. Consecutive cells of the same row become
 // one mutation (a row larger than one call's limits becomes several).
 // Cells are copied. Write blocks while MaxBufferedBytes are
-// outstanding; it fails only on a cell that is not a Put, after Close, or
+// outstanding; it fails only on a cell whose type is neither Put nor a
+// delete marker, after Close, or
 // when ctx ends while waiting.
 func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 	for i := range cells {
 		cl := &cells[i]
-		if cl.Type != cell.Put {
-			return fmt.Errorf("hbase: writer to %s: cell %s is not a Put", w.table, cl)
+		if cl.Type != cell.Put && !cl.Type.IsDelete() {
+			return fmt.Errorf("hbase: writer to %s: cell %s is neither a Put nor a delete marker", w.table, cl)
 		}
+		del := cl.Type.IsDelete()
 		w.mu.Lock()
 		if w.closed {
 			w.mu.Unlock()
 			return fmt.Errorf("hbase: writer to %s is closed", w.table)
 		}
-		if w.cur != nil && !bytes.Equal(w.cur.row, cl.Row) {
+		if w.cur != nil && (!bytes.Equal(w.cur.row, cl.Row) || w.cur.del != del) {
 			m := w.cur
 			w.cur = nil
 			w.mu.Unlock()
@@ -210,7 +221,7 @@ func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 			w.mu.Lock()
 		}
 		if w.cur == nil {
-			w.cur = &mutation{index: w.nextIndex, row: append([]byte(nil), cl.Row...)}
+			w.cur = &mutation{index: w.nextIndex, row: append([]byte(nil), cl.Row...), del: del}
 			w.nextIndex++
 		}
 		cp := cl.Clone()
@@ -356,7 +367,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 			ra.Action = append(ra.Action, &pb.Action{
 				Index: proto.Uint32(uint32(i)),
 				Mutation: &pb.MutationProto{
-					Row: m.row, MutateType: pb.MutationProto_PUT.Enum(),
+					Row: m.row, MutateType: m.kind(),
 					AssociatedCellCount: proto.Int32(int32(len(m.cells))),
 				},
 			})
