@@ -64,6 +64,11 @@ func TestClusterAdmin(t *testing.T) {
 	if on, err := c.TableEnabled(ctx, table); err != nil || on {
 		t.Fatalf("TableEnabled after disable = %v, %v", on, err)
 	}
+	// Reads of a disabled table fail at once, not after the retry budget.
+	start := time.Now()
+	if _, err := c.Get(ctx, []byte(table), []byte("r"), nil); !errors.Is(err, rpc.ErrTableNotEnabled) || time.Since(start) > 10*time.Second {
+		t.Fatalf("Get from a disabled table: %v after %v", err, time.Since(start))
+	}
 	if err := c.EnableTable(ctx, table); err != nil {
 		t.Fatal(err)
 	}

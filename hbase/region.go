@@ -224,6 +224,16 @@ func (e *TableNotFoundError) Error() string {
 // remote form.
 func (e *TableNotFoundError) Is(target error) bool { return target == rpc.ErrTableNotFound }
 
+// TableNotEnabledError reports a read or write to a disabled table.
+type TableNotEnabledError struct{ Table string }
+
+func (e *TableNotEnabledError) Error() string {
+	return fmt.Sprintf("hbase: table %s is disabled", e.Table)
+}
+
+// Is lets errors.Is(err, rpc.ErrTableNotEnabled) match.
+func (e *TableNotEnabledError) Is(target error) bool { return target == rpc.ErrTableNotEnabled }
+
 // regionNotReadyError is retriable: the region exists but is offline,
 // splitting or unassigned right now.
 type regionNotReadyError struct {
@@ -298,12 +308,23 @@ func (c *Client) lookupMeta(ctx context.Context, table string, row []byte) (*Reg
 		if len(results) == 0 {
 			return &TableNotFoundError{Table: table}
 		}
-		r, err := parseMetaRow(results[0].cells)
+		m, err := parseMetaRowFull(results[0].cells)
 		if err != nil {
 			return err
 		}
-		if r == nil || r.Table != table {
+		if m == nil || m.region.Table != table {
 			return &TableNotFoundError{Table: table}
+		}
+		r := m.region
+		if m.offline || m.split {
+			return &regionNotReadyError{region: string(r.Name), why: "offline or a split parent"}
+		}
+		if r.Server == "" || m.state == "CLOSED" {
+			// Regions of a disabled table stay in meta, closed; retrying
+			// cannot help, so ask the master before backing off.
+			if on, err := c.TableEnabled(ctx, table); err == nil && !on {
+				return &TableNotEnabledError{Table: table}
+			}
 		}
 		if !r.Contains(row) {
 			// A hole in meta: the region covering row is being created
@@ -324,6 +345,7 @@ type metaRow struct {
 	region  *Region
 	offline bool
 	split   bool
+	state   string // info:state, the region state name (OPEN, CLOSED, ...)
 }
 
 // parseMetaRow reads one hbase:meta row. It returns nil, nil for a row
@@ -359,6 +381,8 @@ func parseMetaRowFull(cells []cell.Cell) (*metaRow, error) {
 			}
 		case "server":
 			server = string(c.Value)
+		case "state":
+			m.state = string(c.Value)
 		}
 	}
 	if info == nil || len(cells) == 0 {
