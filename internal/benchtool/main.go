@@ -1,0 +1,215 @@
+// Command benchtool is the Go half of `make bench`: it runs one measured
+// operation of rekey's own code and prints one JSON line in the same shape
+// as the Java oracle's bench subcommands, so scripts/bench.sh can print the
+// two side by side as ratios.
+//
+//	benchtool read-hfile PATH                      every cell of one local HFile
+//	benchtool read-snapshot ROOT NAME [WORKERS]    every cell of a snapshot, all versions, split per region
+//	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
+//
+// Each read runs one untimed warm-up pass first, as the Java side does, so
+// both measure steady-state reading rather than start-up.
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/snapshot"
+)
+
+// result is one measurement, field for field the oracle's JSON line.
+type result struct {
+	Op          string  `json:"op"`
+	Cells       int64   `json:"cells"`
+	Bytes       int64   `json:"bytes"`
+	Seconds     float64 `json:"seconds"`
+	CellsPerSec float64 `json:"cells_per_sec"`
+	MBPerSec    float64 `json:"mb_per_sec"`
+	Workers     int     `json:"workers,omitempty"`
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: benchtool read-hfile PATH | read-snapshot ROOT NAME [WORKERS] | put ZKQUORUM TABLE N BATCH")
+	}
+	switch args[0] {
+	case "read-hfile":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: benchtool read-hfile PATH")
+		}
+		if _, err := readHFile(args[1]); err != nil {
+			return err
+		}
+		r, err := readHFile(args[1])
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	case "read-snapshot":
+		if len(args) < 3 || len(args) > 4 {
+			return fmt.Errorf("usage: benchtool read-snapshot ROOT NAME [WORKERS]")
+		}
+		workers := 1
+		if len(args) == 4 {
+			n, err := strconv.Atoi(args[3])
+			if err != nil || n < 1 {
+				return fmt.Errorf("WORKERS must be a positive integer, got %q", args[3])
+			}
+			workers = n
+		}
+		if _, err := readSnapshot(args[1], args[2], workers); err != nil {
+			return err
+		}
+		r, err := readSnapshot(args[1], args[2], workers)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	case "put":
+		if len(args) != 5 {
+			return fmt.Errorf("usage: benchtool put ZKQUORUM TABLE N BATCH")
+		}
+		n, err1 := strconv.ParseInt(args[3], 10, 64)
+		batch, err2 := strconv.Atoi(args[4])
+		if err1 != nil || err2 != nil || n < 1 || batch < 1 {
+			return fmt.Errorf("N and BATCH must be positive integers")
+		}
+		r, err := put(args[1], args[2], n, batch)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	}
+	return fmt.Errorf("unknown operation %q", args[0])
+}
+
+func emit(r result) error {
+	if r.Seconds > 0 {
+		r.CellsPerSec = float64(r.Cells) / r.Seconds
+		r.MBPerSec = float64(r.Bytes) / r.Seconds / 1e6
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// cellBytes counts a cell the way the oracle does: key length plus value
+// length.
+func cellBytes(c *cell.Cell) int64 {
+	return int64(cell.KeyLen(c) + len(c.Value))
+}
+
+func readHFile(path string) (result, error) {
+	start := time.Now()
+	r, err := hfile.OpenFile(path)
+	if err != nil {
+		return result{}, err
+	}
+	defer r.Close()
+	it := r.NewIterator()
+	res := result{Op: "read-hfile"}
+	for ok := it.First(); ok; ok = it.Next() {
+		res.Cells++
+		res.Bytes += cellBytes(it.Cell())
+	}
+	if err := it.Err(); err != nil {
+		return result{}, err
+	}
+	if err := it.Close(); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func readSnapshot(root, name string, workers int) (result, error) {
+	ctx := context.Background()
+	start := time.Now()
+	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{})
+	if err != nil {
+		return result{}, err
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		return result{}, err
+	}
+	var cells, bytes atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, sp := range splits {
+		g.Go(func() error {
+			// All versions, as the oracle's bench scan reads them.
+			sc, err := s.NewScanner(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30})
+			if err != nil {
+				return err
+			}
+			var n, b int64
+			for sc.Next() {
+				n++
+				b += cellBytes(sc.Cell())
+			}
+			cells.Add(n)
+			bytes.Add(b)
+			if err := sc.Err(); err != nil {
+				sc.Close()
+				return err
+			}
+			return sc.Close()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return result{}, err
+	}
+	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers}, nil
+}
+
+// put writes the same rows as the oracle's bench-put (a hashed first byte,
+// then the big-endian row number; family f, qualifier q, 32 zero bytes) so
+// both sides load the same regions equally.
+func put(zk, table string, n int64, batch int) (result, error) {
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	w := c.NewWriter([]byte(table), hbase.WriterConfig{MaxCellsPerCall: batch})
+	value := make([]byte, 32)
+	res := result{Op: "put"}
+	start := time.Now()
+	const tsBase = 1767225600000 // 2026-01-01, the oracle's Seed.TS_BASE
+	for i := int64(0); i < n; i++ {
+		row := make([]byte, 9)
+		row[0] = byte(uint64(i) * 0x9E3779B97F4A7C15 >> 56)
+		binary.BigEndian.PutUint64(row[1:], uint64(i))
+		cl := cell.Cell{Row: row, Family: []byte("f"), Qualifier: []byte("q"), Timestamp: tsBase, Type: cell.Put, Value: value}
+		if err := w.Write(ctx, cl); err != nil {
+			return result{}, err
+		}
+		res.Cells++
+		res.Bytes += cellBytes(&cl)
+	}
+	if err := w.Close(ctx); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
