@@ -66,6 +66,9 @@ final class Conf {
     conf.setInt("hbase.master.handler.count", 10);
     conf.setInt("dfs.namenode.handler.count", 5);
     conf.setInt("dfs.datanode.handler.count", 5);
+    // Several engineers' tests take snapshots at once; the master's
+    // default of one snapshot at a time rejects the others outright.
+    conf.setInt("hbase.snapshot.master.threads", 4);
     // Big cells (1 MB values, 100k-cell rows) are part of the fixtures.
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
