@@ -6,6 +6,7 @@
 //	benchtool read-hfile PATH                      every cell of one local HFile
 //	benchtool read-snapshot ROOT NAME [WORKERS]    every cell of a snapshot, all versions, split per region
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
+//	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
 //
 // Each read runs one untimed warm-up pass first, as the Java side does, so
 // both measure steady-state reading rather than start-up.
@@ -94,6 +95,18 @@ func run(args []string) error {
 			return fmt.Errorf("N and BATCH must be positive integers")
 		}
 		r, err := put(args[1], args[2], n, batch)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	case "scan":
+		if len(args) != 3 {
+			return fmt.Errorf("usage: benchtool scan ZKQUORUM TABLE")
+		}
+		if _, err := scan(args[1], args[2]); err != nil {
+			return err
+		}
+		r, err := scan(args[1], args[2])
 		if err != nil {
 			return err
 		}
@@ -191,6 +204,18 @@ func put(zk, table string, n int64, batch int) (result, error) {
 		return result{}, err
 	}
 	defer c.Close()
+	// The same table shape as the oracle's: four regions cut at 0x40,
+	// 0x80 and 0xc0, default family settings.
+	exists, err := c.TableExists(ctx, table)
+	if err != nil {
+		return result{}, err
+	}
+	if !exists {
+		spec := hbase.TableSpec{Name: table, Families: []hbase.Family{{Name: "f"}}, SplitKeys: [][]byte{{0x40}, {0x80}, {0xc0}}}
+		if err := c.CreateTable(ctx, spec); err != nil {
+			return result{}, err
+		}
+	}
 	w := c.NewWriter([]byte(table), hbase.WriterConfig{MaxCellsPerCall: batch})
 	value := make([]byte, 32)
 	res := result{Op: "put"}
@@ -208,6 +233,33 @@ func put(zk, table string, n int64, batch int) (result, error) {
 		res.Bytes += cellBytes(&cl)
 	}
 	if err := w.Close(ctx); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// scan reads a whole live table as the oracle's bench-scan does: 1000 rows
+// per RPC, no block caching.
+func scan(zk, table string) (result, error) {
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	res := result{Op: "scan"}
+	start := time.Now()
+	sc := c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000})
+	for sc.Next() {
+		res.Cells++
+		res.Bytes += cellBytes(sc.Cell())
+	}
+	if err := sc.Err(); err != nil {
+		sc.Close()
+		return result{}, err
+	}
+	if err := sc.Close(); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()

@@ -23,6 +23,8 @@ import org.apache.hadoop.hbase.KeyValueUtil;
 import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
+import org.apache.hadoop.hbase.client.BufferedMutator;
+import org.apache.hadoop.hbase.client.BufferedMutatorParams;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.CompactionState;
 import org.apache.hadoop.hbase.client.Connection;
@@ -68,7 +70,7 @@ public final class Oracle {
       "  snapshot TABLE NAME | delete-snapshot NAME | drop-table TABLE",
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME | bench-read-hfile PATH",
-      "  bench-put TABLE N BATCH | bench-write-hfile PATH N",
+      "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
       "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
       "families keep unless --max-versions is given.");
 
@@ -358,9 +360,21 @@ public final class Oracle {
         benchPut(TableName.valueOf(a[0]), Long.parseLong(a[1]), Integer.parseInt(a[2]));
         return;
       }
+      case "bench-scan": {
+        need(a, 1, 1, "bench-scan TABLE");
+        TableName tn = TableName.valueOf(a[0]);
+        benchScan(tn, new Bench("warm-up"));
+        Bench b = new Bench("scan");
+        benchScan(tn, b);
+        b.print();
+        return;
+      }
       case "bench-write-hfile": {
-        need(a, 2, 2, "bench-write-hfile PATH N");
-        benchWriteHFile(path(a[0]), Long.parseLong(a[1]));
+        need(a, 2, 4, "bench-write-hfile PATH N [ENCODING [COMPRESSION]]");
+        benchWriteHFile(path(a[0]), Long.parseLong(a[1]),
+            DataBlockEncoding.valueOf(a.length > 2 ? a[2] : "NONE"),
+            Compression.getCompressionAlgorithmByName(
+                (a.length > 3 ? a[3] : "NONE").toLowerCase(Locale.ROOT)));
         return;
       }
       default:
@@ -652,46 +666,68 @@ public final class Oracle {
         admin.createTable(TableDescriptorBuilder.newBuilder(tn)
             .setColumnFamily(ColumnFamilyDescriptorBuilder.of(f)).build(), splits);
       }
-      Bench b = new Bench("put");
+      // BufferedMutator, as a Java bulk writer would use, with its write
+      // buffer sized to hold BATCH of these puts, so both sides send Multi
+      // calls of about BATCH mutations.
       byte[] q = Bytes.toBytes("q");
       byte[] v = new byte[32];
-      try (Table t = conn.getTable(tn)) {
-        List<Put> puts = new ArrayList<>(batch);
+      long perPut = new Put(new byte[9]).addColumn(f, q, Seed.TS_BASE, v).heapSize();
+      BufferedMutatorParams params = new BufferedMutatorParams(tn).writeBufferSize(perPut * batch);
+      Bench b = new Bench("put");
+      try (BufferedMutator m = conn.getBufferedMutator(params)) {
         for (long i = 0; i < n; i++) {
           // A hashed first byte spreads rows over the four regions.
           byte[] row = Bytes.add(new byte[] {(byte) (i * 0x9E3779B97F4A7C15L >>> 56)}, Bytes.toBytes(i));
           Put p = new Put(row);
           p.addColumn(f, q, Seed.TS_BASE, v);
-          puts.add(p);
+          m.mutate(p);
           b.cells++;
           b.bytes += KeyValueUtil.keyLength(p.get(f, q).get(0)) + v.length;
-          if (puts.size() == batch) {
-            t.put(puts);
-            puts = new ArrayList<>(batch);
-          }
         }
-        if (!puts.isEmpty()) {
-          t.put(puts);
-        }
+        m.flush();
       }
       b.print();
     }
   }
 
-  private static void benchWriteHFile(Path p, long n) throws IOException {
+  /** Scans a whole live table with HBase's client: 1000 rows per RPC, no block caching. */
+  private static void benchScan(TableName tn, Bench b) throws IOException {
+    Scan scan = new Scan().setCaching(1000).setCacheBlocks(false);
+    try (Connection conn = connect(); Table t = conn.getTable(tn); ResultScanner rs = t.getScanner(scan)) {
+      for (Result r; (r = rs.next()) != null;) {
+        for (Cell c : r.rawCells()) {
+          b.add(c);
+        }
+      }
+    }
+  }
+
+  /**
+   * Writes N cells with HBase's own HFile writer: rows of five columns,
+   * increasing timestamps and 32-byte values that are half random, half
+   * repeated, so encodings and codecs have realistic work to do. The same
+   * file is then read by both readers.
+   */
+  private static void benchWriteHFile(Path p, long n, DataBlockEncoding enc, Compression.Algorithm codec)
+      throws IOException {
     Configuration conf = baseConf();
     FileSystem fs = p.getFileSystem(conf);
-    Bench b = new Bench("write-hfile");
     byte[] f = Bytes.toBytes("f");
-    byte[] q = Bytes.toBytes("q");
-    byte[] v = new byte[32];
+    java.util.Random rnd = new java.util.Random(42);
+    Bench b = new Bench("write-hfile");
     try (HFile.Writer w = HFile.getWriterFactory(conf, CacheConfig.DISABLED).withPath(fs, p)
         .withFileContext(new HFileContextBuilder().withBlockSize(65536)
-            .withCompression(Compression.Algorithm.NONE).withDataBlockEncoding(DataBlockEncoding.NONE)
+            .withCompression(codec).withDataBlockEncoding(enc)
+            .withIncludesTags(true).withIncludesMvcc(false)
             .withCellComparator(CellComparator.getInstance()).build())
         .create()) {
       for (long i = 0; i < n; i++) {
-        KeyValue kv = new KeyValue(Bytes.toBytes(i), f, q, Seed.TS_BASE, v);
+        byte[] row = Bytes.toBytes(String.format(Locale.ROOT, "row%010d", i / 5));
+        byte[] q = Bytes.toBytes("col" + (i % 5));
+        byte[] v = new byte[32];
+        rnd.nextBytes(v);
+        Arrays.fill(v, 16, 32, (byte) 'x');
+        KeyValue kv = new KeyValue(row, f, q, Seed.TS_BASE + i, v);
         w.append(kv);
         b.add(kv);
       }
