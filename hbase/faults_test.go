@@ -176,7 +176,7 @@ func TestWriterRegionServerStopped(t *testing.T) {
 	}
 	servers := strings.Fields(strings.TrimPrefix(control(t, st, "list-regionservers"), "ok"))
 	if len(servers) < 2 {
-		t.Skipf("need 2 region servers, have %v", servers)
+		t.Fatalf("the test cluster should have 2 region servers, has %v", servers)
 	}
 	// Stop the server of the table's first region (by HOST,PORT,STARTCODE).
 	victim := -1

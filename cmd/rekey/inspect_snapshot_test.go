@@ -49,7 +49,7 @@ func fixtureDir(t *testing.T, name string) string {
 	}
 	dir := filepath.Join(repo, "testdata", "snapshots")
 	if _, err := os.Stat(filepath.Join(dir, name+".cells")); err != nil {
-		t.Skipf("fixture %s not present", name)
+		t.Fatalf("fixture %s missing", name)
 	}
 	return dir
 }
@@ -146,7 +146,7 @@ func TestInspectSnapshotCorruptBlockFailsLoudly(t *testing.T) {
 	p := filepath.Join(tmp, "data", "default", "split_refs", "a9ce7dda58a5943fa05b3a7c92d22669", "f", "1f80e8b1358648d2afd519ad870ce825")
 	b, err := os.ReadFile(p)
 	if err != nil {
-		t.Skipf("fixture layout changed: %v", err)
+		t.Fatalf("fixture layout changed: %v", err)
 	}
 	for i := 200; i < 260; i++ {
 		b[i] ^= 0x5a

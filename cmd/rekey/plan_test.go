@@ -70,7 +70,7 @@ func demoSnapshot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "testdata", "snapshots", "demo_events", ".hbase-snapshot", "demo_events")); err != nil {
-		t.Skip("testdata/snapshots/demo_events is not there yet")
+		t.Fatal("testdata/snapshots/demo_events is missing")
 	}
 	return root
 }

@@ -21,7 +21,7 @@ func TestDemoSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(demo.Source.Root, ".hbase-snapshot", demo.Source.Name)); err != nil {
-		t.Skipf("demo snapshot not present: %v", err)
+		t.Fatalf("demo snapshot missing: %v", err)
 	}
 	for _, name := range []string{"demo.yaml", "wide_to_bucketed.yaml"} {
 		t.Run(name, func(t *testing.T) {
