@@ -20,7 +20,7 @@ build:
 	$(GO) build -o $(BIN) ./cmd/rekey
 
 unit:
-	$(GO) test $(PKGS)
+	scripts/unit.sh
 
 test: lint
 	scripts/test.sh
