@@ -89,15 +89,23 @@ type Value struct {
 }
 
 // Int returns the number as an int64 and whether it fits.
-func (v Value) Int() (int64, bool) {
+func (v Value) Int() (int64, bool) { return v.int() }
+
+// Uint returns the number as a uint64 and whether it fits (is not negative).
+func (v Value) Uint() (uint64, bool) { return v.uint() }
+
+// int and uint are Int and Uint for the hot path. Through a pointer they
+// read only N and Signed: a copy of the whole Value (what a value receiver
+// costs) loads the flags together with N in one wide load, which stalls on
+// store forwarding right after the narrower stores that set them.
+func (v *Value) int() (int64, bool) {
 	if !v.Signed && v.N > math.MaxInt64 {
 		return 0, false
 	}
 	return int64(v.N), true
 }
 
-// Uint returns the number as a uint64 and whether it fits (is not negative).
-func (v Value) Uint() (uint64, bool) {
+func (v *Value) uint() (uint64, bool) {
 	if v.Signed && int64(v.N) < 0 {
 		return 0, false
 	}
@@ -114,6 +122,21 @@ type record struct {
 	isoStart int64
 	isoLen   int
 	isoText  [19]byte
+	// The last time bucket floored, per worker: neighbouring cells mostly
+	// share a bucket (and a bucket and its offset floor the same timestamp),
+	// so most cells skip the 64-bit division. span 0 means empty.
+	floorSpan, floorStart int64
+}
+
+// floor returns the start of the span-long bucket that holds ts (ts >= 0).
+func (r *record) floor(ts, span int64) int64 {
+	// ts-start < span, not ts < start+span, which could overflow.
+	if span == r.floorSpan && ts >= r.floorStart && ts-r.floorStart < span {
+		return r.floorStart
+	}
+	start := ts - ts%span
+	r.floorSpan, r.floorStart = span, start
+	return start
 }
 
 func (r *record) reset() {
@@ -236,11 +259,11 @@ func (c *component) parse(key []byte, pos int, rec *record) (int, error) {
 			if u >= uint64(c.span) {
 				return 0, fmt.Errorf("offset %d is not below the bucket length %d ms", u, c.span)
 			}
-			b := rec.vals[c.bucket]
+			b := &rec.vals[c.bucket]
 			if !b.Set {
 				return 0, errors.New("its time bucket was not read first")
 			}
-			start, _ := b.Int()
+			start, _ := b.int()
 			if start > math.MaxInt64-int64(u) {
 				return 0, fmt.Errorf("bucket start %d plus offset %d overflows a timestamp", start, u)
 			}
@@ -401,11 +424,11 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		if !v.Set {
 			return dst, errors.New("its timestamp field has no value for this cell")
 		}
-		ts, ok := v.Int()
+		ts, ok := v.int()
 		if !ok || ts < 0 {
 			return dst, fmt.Errorf("timestamp %d is out of range (0 to 2^63-1 ms)", v.N)
 		}
-		start := ts - ts%c.span
+		start := rec.floor(ts, c.span)
 		if c.typ == Offset {
 			return appendUint(dst, uint64(ts-start), c.width), nil
 		}
@@ -429,7 +452,7 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 	v := &rec.vals[c.field]
 	switch c.typ {
 	case Uint:
-		u, ok := v.Uint()
+		u, ok := v.uint()
 		if !ok {
 			return dst, fmt.Errorf("negative value %d", int64(v.N))
 		}
@@ -438,7 +461,7 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		}
 		return appendUint(dst, u, c.width), nil
 	case Int, SortableInt:
-		s, ok := v.Int()
+		s, ok := v.int()
 		if !ok {
 			return dst, fmt.Errorf("value %d does not fit in a signed 64-bit integer", v.N)
 		}
@@ -452,13 +475,13 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 		}
 		return appendUint(dst, u, c.width), nil
 	case ReversedTS:
-		s, ok := v.Int()
+		s, ok := v.int()
 		if !ok || s < 0 {
 			return dst, fmt.Errorf("timestamp %d is out of range (0 to 2^63-1)", v.N)
 		}
 		return appendUint(dst, uint64(math.MaxInt64-s), 8), nil
 	case Decimal:
-		u, ok := v.Uint()
+		u, ok := v.uint()
 		if !ok {
 			return dst, fmt.Errorf("negative value %d", int64(v.N))
 		}
@@ -527,7 +550,7 @@ func (c *component) saltHash(rec *record) uint32 {
 			h ^= 0
 			h *= prime32
 		}
-		v := rec.vals[f]
+		v := &rec.vals[f]
 		if c.ofKinds[i] == KindBytes {
 			for _, b := range v.Bytes {
 				h ^= uint32(b)
@@ -581,10 +604,56 @@ func appendDigits(dst []byte, u uint64, width int) []byte {
 	return append(dst, tmp[i:]...)
 }
 
+// parseDigits reads unsigned decimal digits. Up to 19 digits cannot
+// overflow a uint64, so those skip the per-digit overflow check and go eight
+// digits at a time; only a 20-digit number takes the checked loop. Digit
+// parsing was the largest single cost of the decimal presets.
 func parseDigits(b []byte) (uint64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}
+	if len(b) > 19 {
+		return parseDigitsChecked(b)
+	}
+	var u uint64
+	for len(b) >= 8 {
+		v := binary.LittleEndian.Uint64(b)
+		if !eightDigits(v) {
+			return 0, false
+		}
+		u = u*100_000_000 + digits8(v)
+		b = b[8:]
+	}
+	for _, x := range b {
+		d := x - '0'
+		if d > 9 {
+			return 0, false
+		}
+		u = u*10 + uint64(d)
+	}
+	return u, true
+}
+
+// eightDigits reports whether all eight bytes of v are ASCII digits: each
+// high nibble is 3, and adding 6 to a byte does not carry out of its low
+// nibble (so the low nibble is at most 9). No byte can carry into the next.
+func eightDigits(v uint64) bool {
+	const hi, three, six = 0xF0F0F0F0F0F0F0F0, 0x3030303030303030, 0x0606060606060606
+	return v&hi == three && (v+six)&hi == three
+}
+
+// digits8 is the value of eight ASCII digits loaded little-endian (first
+// digit in the low byte), combining pairs, then quads, then the halves with
+// one multiply each (Lemire's parse_eight_digits_unrolled).
+func digits8(v uint64) uint64 {
+	v &= 0x0F0F0F0F0F0F0F0F
+	v = (v * (1 + 10<<8)) >> 8
+	v = ((v & 0x00FF00FF00FF00FF) * (1 + 100<<16)) >> 16
+	return ((v & 0x0000FFFF0000FFFF) * (1 + 10000<<32)) >> 32
+}
+
+// parseDigitsChecked is parseDigits for numbers long enough to overflow.
+func parseDigitsChecked(b []byte) (uint64, bool) {
 	var u uint64
 	for _, x := range b {
 		if x < '0' || x > '9' {
@@ -599,4 +668,17 @@ func parseDigits(b []byte) (uint64, bool) {
 	return u, true
 }
 
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
+// indexByte is bytes.IndexByte with short slices scanned inline: key fields
+// are mostly a few bytes, where the call into the vector code costs more
+// than the scan.
+func indexByte(b []byte, c byte) int {
+	if len(b) <= 16 {
+		for i, x := range b {
+			if x == c {
+				return i
+			}
+		}
+		return -1
+	}
+	return bytes.IndexByte(b, c)
+}

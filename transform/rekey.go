@@ -20,6 +20,9 @@ type Rekey struct {
 	rec  record
 	row  []byte
 	qual []byte
+	// dirty says a parse of a new key set fields that a parse of an old key
+	// does not (see prepare); only then must they be cleared.
+	dirty bool
 
 	// OnReject, when set, receives each cell whose key does not fit the old
 	// layout, or whose fields the new layout cannot encode, when it is mapped
@@ -53,46 +56,55 @@ func (r *Rekey) Map(src cell.Cell, emit func(cell.Cell)) {
 // MapChecked maps src to its one new cell and emits it, or returns an error
 // wrapping ErrBadKey and emits nothing.
 func (r *Rekey) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
-	out, err := r.Apply(&src)
-	if err != nil {
+	// src is our own copy: re-key it in place rather than copy it again.
+	if err := r.apply(&src); err != nil {
 		return err
 	}
-	emit(out)
+	emit(src)
 	return nil
 }
 
 // Apply returns the new cell for src (valid until the next call).
 func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
-	p := r.p
-	if err := r.parseSource(src); err != nil {
+	out := *src
+	if err := r.apply(&out); err != nil {
 		return cell.Cell{}, err
+	}
+	return out, nil
+}
+
+// apply replaces the key of c with its new key. On error c is unchanged,
+// so messages name the old cell.
+func (r *Rekey) apply(c *cell.Cell) error {
+	p := r.p
+	if err := r.parseSource(c); err != nil {
+		return err
 	}
 	var err error
 	if r.row, err = p.dstRow.build(r.row[:0], &r.rec); err != nil {
-		return cell.Cell{}, fmt.Errorf("new row for %s: %w", cellName(src), err)
+		return fmt.Errorf("new row for %s: %w", cellName(c), err)
 	}
-	out := *src
-	out.Row = r.row
-	if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
+	if c.Type == cell.DeleteFamily || c.Type == cell.DeleteFamilyVersion {
 		// A family delete covers a whole old row; it can be carried only
 		// when one old row becomes one new row with its columns unchanged.
 		if p.dstQual != nil || !p.rowToRow {
-			return cell.Cell{}, fmt.Errorf("%w: %s: a family delete marker cannot be re-keyed: the new layout splits or merges old rows", ErrBadKey, cellName(src))
+			return fmt.Errorf("%w: %s: a family delete marker cannot be re-keyed: the new layout splits or merges old rows", ErrBadKey, cellName(c))
 		}
 	}
 	if p.dstQual != nil {
 		if r.qual, err = p.dstQual.build(r.qual[:0], &r.rec); err != nil {
-			return cell.Cell{}, fmt.Errorf("new qualifier for %s: %w", cellName(src), err)
+			return fmt.Errorf("new qualifier for %s: %w", cellName(c), err)
 		}
-		out.Qualifier = r.qual
+		c.Qualifier = r.qual
 	}
+	c.Row = r.row
 	for _, f := range p.families {
-		if string(f[0]) == string(src.Family) {
-			out.Family = f[1]
+		if string(f[0]) == string(c.Family) {
+			c.Family = f[1]
 			break
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func cellName(c *cell.Cell) string {
@@ -142,15 +154,20 @@ func (r *Rekey) parseTarget(c *cell.Cell) error {
 }
 
 func (r *Rekey) prepare(c *cell.Cell, full bool) {
-	if full {
+	switch {
+	case full:
 		r.rec.reset()
-	} else {
+		r.dirty = true
+	case r.dirty:
 		// A successful parse of the old key sets every field it defines;
 		// only the fields it does not define must not keep a value from an
-		// earlier cell.
+		// earlier cell, and only a parse of a new key sets those.
 		for _, f := range r.p.notSource {
 			r.rec.vals[f] = Value{}
 		}
+		r.dirty = false
+		fallthrough
+	default:
 		r.rec.arena = r.rec.arena[:0]
 	}
 	// Unescaped strings are never longer than the key they came from, so
@@ -223,7 +240,7 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 // 0x00,0x01 (order-preserving and unambiguous).
 func (r *Rekey) appendEntity(dst []byte) []byte {
 	for _, f := range r.p.entity {
-		v := r.rec.vals[f]
+		v := &r.rec.vals[f]
 		if r.p.fields[f].kind == KindNumber {
 			u := v.N
 			if v.Signed {
