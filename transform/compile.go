@@ -339,6 +339,7 @@ func (cc *compiler) checkComponent(c *component, s *ComponentSpec, path string, 
 		case "", "binary":
 		case "iso":
 			c.iso = true
+			c.isoW = isoWidth(s.Unit)
 		default:
 			bad("format", "format %q is not allowed (expected binary or iso)", s.Format)
 		}
@@ -664,7 +665,7 @@ func (c *component) encodedWidth() int {
 		return len(c.lit)
 	case TimeBucket:
 		if c.iso {
-			return isoWidth(c.unit)
+			return c.isoW
 		}
 		return 8
 	}

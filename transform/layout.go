@@ -165,6 +165,9 @@ type component struct {
 	span int64
 	iso  bool
 	unit string
+	// isoW is the width of the ISO text, isoWidth(unit), kept here so a
+	// cell does not compare unit names.
+	isoW int
 	// bucket is the field of the time_bucket an offset is measured from.
 	bucket int
 	label  string // "row[2] string user", for messages
@@ -338,7 +341,7 @@ func (c *component) parse(key []byte, pos int, rec *record) (int, error) {
 			c.set(rec, Value{N: uint64(start), Signed: true})
 			return 8, nil
 		}
-		w := isoWidth(c.unit)
+		w := c.isoW
 		if len(rest) < w {
 			return 0, fmt.Errorf("%w: need %d bytes of date text, have %d", errShort, w, len(rest))
 		}
@@ -439,7 +442,7 @@ func (c *component) build(dst []byte, rec *record) ([]byte, error) {
 			return dst, fmt.Errorf("timestamp %d is after year 9999", ts)
 		}
 		// Neighbouring cells mostly share a bucket: reuse the last text.
-		w := isoWidth(c.unit)
+		w := c.isoW
 		if rec.isoLen != w || rec.isoStart != start {
 			rec.isoLen, rec.isoStart = w, start
 			appendISO(rec.isoText[:0], start, w)
