@@ -16,8 +16,9 @@ help:
 	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
 	@echo "testenv-down  stop it"
 
+# CGO off: one static binary that runs on any Linux, as the README promises.
 build:
-	$(GO) build -o $(BIN) ./cmd/rekey
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/rekey
 
 unit:
 	scripts/unit.sh
