@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"errors"
+	"path/filepath"
 	"io"
 	"strings"
 	"testing"
@@ -178,5 +179,16 @@ func TestNamePatterns(t *testing.T) {
 	}
 	if n, ok := bulkLoadSeqID("0123abcd_SeqId_12_"); !ok || n != 12 {
 		t.Errorf("bulkLoadSeqID = %d %v", n, ok)
+	}
+}
+
+func TestMissingRootDirIsNamed(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "no-such-hbase-root")
+	_, err := Open(t.Context(), root, "events", OpenOptions{})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "root dir "+root+" does not exist") {
+		t.Fatalf("error does not say the root dir is missing: %v", err)
 	}
 }

@@ -369,7 +369,10 @@ func open(ctx context.Context, fsys vfs.FS, root, name string) (*Snapshot, error
 		}
 		names, lerr := listSnapshots(fsys, root)
 		msg := "none exist"
-		if lerr != nil {
+		if ok, _ := vfs.Exists(fsys, root); !ok {
+			// The likelier mistake is the root dir, not the name.
+			msg = "the root dir " + root + " does not exist; is it hbase.rootdir?"
+		} else if lerr != nil {
 			msg = "listing them failed: " + lerr.Error()
 		} else if len(names) > 0 {
 			msg = "existing snapshots: " + strings.Join(names, ", ")
