@@ -2,8 +2,8 @@ package snapshot
 
 import (
 	"errors"
-	"path/filepath"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
