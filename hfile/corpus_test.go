@@ -1,8 +1,6 @@
 package hfile
 
 import (
-	"archive/tar"
-	"archive/zip"
 	"bytes"
 	"compress/gzip"
 	"errors"
@@ -23,83 +21,18 @@ import (
 // (see SOURCES.txt there). These tests read them in place, or straight out
 // of their archives, and check the content the upstream tests promise.
 
-// archiveFile is one member of an archive, read into memory.
-type archiveFile struct {
-	name string
-	data []byte
-}
-
-// readArchive returns the regular files of a .tar, .tgz/.tar.gz or .zip.
-func readArchive(t *testing.T, path string) []archiveFile {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []archiveFile
-	if strings.HasSuffix(path, ".zip") {
-		zr, err := zip.NewReader(bytes.NewReader(raw), int64(len(raw)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range zr.File {
-			if f.FileInfo().IsDir() {
-				continue
-			}
-			rc, err := f.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := io.ReadAll(rc)
-			rc.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, archiveFile{f.Name, b})
-		}
-		return out
-	}
-	var r io.Reader = bytes.NewReader(raw)
-	if strings.HasSuffix(path, ".tgz") || strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = zr
-	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, archiveFile{h.Name, b})
-	}
-	return out
-}
-
 // storeFileName matches HBase store file names: 32 hex digits (0.92+) or a
 // long decimal id (0.90).
 var storeFileName = regexp.MustCompile(`^([0-9a-f]{32}|[0-9]{10,})$`)
 
 // storeFiles keeps the non-empty members that sit in a column family
 // directory and are named like store files.
-func storeFiles(files []archiveFile) []archiveFile {
-	var out []archiveFile
+func storeFiles(files []testenv.ArchiveMember) []testenv.ArchiveMember {
+	var out []testenv.ArchiveMember
 	for _, f := range files {
-		base := filepath.Base(f.name)
-		parent := filepath.Base(filepath.Dir(f.name))
-		if len(f.data) == 0 || strings.HasPrefix(parent, ".") || !storeFileName.MatchString(base) {
+		base := filepath.Base(f.Name)
+		parent := filepath.Base(filepath.Dir(f.Name))
+		if len(f.Data) == 0 || strings.HasPrefix(parent, ".") || !storeFileName.MatchString(base) {
 			continue
 		}
 		out = append(out, f)
@@ -303,39 +236,39 @@ func checkRowValue(t *testing.T, name string, cells []cell.Cell, ts int64) {
 func TestCorpusBigtable(t *testing.T) {
 	root := filepath.Join(testenv.Corpus(t), "bigtable")
 	t.Run("EndToEndIT-snapshot.zip", func(t *testing.T) {
-		files := storeFiles(readArchive(t, filepath.Join(root, "EndToEndIT-snapshot.zip")))
+		files := storeFiles(testenv.ReadArchive(t, filepath.Join(root, "EndToEndIT-snapshot.zip")))
 		if len(files) == 0 {
 			t.Fatal("no store files in the archive")
 		}
 		rows := map[string]map[string]bool{}
 		for _, f := range files {
-			r, err := openBytes(t, f.name, f.data)
+			r, err := openBytes(t, f.Name, f.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := CodecNone
-			if strings.Contains(f.name, "snappy") {
+			if strings.Contains(f.Name, "snappy") {
 				want = CodecSnappy
 			}
 			if r.Trailer().Codec != want {
-				t.Errorf("%s: codec %s, want %s", f.name, r.Trailer().Codec, want)
+				t.Errorf("%s: codec %s, want %s", f.Name, r.Trailer().Codec, want)
 			}
 			cells, err := readAll(t, r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if uint64(len(cells)) != r.Entries() {
-				t.Fatalf("%s: %d cells, trailer says %d", f.name, len(cells), r.Entries())
+				t.Fatalf("%s: %d cells, trailer says %d", f.Name, len(cells), r.Entries())
 			}
-			checkSorted(t, f.name, cells, true)
-			checkRowValue(t, f.name, cells, 1617828990)
-			table := strings.Split(f.name, "/")[4]
+			checkSorted(t, f.Name, cells, true)
+			checkRowValue(t, f.Name, cells, 1617828990)
+			table := strings.Split(f.Name, "/")[4]
 			if rows[table] == nil {
 				rows[table] = map[string]bool{}
 			}
 			for _, c := range cells {
 				if len(c.Row) != 2 {
-					t.Fatalf("%s: row %q is not two digits", f.name, c.Row)
+					t.Fatalf("%s: row %q is not two digits", f.Name, c.Row)
 				}
 				rows[table][string(c.Row)] = true
 			}
@@ -402,32 +335,32 @@ func TestCorpusPhoenix(t *testing.T) {
 		{"indexToolsnapshot.tar", EncodingNone, []uint64{26}},
 	} {
 		t.Run(tc.archive, func(t *testing.T) {
-			files := storeFiles(readArchive(t, filepath.Join(root, tc.archive)))
+			files := storeFiles(testenv.ReadArchive(t, filepath.Join(root, tc.archive)))
 			var counts []uint64
 			for _, f := range files {
-				r, err := openBytes(t, f.name, f.data)
+				r, err := openBytes(t, f.Name, f.Data)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if r.Info().Encoding != tc.enc {
-					t.Errorf("%s: encoding %s, want %s", f.name, r.Info().Encoding, tc.enc)
+					t.Errorf("%s: encoding %s, want %s", f.Name, r.Info().Encoding, tc.enc)
 				}
 				cells, err := readAll(t, r)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if uint64(len(cells)) != r.Entries() {
-					t.Fatalf("%s: %d cells, trailer says %d", f.name, len(cells), r.Entries())
+					t.Fatalf("%s: %d cells, trailer says %d", f.Name, len(cells), r.Entries())
 				}
-				checkSorted(t, f.name, cells, true)
+				checkSorted(t, f.Name, cells, true)
 				for _, c := range cells {
 					if string(c.Family) != "0" {
-						t.Fatalf("%s: family %q, want \"0\"", f.name, c.Family)
+						t.Fatalf("%s: family %q, want \"0\"", f.Name, c.Family)
 					}
 				}
 				last, _ := r.LastKey()
 				if !bytes.Equal(last, cell.AppendKey(nil, &cells[len(cells)-1])) {
-					t.Errorf("%s: LASTKEY differs from the last cell", f.name)
+					t.Errorf("%s: LASTKEY differs from the last cell", f.Name)
 				}
 				checkSeeks(t, r, cells)
 				counts = append(counts, uint64(len(cells)))
@@ -510,12 +443,12 @@ func TestCorpusUnsupported(t *testing.T) {
 	}
 	for _, a := range []string{"hbase/hbase-4388-root.dir.tgz", "hbase/TestMetaMigrationConvertToPB.tgz", "hbase/TestNamespaceUpgrade.tgz"} {
 		t.Run(filepath.Base(a), func(t *testing.T) {
-			files := storeFiles(readArchive(t, filepath.Join(root, a)))
+			files := storeFiles(testenv.ReadArchive(t, filepath.Join(root, a)))
 			if len(files) < 10 {
 				t.Fatalf("only %d store files found", len(files))
 			}
 			for _, f := range files {
-				check(t, f.name, f.data)
+				check(t, f.Name, f.Data)
 			}
 		})
 	}

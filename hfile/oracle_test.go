@@ -92,9 +92,9 @@ func TestOracleCorpus(t *testing.T) {
 		paths = append(paths, filepath.Join(corpus, f))
 	}
 	dir := t.TempDir()
-	for i, f := range storeFiles(readArchive(t, filepath.Join(corpus, "phoenix", "snapshots47.tar"))) {
+	for i, f := range storeFiles(testenv.ReadArchive(t, filepath.Join(corpus, "phoenix", "snapshots47.tar"))) {
 		p := filepath.Join(dir, fmt.Sprintf("phoenix-%d", i))
-		if err := os.WriteFile(p, f.data, 0o644); err != nil {
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, p)

@@ -1,13 +1,8 @@
 package snapshot_test
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,93 +12,6 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
 )
-
-// extractZip unpacks a corpus zip into a temporary directory (never into
-// the repository).
-func extractZip(t testing.TB, path string) string {
-	t.Helper()
-	dir := t.TempDir()
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	for _, f := range zr.File {
-		dst := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if !strings.HasPrefix(dst, dir+string(os.PathSeparator)) {
-			t.Fatalf("zip entry %q escapes", f.Name)
-		}
-		if f.FileInfo().IsDir() {
-			os.MkdirAll(dst, 0o755)
-			continue
-		}
-		os.MkdirAll(filepath.Dir(dst), 0o755)
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-// extractTar unpacks a corpus tar (optionally gzipped) into a temporary
-// directory, skipping macOS AppleDouble "._" entries.
-func extractTar(t testing.TB, path string) string {
-	t.Helper()
-	dir := t.TempDir()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, "gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = gz
-	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.HasPrefix(filepath.Base(h.Name), "._") {
-			continue
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(h.Name))
-		if !strings.HasPrefix(dst, dir+string(os.PathSeparator)) {
-			continue
-		}
-		switch h.Typeflag {
-		case tar.TypeDir:
-			os.MkdirAll(dst, 0o755)
-		case tar.TypeReg:
-			os.MkdirAll(filepath.Dir(dst), 0o755)
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(dst, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return dir
-}
 
 // readCells reads every cell of a snapshot, split by split.
 func readCells(t testing.TB, root, name string, opts snapshot.ScanOptions) []cell.Cell {
@@ -156,7 +64,7 @@ func checkValueRows(t *testing.T, cells []cell.Cell, rows []string, ts int64) {
 
 func TestCorpusBigtableEndToEnd(t *testing.T) {
 	corpus := testenv.Corpus(t)
-	root := filepath.Join(extractZip(t, filepath.Join(corpus, "bigtable", "EndToEndIT-snapshot.zip")), "data")
+	root := filepath.Join(testenv.ExtractArchive(t, filepath.Join(corpus, "bigtable", "EndToEndIT-snapshot.zip")), "data")
 	var rows []string
 	for i := 0; i < 100; i++ {
 		rows = append(rows, fmt.Sprintf("%02d", i))
@@ -231,7 +139,7 @@ func sortStrings(s []string) {
 
 func TestCorpusPhoenixCatalog(t *testing.T) {
 	corpus := testenv.Corpus(t)
-	dir := extractTar(t, filepath.Join(corpus, "phoenix", "snapshots47.tar"))
+	dir := testenv.ExtractArchive(t, filepath.Join(corpus, "phoenix", "snapshots47.tar"))
 	root := filepath.Join(dir, "SYSTEM.CATALOG_SNAPSHOT")
 	const name = "SYSTEM.CATALOG_SNAPSHOT"
 	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
@@ -278,7 +186,7 @@ func TestCorpusPhoenixCatalog(t *testing.T) {
 
 func TestCorpusPhoenixIndexToolTTL(t *testing.T) {
 	corpus := testenv.Corpus(t)
-	dir := extractTar(t, filepath.Join(corpus, "phoenix", "indexToolsnapshot.tar"))
+	dir := testenv.ExtractArchive(t, filepath.Join(corpus, "phoenix", "indexToolsnapshot.tar"))
 	root := filepath.Join(dir, "phoenixtoolresultsnapshot")
 	const name = "phoenixtoolresultsnapshot"
 	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
@@ -305,7 +213,7 @@ func TestCorpusPhoenixIndexToolTTL(t *testing.T) {
 
 func TestCorpusOldSnapshotLayoutRejected(t *testing.T) {
 	corpus := testenv.Corpus(t)
-	root := filepath.Join(extractTar(t, filepath.Join(corpus, "hbase", "TestNamespaceUpgrade.tgz")), "hbase")
+	root := filepath.Join(testenv.ExtractArchive(t, filepath.Join(corpus, "hbase", "TestNamespaceUpgrade.tgz")), "hbase")
 	_, err := snapshot.Open(t.Context(), root, "data_snapshot1", snapshot.OpenOptions{})
 	if !errors.Is(err, snapshot.ErrUnsupported) || !strings.Contains(err.Error(), "0.94") {
 		t.Fatalf("Open of a 0.94 .snapshot/ layout: %v, want ErrUnsupported naming 0.94", err)
