@@ -15,26 +15,10 @@ import (
 
 var updateGolden = flag.Bool("update-inspect-hfile", false, "rewrite cmd/rekey/testdata/inspect_hfile golden files")
 
-// runInspectHFileCLI runs `rekey inspect hfile` in-process and returns the
-// exit code, stdout and stderr.
+// runInspectHFileCLI runs `rekey inspect hfile ARGS`.
 func runInspectHFileCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	inspectHFileFlags.cells, inspectHFileFlags.cellsOnly = false, false
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stderr
-	os.Stderr = pw
-	errc := make(chan string)
-	go func() { b, _ := io.ReadAll(pr); errc <- string(b) }()
-	code := run(append([]string{"inspect", "hfile"}, args...))
-	os.Stderr = saved
-	pw.Close()
-	return code, out.String(), <-errc
+	return runRekey(t, append([]string{"inspect", "hfile"}, args...)...)
 }
 
 func checkGolden(t *testing.T, name, got string) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,33 +10,10 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-// runInspectSnapshotCLI runs `rekey inspect snapshot` in-process and
-// returns the exit code, stdout and stderr.
+// runInspectSnapshotCLI runs `rekey inspect snapshot ARGS`.
 func runInspectSnapshotCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	inspectSnapshotFlags = struct {
-		cells       bool
-		raw         bool
-		maxVersions int
-		jsonOut     bool
-		now         string
-		families    []string
-	}{}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved := os.Stderr
-	os.Stderr = pw
-	errc := make(chan string)
-	go func() { b, _ := io.ReadAll(pr); errc <- string(b) }()
-	code := run(append([]string{"inspect", "snapshot"}, args...))
-	os.Stderr = saved
-	pw.Close()
-	return code, out.String(), <-errc
+	return runRekey(t, append([]string{"inspect", "snapshot"}, args...)...)
 }
 
 func fixtureDir(t *testing.T, name string) string {

@@ -14,14 +14,10 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-func runInspectTableCLI(t *testing.T, args ...string) (int, string) {
+// runInspectTableCLI runs `rekey inspect table ARGS`.
+func runInspectTableCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	inspectTableFlags = inspectTableOptions{}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
-	code := run(append([]string{"inspect", "table"}, args...))
-	return code, out.String()
+	return runRekey(t, append([]string{"inspect", "table"}, args...)...)
 }
 
 func TestInspectTableMatchesOracle(t *testing.T) {
@@ -68,19 +64,19 @@ func TestInspectTableMatchesOracle(t *testing.T) {
 		if err != nil {
 			t.Fatalf("oracle: %v", err)
 		}
-		code, got := runInspectTableCLI(t, cargs...)
+		code, got, _ := runInspectTableCLI(t, cargs...)
 		if code != 0 || got != string(want) || got == "" {
 			t.Fatalf("raw=%v: exit %d, output differs from the oracle's:\n%s\nwant\n%s", raw, code, got, want)
 		}
 	}
-	code, got := runInspectTableCLI(t, "--zk", st.ZKQuorum, table)
+	code, got, _ := runInspectTableCLI(t, "--zk", st.ZKQuorum, table)
 	if code != 0 || bytes.Count([]byte(got), []byte("\n")) != 2 {
 		t.Fatalf("regions: exit %d:\n%s", code, got)
 	}
-	if code, _ := runInspectTableCLI(t, "--zk", st.ZKQuorum, table+"_missing"); code != exitUsage {
+	if code, _, _ := runInspectTableCLI(t, "--zk", st.ZKQuorum, table+"_missing"); code != exitUsage {
 		t.Fatalf("missing table: exit %d, want %d", code, exitUsage)
 	}
-	if code, _ := runInspectTableCLI(t, "--raw", "--zk", st.ZKQuorum, table); code != exitUsage {
+	if code, _, _ := runInspectTableCLI(t, "--raw", "--zk", st.ZKQuorum, table); code != exitUsage {
 		t.Fatalf("--raw without --cells: exit %d, want %d", code, exitUsage)
 	}
 }

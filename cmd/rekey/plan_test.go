@@ -8,28 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
-
-// runCLI runs the CLI in-process and returns its exit code and stdout.
-func runCLI(t *testing.T, args ...string) (int, string) {
-	t.Helper()
-	// Flags keep their values between in-process runs; start from the
-	// defaults each time.
-	for _, c := range rootCmd.Commands() {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			_ = f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
-	}
-	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
-	code := run(args)
-	return code, out.String()
-}
 
 func TestPlanBadJobExits2(t *testing.T) {
 	dir := t.TempDir()
@@ -37,10 +17,10 @@ func TestPlanBadJobExits2(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("source: {root: x, name: y}\ntarget: {table: t}\nsource_layout: {row: [{field: k, type: strin}]}\ntarget_layout: {row: [{field: k, type: string}]}\nentity: [k]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := runCLI(t, "plan", bad); code != exitUsage {
+	if code, _, _ := runRekey(t, "plan", bad); code != exitUsage {
 		t.Errorf("bad job: exit %d, want %d", code, exitUsage)
 	}
-	if code, _ := runCLI(t, "plan", filepath.Join(dir, "missing.yaml")); code != exitUsage {
+	if code, _, _ := runRekey(t, "plan", filepath.Join(dir, "missing.yaml")); code != exitUsage {
 		t.Errorf("missing job: exit %d, want %d", code, exitUsage)
 	}
 	// A valid job whose snapshot does not exist is a configuration error too.
@@ -57,7 +37,7 @@ func TestPlanBadJobExits2(t *testing.T) {
 	if err := os.WriteFile(job, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := runCLI(t, "plan", job); code != exitUsage {
+	if code, _, _ := runRekey(t, "plan", job); code != exitUsage {
 		t.Errorf("job with no snapshot: exit %d, want %d", code, exitUsage)
 	}
 }
@@ -80,7 +60,7 @@ func demoSnapshot(t *testing.T) string {
 // new row spans two days.
 func TestPlanDemo(t *testing.T) {
 	root := demoSnapshot(t)
-	code, out := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--json", "--sample", "0")
+	code, out, _ := runRekey(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--json", "--sample", "0")
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
@@ -126,7 +106,7 @@ func TestPlanDemo(t *testing.T) {
 		t.Errorf("unexpected warning %s", w.Code)
 	}
 
-	code, text := runCLI(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000")
+	code, text, _ := runRekey(t, "plan", filepath.Join(root, "configs", "demo.yaml"), "--sample", "1000")
 	if code != exitOK || !strings.Contains(text, "old key -> new key") || !strings.Contains(text, "a sample") {
 		t.Fatalf("text plan, exit %d:\n%s", code, text)
 	}
@@ -138,7 +118,7 @@ func TestPlanOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, out := runCLI(t, "plan", "--offline", "--json", filepath.Join(root, "configs", "salt.yaml"))
+	code, out, _ := runRekey(t, "plan", "--offline", "--json", filepath.Join(root, "configs", "salt.yaml"))
 	if code != exitOK {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
