@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/writable"
 )
 
 // blockDecoder turns one data block's payload into cells, one per next
@@ -208,7 +209,7 @@ func (d *blockDecoder) nextPlain(c *cell.Cell) error {
 func (d *blockDecoder) finish(c *cell.Cell, p int) error {
 	c.SeqID = 0
 	if d.mvcc {
-		v, n, err := readVLong(d.data[p:])
+		v, n, err := writable.ReadVLong(d.data[p:])
 		if err != nil {
 			return errDecode("cell at block byte %d: memstore timestamp: %v", d.pos, err)
 		}
@@ -493,36 +494,6 @@ func readCInt(b []byte, p int) (int, int, error) {
 		}
 	}
 	return 0, p, errDecode("varint longer than 5 bytes")
-}
-
-// readVLong reads a Hadoop WritableUtils VLong: one byte for -112..127,
-// else a marker byte giving sign and length, then 1-8 big-endian bytes.
-func readVLong(b []byte) (int64, int, error) {
-	if len(b) == 0 {
-		return 0, 0, errDecode("truncated vlong")
-	}
-	first := int8(b[0])
-	if first >= -112 {
-		return int64(first), 1, nil
-	}
-	neg := first < -120
-	var n int
-	if neg {
-		n = int(-120 - int(first))
-	} else {
-		n = int(-112 - int(first))
-	}
-	if n > len(b)-1 {
-		return 0, 0, errDecode("truncated %d-byte vlong", n+1)
-	}
-	var v uint64
-	for i := 1; i <= n; i++ {
-		v = v<<8 | uint64(b[i])
-	}
-	if neg {
-		v = ^v
-	}
-	return int64(v), n + 1, nil
 }
 
 // maxTagExpansion bounds how much a dictionary-compressed tag section can

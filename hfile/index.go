@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/writable"
 )
 
 // IndexEntry points at one block: the first key of the block (for data
@@ -31,7 +32,7 @@ func parseRootIndex(p []byte, count int) ([]IndexEntry, []byte, error) {
 		}
 		off := int64(binary.BigEndian.Uint64(p))
 		size := int32(binary.BigEndian.Uint32(p[8:]))
-		kl, n, err := readVLong(p[12:])
+		kl, n, err := writable.ReadVLong(p[12:])
 		if err != nil {
 			return nil, nil, errDecode("root index entry %d key length: %v", i, err)
 		}

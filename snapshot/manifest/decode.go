@@ -17,6 +17,7 @@ import (
 	"fmt"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/writable"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -168,7 +169,7 @@ func DecodeReference(b []byte) (Ref, error) {
 		return Ref{}, corrupt(fmt.Sprintf("reference file: %d bytes", len(b)), nil)
 	}
 	top := b[0] != 0
-	n, k, err := readVInt(b[1:])
+	n, k, err := writable.ReadVLong(b[1:])
 	if err != nil {
 		return Ref{}, corrupt("legacy reference file: split key length", err)
 	}
@@ -207,34 +208,4 @@ func DecodeReferencePB(r *Reference) (Ref, error) {
 		return checkSplitKey(Ref{SplitKey: r.Splitkey})
 	}
 	return Ref{}, corrupt(fmt.Sprintf("reference range %d", r.GetRange()), nil)
-}
-
-// readVInt decodes a Hadoop WritableUtils vint/vlong, returning the value
-// and the number of bytes used.
-func readVInt(b []byte) (int64, int, error) {
-	if len(b) == 0 {
-		return 0, 0, errors.New("empty")
-	}
-	first := int8(b[0])
-	if first >= -112 {
-		return int64(first), 1, nil
-	}
-	var size int
-	neg := first < -120
-	if neg {
-		size = int(-119 - int(first))
-	} else {
-		size = int(-111 - int(first))
-	}
-	if len(b) < size {
-		return 0, 0, fmt.Errorf("vint of %d bytes, %d present", size, len(b))
-	}
-	var v uint64
-	for _, c := range b[1:size] {
-		v = v<<8 | uint64(c)
-	}
-	if neg {
-		v = ^v
-	}
-	return int64(v), size, nil
 }
