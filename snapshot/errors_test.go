@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/snapshot/manifest"
-	"github.com/rekeyhq/rekey/snapshot/vfs"
+	"github.com/rekeyhq/rekey/vfs"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )

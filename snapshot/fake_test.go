@@ -12,7 +12,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/snapshot/manifest"
-	"github.com/rekeyhq/rekey/snapshot/vfs"
+	"github.com/rekeyhq/rekey/vfs"
 	"google.golang.org/protobuf/proto"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/snapshot/manifest"
-	"github.com/rekeyhq/rekey/snapshot/vfs"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // FuzzOpen feeds arbitrary data.manifest bytes to Open and, when it

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,7 +16,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/snapshot/manifest"
-	"github.com/rekeyhq/rekey/snapshot/vfs"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Directory and file names of the HBase root-dir layout.
@@ -238,37 +237,14 @@ func resolveRoot(root string, opts OpenOptions) (vfs.FS, string, func() error, e
 		}
 		root = r
 	}
-	if strings.Contains(root, "://") || strings.HasPrefix(root, "file:") || strings.HasPrefix(root, "hdfs:") {
-		u, err := url.Parse(root)
-		if err != nil {
-			return nil, "", nil, fmt.Errorf("snapshot: root %q: %w", root, err)
-		}
-		switch u.Scheme {
-		case "file":
-			p := u.Path
-			if p == "" {
-				p = u.Opaque
-			}
-			return vfs.Local{}, p, nil, nil
-		case "hdfs":
-			h, err := vfs.DialHDFS(u.Host)
-			if err != nil {
-				return nil, "", nil, err
-			}
-			p := u.Path
-			if p == "" {
-				p = "/"
-			}
-			return h, p, h.Close, nil
-		default:
-			return nil, "", nil, fmt.Errorf("%w: root %q: scheme %q (want a local path, file:// or hdfs://)", ErrUnsupported, root, u.Scheme)
-		}
-	}
-	abs, err := filepath.Abs(root)
+	loc, err := vfs.Open(root)
 	if err != nil {
+		if errors.Is(err, vfs.ErrUnsupportedScheme) {
+			return nil, "", nil, fmt.Errorf("%w: root %q: %w", ErrUnsupported, root, err)
+		}
 		return nil, "", nil, err
 	}
-	return vfs.Local{}, filepath.ToSlash(abs), nil, nil
+	return loc.FS, loc.Path, loc.Close, nil
 }
 
 // rootFromHBaseConf reads hbase.rootdir from $HBASE_CONF_DIR/hbase-site.xml.

@@ -2,7 +2,7 @@
 // presets built from it (wide -> bucketed wide, tall -> wide, salt, re-key),
 // entity extraction for verification, and the Go interface for transforms
 // that YAML cannot express. It does no I/O; the job-file loader lives in
-// transform/job.
+// package job.
 //
 // # Layouts
 //

@@ -4,16 +4,16 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
-	"github.com/rekeyhq/rekey/snapshot/vfs"
+	"github.com/rekeyhq/rekey/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -46,36 +46,28 @@ func init() {
 	inspectCmd.AddCommand(inspectHFileCmd)
 }
 
-// openHFileArg opens a local or HDFS HFile named on the command line.
+// openHFileArg opens a local, file:// or hdfs:// HFile named on the command
+// line.
 func openHFileArg(arg string) (*hfile.Reader, func(), error) {
-	if strings.HasPrefix(arg, "hdfs://") {
-		u, err := url.Parse(arg)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("bad HDFS URL %q: %w", arg, err)}
-		}
-		fsys, err := vfs.DialHDFS(u.Host)
-		if err != nil {
-			return nil, nil, err
-		}
-		f, err := fsys.Open(u.Path)
-		if err != nil {
-			fsys.Close()
-			return nil, nil, fmt.Errorf("opening %s: %w", arg, err)
-		}
-		r, err := hfile.Open(f, f.Size(), arg)
-		if err != nil {
-			f.Close()
-			fsys.Close()
-			return nil, nil, err
-		}
-		return r, func() { f.Close(); fsys.Close() }, nil
-	}
-	path := strings.TrimPrefix(arg, "file://")
-	r, err := hfile.OpenFile(path)
+	loc, err := vfs.Open(arg)
 	if err != nil {
+		if errors.Is(err, vfs.ErrUnsupportedScheme) {
+			return nil, nil, usageError{err}
+		}
 		return nil, nil, err
 	}
-	return r, func() { r.Close() }, nil
+	f, err := loc.FS.Open(loc.Path)
+	if err != nil {
+		loc.Close()
+		return nil, nil, fmt.Errorf("opening %s: %w", arg, err)
+	}
+	r, err := hfile.Open(f, f.Size(), arg)
+	if err != nil {
+		f.Close()
+		loc.Close()
+		return nil, nil, err
+	}
+	return r, func() { f.Close(); loc.Close() }, nil
 }
 
 func runInspectHFile(cmd *cobra.Command, args []string) error {

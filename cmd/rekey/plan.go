@@ -11,7 +11,7 @@ import (
 
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
-	"github.com/rekeyhq/rekey/transform/job"
+	"github.com/rekeyhq/rekey/job"
 )
 
 // planFlags are the options of rekey plan.

@@ -21,12 +21,15 @@ const module = "github.com/rekeyhq/rekey/"
 // top-level package's rule and may import their own siblings.
 var allowed = map[string][]string{
 	"cell":      {},
+	"vfs":       {},
 	"hfile":     {"cell"},
-	"snapshot":  {"cell", "hfile"},
+	"snapshot":  {"cell", "hfile", "vfs"},
 	"hbase":     {"cell", "hfile"},
 	"transform": {"cell"},
-	"pipeline":  {"cell", "hfile", "snapshot", "hbase", "transform"},
-	"verify":    {"cell", "snapshot", "hbase", "transform"},
+	"entity":    {"cell"},
+	"job":       {"cell", "transform"},
+	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job"},
+	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job"},
 }
 
 func TestLayering(t *testing.T) {

@@ -92,7 +92,7 @@ func TestParseErrors(t *testing.T) {
 
 // TestConfigs loads every job file shipped in configs/.
 func TestConfigs(t *testing.T) {
-	files, err := filepath.Glob("../../configs/*.yaml")
+	files, err := filepath.Glob("../configs/*.yaml")
 	if err != nil || len(files) < 5 {
 		t.Fatalf("configs: %v %v", files, err)
 	}
@@ -109,7 +109,7 @@ func TestConfigs(t *testing.T) {
 // loads has a program.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(good))
-	files, _ := filepath.Glob("../../configs/*.yaml")
+	files, _ := filepath.Glob("../configs/*.yaml")
 	for _, name := range files {
 		if b, err := os.ReadFile(name); err == nil {
 			f.Add(b)

@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/presets.golden")
 func TestPresetsGolden(t *testing.T) {
 	var buf bytes.Buffer
 	for _, pc := range presets {
-		j, err := Load(filepath.Join("../../configs", pc.file))
+		j, err := Load(filepath.Join("../configs", pc.file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,7 @@ import (
 // over every cell of it: every cell maps, its new key reads back to the same
 // entity and the same event time, and no two cells share a new key.
 func TestDemoSnapshot(t *testing.T) {
-	demo, err := Load("../../configs/demo.yaml")
+	demo, err := Load("../configs/demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestDemoSnapshot(t *testing.T) {
 	}
 	for _, name := range []string{"demo.yaml", "wide_to_bucketed.yaml"} {
 		t.Run(name, func(t *testing.T) {
-			j, err := Load(filepath.Join("../../configs", name))
+			j, err := Load(filepath.Join("../configs", name))
 			if err != nil {
 				t.Fatal(err)
 			}

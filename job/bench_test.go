@@ -13,7 +13,7 @@ import (
 func BenchmarkPresets(b *testing.B) {
 	for _, pc := range presets {
 		b.Run(pc.file, func(b *testing.B) {
-			j, err := Load(filepath.Join("../../configs", pc.file))
+			j, err := Load(filepath.Join("../configs", pc.file))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func BenchmarkPresets(b *testing.B) {
 // suite, not only in benchmarks.
 func TestPresetsAllocateNothing(t *testing.T) {
 	for _, pc := range presets {
-		j, err := Load(filepath.Join("../../configs", pc.file))
+		j, err := Load(filepath.Join("../configs", pc.file))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -158,14 +158,17 @@ func (m *Mem) WriteFile(name string, data []byte) {
 	m.files[path.Clean("/"+name)] = append([]byte(nil), data...)
 }
 
-// Remove deletes a file; it reports whether it existed.
-func (m *Mem) Remove(name string) bool {
+// Remove implements WriteFS: it deletes a file, or reports
+// fs.ErrNotExist.
+func (m *Mem) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name = path.Clean("/" + name)
-	_, ok := m.files[name]
+	if _, ok := m.files[name]; !ok {
+		return &iofs.PathError{Op: "remove", Path: name, Err: iofs.ErrNotExist}
+	}
 	delete(m.files, name)
-	return ok
+	return nil
 }
 
 // Open implements FS.

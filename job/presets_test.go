@@ -87,7 +87,7 @@ var presets = []presetCase{
 func TestPresets(t *testing.T) {
 	for _, pc := range presets {
 		t.Run(pc.file, func(t *testing.T) {
-			j, err := Load(filepath.Join("../../configs", pc.file))
+			j, err := Load(filepath.Join("../configs", pc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +148,7 @@ func TestPresets(t *testing.T) {
 func FuzzPresets(f *testing.F) {
 	var progs []*Job
 	for _, pc := range presets {
-		j, err := Load(filepath.Join("../../configs", pc.file))
+		j, err := Load(filepath.Join("../configs", pc.file))
 		if err != nil {
 			f.Fatal(err)
 		}

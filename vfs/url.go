@@ -1,0 +1,86 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnsupportedScheme is returned by Open for a URL scheme rekey cannot
+// read or write (s3://, gs://, ...).
+var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
+
+// Location is a file system and an absolute, slash-separated path in it,
+// resolved from what a user wrote: a local path, a file:// URL or an
+// hdfs:// URL.
+type Location struct {
+	FS   WriteFS
+	Path string
+	// URL is the location as it was resolved, for messages.
+	URL string
+	// close releases the file system (an HDFS connection); nil for local.
+	close func() error
+}
+
+// Close releases the file system connection, if any.
+func (l *Location) Close() error {
+	if l.close == nil {
+		return nil
+	}
+	return l.close()
+}
+
+// Open resolves where into a file system and a path. Local paths are made
+// absolute against the working directory. A file:// URL's host must be
+// empty or localhost (file://tmp/x is a mistake for file:///tmp/x and is
+// refused rather than read as the relative path tmp/x). An hdfs:// URL
+// dials the NameNode (see DialHDFS for nameservices and users). Any other
+// scheme is ErrUnsupportedScheme.
+func Open(where string) (*Location, error) {
+	if where == "" {
+		return nil, errors.New("vfs: empty path")
+	}
+	if !strings.Contains(where, "://") && !strings.HasPrefix(where, "file:") && !strings.HasPrefix(where, "hdfs:") {
+		abs, err := filepath.Abs(where)
+		if err != nil {
+			return nil, err
+		}
+		return &Location{FS: Local{}, Path: filepath.ToSlash(abs), URL: abs}, nil
+	}
+	u, err := url.Parse(where)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: %q: %w", where, err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("vfs: %q: a file URL's host must be empty or localhost (did you mean file:///%s%s?)", where, u.Host, u.Path)
+		}
+		p := u.Path
+		if p == "" {
+			p = u.Opaque
+		}
+		if p == "" {
+			return nil, fmt.Errorf("vfs: %q: no path", where)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		return &Location{FS: Local{}, Path: filepath.ToSlash(abs), URL: where}, nil
+	case "hdfs":
+		h, err := DialHDFS(u.Host)
+		if err != nil {
+			return nil, err
+		}
+		p := u.Path
+		if p == "" {
+			p = "/"
+		}
+		return &Location{FS: h, Path: p, URL: where, close: h.Close}, nil
+	default:
+		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file:// or hdfs://)", ErrUnsupportedScheme, where, u.Scheme)
+	}
+}
