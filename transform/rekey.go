@@ -249,6 +249,12 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 	return r.appendEntity(dst), nil
 }
 
+// LastEntity appends the entity key of the cell this Rekey last mapped
+// (through Map, MapChecked or Apply) without parsing its key again: the
+// runner counts entities as it maps. After a failed mapping it is
+// undefined.
+func (r *Rekey) LastEntity(dst []byte) []byte { return r.appendEntity(dst) }
+
 // appendEntity encodes the entity fields: numbers as 8 bytes with the sign
 // bit flipped when signed; bytes with 0x00 written 0x00,0xFF and ended by
 // 0x00,0x01 (order-preserving and unambiguous).
