@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -172,36 +171,9 @@ func randValue(r *rand.Rand) []byte {
 	return v
 }
 
-// seedSource writes cells into a new table through the oracle (HBase's
-// own client), flushes and snapshots it, and returns the snapshot's cells
-// as TableSnapshotScanner reads them.
 func seedSource(t *testing.T, st *testenv.State, table, snap string, p preset, cells []cell.Cell, versions int) []cell.Cell {
 	t.Helper()
-	dir := t.TempDir()
-	dump := filepath.Join(dir, "source.cells")
-	if err := os.WriteFile(dump, testenv.DumpCells(cells), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var fams []map[string]any
-	for _, f := range p.families {
-		fams = append(fams, map[string]any{"name": f, "versions": versions, "encoding": "FAST_DIFF", "compression": "SNAPPY"})
-	}
-	spec := map[string]any{
-		"table": table, "families": fams, "split_keys": p.split,
-		"steps": []map[string]any{{"op": "cells", "file": dump}, {"op": "flush"}, {"op": "snapshot", "name": snap}},
-	}
-	b, _ := json.Marshal(spec)
-	specPath := filepath.Join(dir, "spec.json")
-	os.WriteFile(specPath, b, 0o644)
-	testenv.Oracle(t, "seed", specPath)
-	src, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(src) == 0 {
-		t.Fatal("the seeded snapshot reads empty")
-	}
-	return src
+	return testenv.SeedCells(t, st, testenv.SourceTable{Table: table, Snapshot: snap, Families: p.families, SplitKeys: p.split, Versions: versions}, cells)
 }
 
 // expect maps source cells through the preset's rule, in HBase's order.
@@ -269,56 +241,13 @@ func runPuts(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, 
 	return pipeline.Run(ctx, cfg)
 }
 
-// dumpTable returns the target's cells as HBase's own client scans them.
 func dumpTable(t *testing.T, table string, raw bool) []cell.Cell {
-	t.Helper()
-	args := []string{"dump-table", table}
-	if raw {
-		args = append(args, "--raw")
-	}
-	cells, err := testenv.ParseDump(testenv.Oracle(t, args...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cells
+	return testenv.DumpTable(t, table, raw)
 }
 
-// sameCells reports the first differences between two cell lists.
 func sameCells(t *testing.T, what string, got, want []cell.Cell) {
 	t.Helper()
-	if len(got) == len(want) {
-		same := true
-		for i := range got {
-			if cell.Compare(&got[i], &want[i]) != 0 || string(got[i].Value) != string(want[i].Value) {
-				same = false
-				break
-			}
-		}
-		if same {
-			return
-		}
-	}
-	g, w := map[string]bool{}, map[string]bool{}
-	for i := range got {
-		g[string(cell.AppendDump(nil, &got[i]))] = true
-	}
-	for i := range want {
-		w[string(cell.AppendDump(nil, &want[i]))] = true
-	}
-	var missing, extra []string
-	for k := range w {
-		if !g[k] {
-			missing = append(missing, k)
-		}
-	}
-	for k := range g {
-		if !w[k] {
-			extra = append(extra, k)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(extra)
-	t.Errorf("%s: got %d cells, want %d; %d missing (first: %.3q), %d extra (first: %.3q)", what, len(got), len(want), len(missing), missing, len(extra), extra)
+	testenv.SameCells(t, what, got, want)
 }
 
 func uniq(t *testing.T, prefix string) string {
@@ -361,4 +290,28 @@ func TestPresetsThroughPuts(t *testing.T) {
 			f.Close()
 		})
 	}
+}
+
+func loadJobFile(p string) (*job.Job, error) { return job.Load(p) }
+
+// runPutsWith is runPuts with the puts sink's options given.
+func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Config, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+	t.Helper()
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.PrepareTarget(ctx, client, j, snap, splitKeys(t, newSplits))
+	snap.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Job = j
+	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
+	return pipeline.Run(ctx, cfg)
 }
