@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -202,6 +203,9 @@ func (r *runner) fill(sum *Summary, items []work) {
 		sum.Bytes += st.Bytes
 	}
 	sum.BytesRead = r.bytesRead.Load()
+	if h := r.sketch.Heaviest(entity.ByCells); len(h) > 0 {
+		sum.Heaviest = h[:min(len(h), 3)]
+	}
 	sum.Examples = append(sum.Examples, r.examples...)
 	sum.Warnings = append(sum.Warnings, r.warnings...)
 }

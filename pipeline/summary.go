@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/rekeyhq/rekey/entity"
 	"os"
 	"strconv"
 	"strings"
@@ -68,12 +69,14 @@ type Summary struct {
 	// checkpoint holds what was finished and --resume goes on.
 	Interrupted bool `json:"interrupted"`
 	// Finished says every split is done and the sink's Finish ran.
-	Finished   bool         `json:"finished"`
-	Checkpoint string       `json:"checkpoint"`
-	Entities   string       `json:"entities_file,omitempty"`
-	Rejects    string       `json:"rejects_file,omitempty"`
-	Error      string       `json:"error,omitempty"`
-	PerSplit   []SplitStats `json:"per_split"`
+	Finished   bool   `json:"finished"`
+	Checkpoint string `json:"checkpoint"`
+	// Heaviest are the entities with the most cells, from the sketch.
+	Heaviest []entity.Count `json:"heaviest_entities,omitempty"`
+	Entities string         `json:"entities_file,omitempty"`
+	Rejects  string         `json:"rejects_file,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	PerSplit []SplitStats   `json:"per_split"`
 }
 
 // Problems reports whether the run finished with something to report:

@@ -409,8 +409,20 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p(" (%d done by earlier runs)", s.Skipped)
 	}
 	p("\n")
-	p("  cells     %d read, %d written, %d rejected, %d collided, %d failed\n", s.Read, s.Written, s.Rejected, s.Collided, s.Failed)
-	p("  bytes     %.1f MB written, %.1f MB read from the snapshot\n", float64(s.Bytes)/1e6, float64(s.BytesRead)/1e6)
+	verb := "written"
+	if s.Sink == "dry-run" {
+		verb = "mapped (dry run: nothing written)"
+	}
+	p("  cells     %d read, %d %s, %d rejected, %d collided, %d failed\n", s.Read, s.Written, verb, s.Rejected, s.Collided, s.Failed)
+	p("  bytes     %.1f MB %s, %.1f MB read from the snapshot\n", float64(s.Bytes)/1e6, strings.Fields(verb)[0], float64(s.BytesRead)/1e6)
+	for i, h := range s.Heaviest {
+		if i == 0 {
+			p("  heaviest  ")
+		} else {
+			p("            ")
+		}
+		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
+	}
 	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, humanRate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
 	p("  collisions checked: %s\n", map[string]string{"none": "not needed (the new key keeps every old field)", "split": "within each split"}[s.CollisionScope])
 	p("  checkpoint %s\n", s.Checkpoint)
