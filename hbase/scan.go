@@ -465,3 +465,5 @@ func (s *Scanner) armRenew() {
 	}
 	s.renew = time.AfterFunc(ttl/2, renewFn)
 }
+
+var _ cell.Iterator = (*Scanner)(nil)

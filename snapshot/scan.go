@@ -520,3 +520,5 @@ func (s *Snapshot) ReadSplit(ctx context.Context, sp Split, opts ScanOptions, fn
 	}
 	return nil
 }
+
+var _ cell.Iterator = (*Scanner)(nil)
