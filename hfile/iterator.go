@@ -1,18 +1,19 @@
 package hfile
 
 import (
+	"io"
+
 	"github.com/rekeyhq/rekey/cell"
 )
 
-// Iterator walks the cells of one HFile in order. It is a pull iterator:
-//
-//   - First, SeekGE and Next position it and report whether it now points
-//     at a cell; false means exhausted or failed, and Err tells which
-//     (nil at clean exhaustion).
-//   - Cell returns the current cell. Its slices point into the iterator's
-//     block buffers and stay valid only until the next positioning call;
-//     a caller that keeps a cell calls Clone.
-//   - Close releases the buffers; the iterator must not be used after.
+// Iterator walks the cells of one HFile in order. It follows the
+// cell.Iterator contract (a new iterator's first Next moves to the file's
+// first cell; Cell's slices point into the iterator's block buffers and stay
+// valid until the next positioning call; Err is nil at a clean end; Close is
+// required and returns the first error) and adds two positioning calls:
+// First, and SeekGE, which report like Next whether a cell is now current.
+// Next after a false return keeps returning false until First or SeekGE
+// repositions the iterator.
 //
 // In steady state (blocks no larger than ones already seen) iteration
 // allocates nothing per cell or per block.
@@ -26,6 +27,12 @@ type Iterator struct {
 	cur   cell.Cell
 	err   error
 	valid bool
+	// started is set by the first positioning call; closed by Close.
+	started, closed bool
+	// data, when set, serves the data block reads (a read-ahead stream over
+	// the same file); index blocks always come from the reader's own
+	// ReaderAt.
+	data io.ReaderAt
 	// blockOff and blockType locate the current data block for errors;
 	// nextOff is where the block after it starts.
 	blockOff  int64
@@ -36,8 +43,19 @@ type Iterator struct {
 }
 
 // NewIterator returns an unpositioned iterator over the file's cells.
-func (rd *Reader) NewIterator() *Iterator {
-	it := &Iterator{r: rd}
+func (rd *Reader) NewIterator() *Iterator { return rd.NewStreamIterator(nil) }
+
+// NewStreamIterator is NewIterator with data blocks read from data instead
+// of the reader's own ReaderAt: a read-ahead stream over the same file
+// (vfs.ReadAhead), so that a scan streams the file front to back while the
+// index blocks a seek walks stay positional reads. data must serve exactly
+// the bytes of the file the Reader was opened on; nil means the reader's.
+// The iterator does not close data.
+func (rd *Reader) NewStreamIterator(data io.ReaderAt) *Iterator {
+	if data == nil {
+		data = rd.r
+	}
+	it := &Iterator{r: rd, data: data}
 	it.bb.peekOff = -1
 	for i := range it.idx {
 		it.idx[i].off, it.idx[i].bb.peekOff = -1, -1
@@ -60,12 +78,13 @@ func (it *Iterator) Cell() *cell.Cell {
 // Err returns the error that stopped the iterator, nil at clean exhaustion.
 func (it *Iterator) Err() error { return it.err }
 
-// Close releases the iterator's buffers.
+// Close releases the iterator's buffers and returns the error that stopped
+// it, if any.
 func (it *Iterator) Close() error {
-	it.valid = false
+	it.valid, it.started, it.closed = false, true, true
 	it.bb, it.idx = blockBuf{}, [4]idxCache{}
 	it.dec.key, it.dec.tagBuf, it.dec.data = nil, nil, nil
-	return nil
+	return it.err
 }
 
 func (it *Iterator) fail(err error) bool {
@@ -76,7 +95,10 @@ func (it *Iterator) fail(err error) bool {
 
 // First positions the iterator at the file's first cell.
 func (it *Iterator) First() bool {
-	it.err, it.valid = nil, false
+	if it.closed {
+		return false
+	}
+	it.err, it.valid, it.started = nil, false, true
 	t := &it.r.trailer
 	if t.EntryCount == 0 && len(it.r.root) == 0 {
 		return false
@@ -85,8 +107,11 @@ func (it *Iterator) First() bool {
 	return it.nextBlock(0)
 }
 
-// Next advances to the next cell.
+// Next advances to the next cell; on a new iterator, to the first.
 func (it *Iterator) Next() bool {
+	if !it.started {
+		return it.First()
+	}
 	if !it.valid {
 		return false
 	}
@@ -114,7 +139,7 @@ func (it *Iterator) nextBlock(size int) bool {
 	last := it.r.trailer.LastDataBlockOffset
 	for it.nextOff <= last {
 		off := it.nextOff
-		h, p, err := it.r.readBlock(&it.bb, off, size)
+		h, p, err := it.r.readBlock(it.data, &it.bb, off, size)
 		size = 0
 		if err != nil {
 			return it.fail(err)
@@ -156,7 +181,10 @@ type idxCache struct {
 // blocks first jump to the row by their row index). A seek forward within
 // the current block just scans on.
 func (it *Iterator) SeekGE(key *cell.Cell) bool {
-	it.err = nil
+	if it.closed {
+		return false
+	}
+	it.err, it.started = nil, true
 	rd := it.r
 	if len(rd.root) == 0 {
 		it.valid = false
@@ -197,7 +225,7 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 	if e.Offset < t.FirstDataBlockOffset || e.Offset > t.LastDataBlockOffset {
 		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", t.FirstDataBlockOffset, t.LastDataBlockOffset))
 	}
-	h, p, err := rd.readBlock(&it.bb, e.Offset, int(e.Size))
+	h, p, err := rd.readBlock(it.data, &it.bb, e.Offset, int(e.Size))
 	if err != nil {
 		return it.fail(err)
 	}

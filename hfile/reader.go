@@ -72,10 +72,15 @@ func OpenFile(path string) (*Reader, error) {
 
 // readAt reads len(b) bytes at off, mapping a short file to ErrCorrupt.
 func (rd *Reader) readAt(b []byte, off int64, what string) error {
+	return rd.readAtFrom(rd.r, b, off, what)
+}
+
+// readAtFrom is readAt from src, which holds the same bytes as rd.r.
+func (rd *Reader) readAtFrom(src io.ReaderAt, b []byte, off int64, what string) error {
 	if off < 0 || off+int64(len(b)) > rd.size {
 		return corruptf(rd.name, -1, 0, "%s at offset %d (%d bytes) lies outside the %d-byte file", what, off, len(b), rd.size)
 	}
-	n, err := rd.r.ReadAt(b, off)
+	n, err := src.ReadAt(b, off)
 	if n == len(b) {
 		return nil
 	}
@@ -332,10 +337,11 @@ type blockBuf struct {
 	scratch [headerSize]byte
 }
 
-// readBlock reads, verifies and decompresses the block at off. size is its
-// on-disk size with header when known (from an index), else 0. The payload
-// returned aliases b and is valid until the next read with b.
-func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []byte, error) {
+// readBlock reads, verifies and decompresses the block at off from src
+// (rd.r or a stream over the same bytes). size is its on-disk size with
+// header when known (from an index), else 0. The payload returned aliases b
+// and is valid until the next read with b.
+func (rd *Reader) readBlock(src io.ReaderAt, b *blockBuf, off int64, size int) (*blockHeader, []byte, error) {
 	limit := int64(rd.trailer.LoadOnOpenOffset)
 	if off < 0 || off+headerSize > limit {
 		return nil, nil, corruptf(rd.name, off, BlockUnknown, "block offset outside the block section (which ends at %d)", limit)
@@ -354,7 +360,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		}
 		b.raw = b.raw[:want]
 		copy(b.raw, b.peek[:])
-		if err := rd.readAt(b.raw[headerSize:], off+headerSize, "block"); err != nil {
+		if err := rd.readAtFrom(src, b.raw[headerSize:], off+headerSize, "block"); err != nil {
 			return nil, nil, err
 		}
 	default:
@@ -362,7 +368,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		// size is known; otherwise the header first.
 		if size < headerSize {
 			hb := b.scratch[:]
-			if err := rd.readAt(hb, off, "block header"); err != nil {
+			if err := rd.readAtFrom(src, hb, off, "block header"); err != nil {
 				return nil, nil, err
 			}
 			if h, err = parseHeader(hb, off, limit); err != nil {
@@ -378,7 +384,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 			b.raw = make([]byte, want, want+want/4)
 		}
 		b.raw = b.raw[:want]
-		if err := rd.readAt(b.raw, off, "block"); err != nil {
+		if err := rd.readAtFrom(src, b.raw, off, "block"); err != nil {
 			return nil, nil, err
 		}
 		if h, err = parseHeader(b.raw, off, limit); err != nil {
@@ -419,7 +425,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 
 // readIndexBlock reads the index block an index entry points at.
 func (rd *Reader) readIndexBlock(b *blockBuf, e IndexEntry, want BlockType) ([]byte, error) {
-	h, p, err := rd.readBlock(b, e.Offset, int(e.Size))
+	h, p, err := rd.readBlock(rd.r, b, e.Offset, int(e.Size))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -142,22 +143,18 @@ func sample(ctx context.Context, snap *snapshot.Snapshot, scan snapshot.ScanOpti
 		per = max(1, limit/int64(len(splits)))
 	}
 	for _, sp := range splits {
-		sc, err := snap.NewScanner(ctx, sp, scan)
-		if err != nil {
-			return false, fmt.Errorf("split %s: %w", sp.ID, err)
-		}
 		n := int64(0)
-		for (per == 0 || n < per) && sc.Next() {
-			pl.Add(sc.Cell())
+		err := snap.ReadSplit(ctx, sp, scan, func(c *cell.Cell) error {
+			if per > 0 && n == per {
+				complete = false // a cell beyond this split's share
+				return cell.ErrStop
+			}
+			pl.Add(c)
 			n++
-		}
-		if per > 0 && n == per && sc.Next() {
-			complete = false
-		}
-		err = sc.Err()
-		sc.Close()
+			return nil
+		})
 		if err != nil {
-			return false, fmt.Errorf("split %s: %w", sp.ID, err)
+			return false, err
 		}
 	}
 	return complete, nil

@@ -110,15 +110,13 @@ func run(ctx context.Context, root, name string, limit int) error {
 		os.Stdout.Write(line)
 	}
 	for _, sp := range splits {
-		sc, err := snap.NewScanner(ctx, sp, snapshot.ScanOptions{})
-		if err != nil {
-			return err
-		}
-		for (limit == 0 || written < limit) && sc.Next() {
-			mapper.Map(*sc.Cell(), emit)
-		}
-		err = sc.Err()
-		sc.Close()
+		err := snap.ReadSplit(ctx, sp, snapshot.ScanOptions{}, func(c *cell.Cell) error {
+			if limit > 0 && written >= limit {
+				return cell.ErrStop
+			}
+			mapper.Map(*c, emit)
+			return nil
+		})
 		if err != nil {
 			return err
 		}

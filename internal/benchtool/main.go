@@ -121,6 +121,13 @@ func cellBytes(c *cell.Cell) int64 {
 	return int64(cell.KeyLen(c) + len(c.Value))
 }
 
+// count adds one cell to r, as a cell.ForEach callback.
+func (r *result) count(c *cell.Cell) error {
+	r.Cells++
+	r.Bytes += cellBytes(c)
+	return nil
+}
+
 func readHFile(path string) (result, error) {
 	start := time.Now()
 	r, err := hfile.OpenFile(path)
@@ -128,16 +135,8 @@ func readHFile(path string) (result, error) {
 		return result{}, err
 	}
 	defer r.Close()
-	it := r.NewIterator()
 	res := result{Op: "read-hfile"}
-	for ok := it.First(); ok; ok = it.Next() {
-		res.Cells++
-		res.Bytes += cellBytes(it.Cell())
-	}
-	if err := it.Err(); err != nil {
-		return result{}, err
-	}
-	if err := it.Close(); err != nil {
+	if err := cell.ForEach(r.NewIterator(), res.count); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()
@@ -162,22 +161,11 @@ func readSnapshot(root, name string, workers int) (result, error) {
 	for _, sp := range splits {
 		g.Go(func() error {
 			// All versions, as the oracle's bench scan reads them.
-			sc, err := s.NewScanner(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30})
-			if err != nil {
-				return err
-			}
-			var n, b int64
-			for sc.Next() {
-				n++
-				b += cellBytes(sc.Cell())
-			}
-			cells.Add(n)
-			bytes.Add(b)
-			if err := sc.Err(); err != nil {
-				sc.Close()
-				return err
-			}
-			return sc.Close()
+			var part result
+			err := s.ReadSplit(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, part.count)
+			cells.Add(part.Cells)
+			bytes.Add(part.Bytes)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -242,16 +230,7 @@ func scan(zk, table string) (result, error) {
 	defer c.Close()
 	res := result{Op: "scan"}
 	start := time.Now()
-	sc := c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000})
-	for sc.Next() {
-		res.Cells++
-		res.Bytes += cellBytes(sc.Cell())
-	}
-	if err := sc.Err(); err != nil {
-		sc.Close()
-		return result{}, err
-	}
-	if err := sc.Close(); err != nil {
+	if err := cell.ForEach(c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000}), res.count); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()
