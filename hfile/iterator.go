@@ -40,6 +40,12 @@ type Iterator struct {
 	nextOff   int64
 	// seekKey serializes SeekGE's target for index comparisons.
 	seekKey cell.Cell
+	// fromStart is true while every cell since the file's first has been
+	// read in order; counted is how many. Reaching the end that way checks
+	// counted against the trailer's entry count (countChecked).
+	fromStart    bool
+	counted      uint64
+	countChecked bool
 }
 
 // NewIterator returns an unpositioned iterator over the file's cells.
@@ -78,6 +84,14 @@ func (it *Iterator) Cell() *cell.Cell {
 // Err returns the error that stopped the iterator, nil at clean exhaustion.
 func (it *Iterator) Err() error { return it.err }
 
+// CountChecked reports whether the iterator reached the end of the file
+// having read every cell from the first one (after First, or a SeekGE that
+// landed on the first cell), so that the number of cells read was checked
+// against the trailer's entry count. A mismatch is reported by Err as
+// ErrCorrupt: it means cells were skipped or invented, which no per-block
+// checksum can notice when the trailer or the index is what is damaged.
+func (it *Iterator) CountChecked() bool { return it.countChecked }
+
 // Close releases the iterator's buffers and returns the error that stopped
 // it, if any.
 func (it *Iterator) Close() error {
@@ -99,9 +113,10 @@ func (it *Iterator) First() bool {
 		return false
 	}
 	it.err, it.valid, it.started = nil, false, true
+	it.fromStart, it.counted, it.countChecked = true, 0, false
 	t := &it.r.trailer
 	if t.EntryCount == 0 && len(it.r.root) == 0 {
-		return false
+		return it.end()
 	}
 	it.nextOff = t.FirstDataBlockOffset
 	return it.nextBlock(0)
@@ -126,10 +141,26 @@ func (it *Iterator) step() bool {
 		return it.fail(corruptf(it.r.name, it.blockOff, it.blockType, "%v", err))
 	}
 	if ok {
+		it.counted++
 		it.valid = true
 		return true
 	}
 	return it.nextBlock(0)
+}
+
+// end is reached when the data section is exhausted: a pass that read the
+// whole file checks its cell count against the trailer's.
+func (it *Iterator) end() bool {
+	it.valid = false
+	if !it.fromStart {
+		return false
+	}
+	it.fromStart = false
+	if n := it.r.trailer.EntryCount; it.counted != n {
+		return it.fail(corruptf(it.r.name, -1, 0, "read %d cells from the first data block at %d to the last at %d, but the trailer counts %d", it.counted, it.r.trailer.FirstDataBlockOffset, it.r.trailer.LastDataBlockOffset, n))
+	}
+	it.countChecked = true
+	return false
 }
 
 // nextBlock loads data blocks from it.nextOff on until one yields a cell or
@@ -161,11 +192,12 @@ func (it *Iterator) nextBlock(size int) bool {
 			return it.fail(corruptf(it.r.name, off, h.typ, "%v", err))
 		}
 		if ok {
+			it.counted++
 			it.valid = true
 			return true
 		}
 	}
-	return false
+	return it.end()
 }
 
 // idxCache remembers one decoded index block.
@@ -185,9 +217,11 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return false
 	}
 	it.err, it.started = nil, true
+	it.countChecked = false
 	rd := it.r
 	if len(rd.root) == 0 {
 		it.valid = false
+		it.fromStart = false
 		return false
 	}
 	levels := int(rd.trailer.NumDataIndexLevels)
@@ -221,6 +255,7 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return it.scanTo(key)
 	}
 	it.valid = false
+	it.fromStart = false
 	t := &rd.trailer
 	if e.Offset < t.FirstDataBlockOffset || e.Offset > t.LastDataBlockOffset {
 		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", t.FirstDataBlockOffset, t.LastDataBlockOffset))
@@ -238,6 +273,11 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return it.fail(corruptf(rd.name, e.Offset, h.typ, "%v", err))
 	}
 	it.dec.seekRow(key.Row)
+	// Landing in the first data block before any row was skipped is the
+	// same as starting from First, so the pass can still count the file.
+	if e.Offset == t.FirstDataBlockOffset && it.dec.first {
+		it.fromStart, it.counted = true, 0
+	}
 	if !it.step() {
 		return false
 	}
