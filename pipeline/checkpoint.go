@@ -102,7 +102,7 @@ func (s *checkpointStore) close() error { return s.loc.Close() }
 // fingerprint hashes the parts of a run that decide which cells it writes
 // where; anything else (workers, limits, progress) may change between a run
 // and its resume.
-func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes, setTS int64, sink string, only []KeyRange) string {
+func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes, setTS int64, sink string, only []KeyRange, shard Shard) string {
 	oldKey, newKey := j.Program.Describe()
 	fams := make([]string, 0, len(j.Spec.Families))
 	for o, n := range j.Spec.Families {
@@ -121,7 +121,8 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		SetTimestamp    int64
 		Sink            string
 		Only            []KeyRange
-	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only}
+		Shard           Shard
+	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard}
 	b, _ := json.Marshal(doc)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

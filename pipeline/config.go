@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"io"
 	"time"
 
@@ -38,6 +39,11 @@ type Config struct {
 	// ranges to redo): splits are clipped to them and splits outside are
 	// skipped. Runs with Only keep their own checkpoint.
 	Only []KeyRange
+	// Shard, when Count > 1, makes this process do only its share of the
+	// splits: a size-balanced, deterministic partition, so N copies of
+	// rekey (a Kubernetes Indexed Job, say) split one job between them,
+	// each with its own checkpoint.
+	Shard Shard
 	// Limits are the starting throttle caps [the job's run section].
 	Limits Limits
 	// Control, when set, lets the caller change limits, pause and resume
@@ -68,6 +74,15 @@ type KeyRange struct {
 	Start []byte `json:"start"`
 	Stop  []byte `json:"stop"`
 }
+
+// Shard is one share of a job run by several processes: Index in
+// [0, Count).
+type Shard struct {
+	Index, Count int
+}
+
+// String is "I/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
 // Limits are a run's throttle caps; zero means no cap.
 type Limits struct {

@@ -219,7 +219,11 @@ func (r *runner) finishFiles(sum *Summary, items []work) {
 	r.mu.Unlock()
 	if err == nil {
 		wfs := r.rejects.fs
-		p := path.Join(path.Dir(r.ckpt.loc.Path), "entities.json")
+		name := "entities.json"
+		if sh := r.cfg.Shard; sh.Count > 1 {
+			name = fmt.Sprintf("entities.shard-%d-of-%d.json", sh.Index, sh.Count)
+		}
+		p := path.Join(path.Dir(r.ckpt.loc.Path), name)
 		if err := vfs.WriteFileAtomic(wfs, p, buf.Bytes()); err != nil {
 			r.warn("entity sketch: %v", err)
 		} else {

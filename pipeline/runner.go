@@ -118,8 +118,15 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 	if cfg.SplitBytes <= 0 {
 		cfg.SplitBytes = j.Run.SplitBytes
 	}
+	if cfg.Shard.Count > 1 && (cfg.Shard.Index < 0 || cfg.Shard.Index >= cfg.Shard.Count) {
+		return nil, fmt.Errorf("pipeline: shard %s: the index must be in [0, %d)", cfg.Shard, cfg.Shard.Count)
+	}
 	if cfg.Checkpoint == "" {
 		cfg.Checkpoint = j.CheckpointPath()
+		if cfg.Shard.Count > 1 {
+			// One checkpoint per shard, side by side.
+			cfg.Checkpoint = strings.TrimSuffix(cfg.Checkpoint, ".json") + fmt.Sprintf(".shard-%d-of-%d.json", cfg.Shard.Index, cfg.Shard.Count)
+		}
 	}
 	if cfg.Memory <= 0 {
 		cfg.Memory = j.Run.Memory
@@ -252,7 +259,15 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		return sum, err
 	}
 	items := clip(splits, cfg.Only)
-	sort.SliceStable(items, func(a, b int) bool { return items[a].bytes > items[b].bytes })
+	sort.SliceStable(items, func(a, b int) bool {
+		if items[a].bytes != items[b].bytes {
+			return items[a].bytes > items[b].bytes
+		}
+		return items[a].id < items[b].id
+	})
+	if cfg.Shard.Count > 1 {
+		items = shardOf(items, cfg.Shard)
+	}
 	sum.Splits = len(items)
 
 	// The checkpoint.
@@ -260,7 +275,7 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	if !j.Source.Scan.TTLAtSnapshot && j.Source.Scan.TTLAt.IsZero() {
 		fpScan.Now = time.Time{} // "now" differs between a run and its resume
 	}
-	fp := fingerprint(j, r.snap.Info(), fpScan, cfg.SplitBytes, cfg.SetTimestamp, r.sink.Name(), cfg.Only)
+	fp := fingerprint(j, r.snap.Info(), fpScan, cfg.SplitBytes, cfg.SetTimestamp, r.sink.Name(), cfg.Only, cfg.Shard)
 	prev, err := r.ckpt.load()
 	if err != nil {
 		return sum, err
@@ -350,6 +365,27 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		return sum, werr
 	}
 	return sum, nil
+}
+
+// shardOf deals the items, largest first, each to the shard with the
+// fewest bytes so far (ties to the lower index), and returns this shard's:
+// every process computes the same deal from the same snapshot.
+func shardOf(items []work, sh Shard) []work {
+	load := make([]int64, sh.Count)
+	var mine []work
+	for _, w := range items {
+		best := 0
+		for i := 1; i < sh.Count; i++ {
+			if load[i] < load[best] {
+				best = i
+			}
+		}
+		load[best] += max(w.bytes, 1)
+		if best == sh.Index {
+			mine = append(mine, w)
+		}
+	}
+	return mine
 }
 
 // clip turns splits into work items, cut to the --only ranges.

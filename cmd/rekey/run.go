@@ -34,7 +34,7 @@ var errInterrupted = errors.New("interrupted")
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
-	controlAddr, progress, only, setTS                                           string
+	controlAddr, progress, only, setTS, shard                                    string
 	workers, batchCells, callsPerServer                                          int
 	cellsPerSec, readMBPerSec                                                    float64
 	resume, fresh, raw, create, json                                             bool
@@ -68,7 +68,8 @@ mutations reported (or the run failed: damaged input, cluster errors);
   rekey run jobs/events.yaml --workers 8 --resume
   rekey run jobs/events.yaml --from 2026-11-29T00:00:00Z --to 2026-11-30T00:00:00Z --resume
   rekey run jobs/events.yaml --max-cells-per-sec 50000 --control-addr 127.0.0.1:7070
-  rekey run jobs/events.yaml --json > summary.json`,
+  rekey run jobs/events.yaml --json > summary.json
+  rekey run jobs/events.yaml --shard $JOB_COMPLETION_INDEX/8 --resume   # one of 8 pods`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRun(cmd, args[0], f)
@@ -97,6 +98,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
 	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port (job: run.control_addr)")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
+	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	rootCmd.AddCommand(cmd)
 }
@@ -175,6 +177,13 @@ func runRun(cmd *cobra.Command, path string, f runFlags) error {
 		logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", addr)
 	}
 	cfg := pipeline.Config{Job: j, Sink: sink, Control: ctl, Resume: f.resume, Fresh: f.fresh, Logf: logf}
+	if f.shard != "" {
+		sh, err := parseShard(f.shard)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Shard = sh
+	}
 	switch mode := f.progress; mode {
 	case "auto":
 		cfg.Progress = stderr
@@ -345,6 +354,17 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		return errors.New("--resume and --fresh exclude each other")
 	}
 	return nil
+}
+
+// parseShard reads "I/N" with 0 <= I < N.
+func parseShard(s string) (pipeline.Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	a, err1 := strconv.Atoi(i)
+	b, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
+		return pipeline.Shard{}, fmt.Errorf("--shard %q: expected I/N with 0 <= I < N, e.g. 0/4", s)
+	}
+	return pipeline.Shard{Index: a, Count: b}, nil
 }
 
 // parseInstant reads epoch milliseconds or RFC 3339.
