@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -260,8 +261,10 @@ func dropTable(t *testing.T, table string) {
 
 func TestPresetsThroughPuts(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel()
 	for name, p := range presets {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			src := uniq(t, "run_src_"+name)
 			snap := src + "_snap"
@@ -314,4 +317,110 @@ func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []stri
 	cfg.Job = j
 	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
 	return pipeline.Run(ctx, cfg)
+}
+
+// TestTimeRangeAndRawDeletes: a run limited to [from, to) copies exactly
+// the cells in that range; a raw run carries delete markers, which then
+// mask the same cells in the target as in the source.
+func TestTimeRangeAndRawDeletes(t *testing.T) {
+	st := testenv.Require(t)
+	t.Parallel()
+	ctx := context.Background()
+	p := presets["wide_to_bucketed"]
+	src := uniq(t, "tr_src")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	cells := p.gen(rand.New(rand.NewSource(3)))
+	// Delete markers: a version delete and a column delete on a few cells.
+	for i := 0; i < len(cells); i += 97 {
+		c := cells[i]
+		typ := cell.Delete
+		if i%2 == 1 {
+			typ = cell.DeleteColumn
+		}
+		cells = append(cells, cell.Cell{Row: c.Row, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: typ})
+	}
+	source := seedSource(t, st, src, snap, p, cells, 3)
+
+	t.Run("time range", func(t *testing.T) {
+		dst := uniq(t, "tr_dst")
+		testenv.DropAfter(t, dst, "")
+		from, to := int64(tsBase+24*3600*1000), int64(tsBase+48*3600*1000)
+		var in []cell.Cell
+		for _, c := range source {
+			if c.Timestamp >= from && c.Timestamp < to {
+				in = append(in, c)
+			}
+		}
+		j := loadJob(t, p, st, snap, dst)
+		j.Source.Scan.From, j.Source.Scan.To = from, to
+		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{})
+		if err != nil || !sum.Finished {
+			t.Fatalf("run: %v %+v", err, sum)
+		}
+		sameCells(t, "target of [from, to)", dumpTable(t, dst, false), expect(p, in))
+	})
+	t.Run("raw", func(t *testing.T) {
+		dst := uniq(t, "raw_dst")
+		testenv.DropAfter(t, dst, "")
+		raw, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snap, "--raw"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		markers := 0
+		for _, c := range raw {
+			if c.Type != cell.Put {
+				markers++
+			}
+		}
+		if markers == 0 {
+			t.Fatal("the raw source holds no delete markers")
+		}
+		j := loadJob(t, p, st, snap, dst)
+		j.Source.Scan.Raw = true
+		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{})
+		if err != nil || !sum.Finished || sum.Read != int64(len(raw)) {
+			t.Fatalf("raw run: %v, read %d of %d raw cells", err, sum.Read, len(raw))
+		}
+		// The target, read normally, equals the source read normally:
+		// the markers mask the same cells.
+		sameCells(t, "raw-copied target, read normally", dumpTable(t, dst, false), expect(p, source))
+		// And the markers themselves arrived.
+		sameCells(t, "raw-copied target, read raw", dumpTable(t, dst, true), expect(p, raw))
+	})
+}
+
+// TestTargetWithoutTheFamiliesIsRefused: an existing target lacking a
+// mapped family is refused before anything is written.
+func TestTargetWithoutTheFamiliesIsRefused(t *testing.T) {
+	st := testenv.Require(t)
+	t.Parallel()
+	ctx := context.Background()
+	p := presets["tall_to_wide"] // writes family d
+	src, dst := uniq(t, "fam_src"), uniq(t, "fam_dst")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	testenv.DropAfter(t, dst, "")
+	seedSource(t, st, src, snap, p, p.gen(rand.New(rand.NewSource(1)))[:10], 1)
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.CreateTable(ctx, hbase.TableSpec{Name: dst, Families: []hbase.Family{{Name: "o"}}}); err != nil {
+		t.Fatal(err)
+	}
+	j := loadJob(t, p, st, snap, dst)
+	s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = pipeline.PrepareTarget(ctx, client, j, s, nil)
+	if !errors.Is(err, pipeline.ErrTargetFamilies) || !strings.Contains(err.Error(), "no d") {
+		t.Fatalf("target without family d: %v", err)
+	}
+	if n := len(dumpTable(t, dst, true)); n != 0 {
+		t.Errorf("%d cells written into the refused target", n)
+	}
 }

@@ -107,6 +107,7 @@ func exitCode(err error) int {
 // version added by a redo (raw dump: every version HBase holds).
 func TestKillNineThenResume(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel()
 	bin := rekeyBinary(t)
 	src, dst := uniq(t, "kill_src"), uniq(t, "kill_dst")
 	snap := src + "_snap"
@@ -151,6 +152,7 @@ func TestKillNineThenResume(t *testing.T) {
 // checkpoint; --resume finishes the job.
 func TestSigtermExitsThreeAndResumes(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel()
 	bin := rekeyBinary(t)
 	src, dst := uniq(t, "term_src"), uniq(t, "term_dst")
 	snap := src + "_snap"
@@ -298,6 +300,7 @@ func control(t *testing.T, st *testenv.State, cmd string) string {
 // write rate from the cells HBase acknowledged over the run's time.
 func TestThrottleHoldsTheRate(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel()
 	ctx := context.Background()
 	src, dst := uniq(t, "thr_src"), uniq(t, "thr_dst")
 	snap := src + "_snap"
@@ -330,6 +333,7 @@ func TestThrottleHoldsTheRate(t *testing.T) {
 // fit, and a layout that drops a field so distinct old cells collide.
 func TestRejectsAndCollisionsCounted(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel()
 	ctx := context.Background()
 	src := uniq(t, "rej_src")
 	snap := src + "_snap"
