@@ -545,7 +545,7 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 		st.Read++
 		r.read.Add(1)
 		before, beforeB := emitted, emittedB
-		merr := transform.Apply(mapper, *src, emit)
+		merr := mapper.Map(*src, emit)
 		if writeErr != nil {
 			return writeErr
 		}
