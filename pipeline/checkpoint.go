@@ -76,7 +76,7 @@ func (s *checkpointStore) load() (*Checkpoint, error) {
 }
 
 func (s *checkpointStore) save(c *Checkpoint) error {
-	b, err := json.MarshalIndent(c, "", " ")
+	b, err := json.Marshal(c) // compact: rewritten after every split
 	if err != nil {
 		return err
 	}
