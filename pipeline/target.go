@@ -89,7 +89,6 @@ var ErrTargetFamilies = errors.New("pipeline: the target table lacks families th
 func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snapshot.Snapshot, splitKeys [][]byte) (bool, error) {
 	want := TargetFamilies(j, snap)
 	desc, err := c.DescribeTable(ctx, j.Target.Table)
-	var nf *hbase.TableNotFoundError
 	switch {
 	case err == nil:
 		have := map[string]bool{}
@@ -106,7 +105,7 @@ func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snaps
 			return false, fmt.Errorf("%w: %s has no %s (it has %s)", ErrTargetFamilies, j.Target.Table, strings.Join(missing, ", "), familyNames(desc.Families))
 		}
 		return false, nil
-	case !errors.As(err, &nf):
+	case !errors.Is(err, hbase.ErrTableNotFound):
 		return false, err
 	case !j.Target.Create.Enabled:
 		return false, fmt.Errorf("target table %s does not exist (create it, or set target.create: true in the job): %w", j.Target.Table, err)
