@@ -97,6 +97,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 1GiB (job: run.memory)")
 	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
 	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port (job: run.control_addr)")
+	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
