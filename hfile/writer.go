@@ -307,6 +307,8 @@ func (w *Writer) Append(c *cell.Cell) error {
 // check refuses cells the file cannot hold.
 func (w *Writer) check(c *cell.Cell) error {
 	switch {
+	case len(c.Family) == 0:
+		return fmt.Errorf("hfile: writer %s: cell %s has no family", w.name, c.String())
 	case len(c.Row) > 32767:
 		return fmt.Errorf("hfile: writer %s: row of %d bytes exceeds HBase's 32767-byte limit: %s", w.name, len(c.Row), c.String())
 	case len(c.Family) > 127:
@@ -487,7 +489,10 @@ func (w *Writer) writeBlock(bt BlockType, b *[]byte) (int, error) {
 // Stats reports what has been written so far. The slices are copies the
 // caller may keep.
 func (w *Writer) Stats() Stats {
-	s := Stats{Entries: w.entries, Written: w.off, Pending: int64(len(w.blk.buf) - headerSize)}
+	s := Stats{Entries: w.entries, Written: w.off}
+	if w.blk.n > 0 {
+		s.Pending = int64(len(w.blk.buf) - headerSize)
+	}
 	if w.has {
 		s.Family = bytes.Clone(w.family)
 		s.FirstRow = bytes.Clone(w.firstRow)
