@@ -346,7 +346,7 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 				ps.Duplicates++
 			} else {
 				ps.Collisions++
-				s.example(fmt.Sprintf("%s: value %x and %x", c, clip(prev.Value), clip(c.Value)))
+				s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
 			}
 			return nil
 		}

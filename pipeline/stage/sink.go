@@ -236,7 +236,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	n := len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
 	var cost int64 = entrySize
 	if len(w.chunks) == 0 || cap(w.chunks[len(w.chunks)-1])-len(w.chunks[len(w.chunks)-1]) < n {
-		size := max(arenaChunk, n)
+		size := max(min(arenaChunk, int(w.budget/8)), n)
 		w.chunks = append(w.chunks, make([]byte, 0, size))
 		cost += int64(size)
 	}
@@ -257,8 +257,9 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	e.c.Tags = take(c.Tags)
 	if cap(w.ents) == len(w.ents) {
 		// The entries slice grows by doubling; account the new capacity.
-		cost += int64(max(cap(w.ents), 1024)) * entrySize
-		w.ents = slices.Grow(w.ents, max(cap(w.ents), 1024))
+		grow := max(cap(w.ents), 64)
+		w.ents = slices.Grow(w.ents, grow)
+		cost += int64(cap(w.ents)-len(w.ents)) * entrySize
 	}
 	cost -= entrySize // entries are accounted by capacity above
 	w.ents = append(w.ents, e)
