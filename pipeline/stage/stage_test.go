@@ -75,7 +75,7 @@ func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) pipeline.Ac
 
 type stagedFile struct {
 	region, family, path string
-	cells               []cell.Cell
+	cells                []cell.Cell
 }
 
 // readStaged reads every HFile under dir/hfiles with the hfile reader.
