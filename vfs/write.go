@@ -168,9 +168,11 @@ func (w *hdfsWriter) Close() error {
 	// The NameNode answers "not yet" (ErrReplicating) while the last block
 	// has fewer live replicas than the minimum; the file's bytes are all
 	// written by then, and asking again completes it.
+	// Poll often: the answer changes when a DataNode's block report
+	// arrives, which a doubling back-off would overshoot by as much again.
 	err := w.w.Close()
-	for wait := 20 * time.Millisecond; hdfs.IsErrReplicating(err) && wait < 10*time.Second; wait *= 2 {
-		time.Sleep(wait)
+	for deadline := time.Now().Add(60 * time.Second); hdfs.IsErrReplicating(err) && time.Now().Before(deadline); {
+		time.Sleep(25 * time.Millisecond)
 		err = w.w.Close()
 	}
 	return err

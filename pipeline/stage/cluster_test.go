@@ -118,11 +118,14 @@ func TestStageLoadAfterSplit(t *testing.T) {
 	}
 	defer s.Close()
 	cells := genCells(11, 8000)
+	logRep{t}.Printf("staging")
 	writeSplit(t, s, "all", cells)
+	logRep{t}.Printf("staged")
 	// Split the first region at "g" and the second at "t" after the plan.
 	for _, at := range []string{"g", "t"} {
 		testenv.Oracle(t, "split", table, hex.EncodeToString([]byte(at)))
 	}
+	logRep{t}.Printf("split")
 	rs, err := c.Regions(ctx, table)
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,11 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 					}
 					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
 				}
-				files = append(files, hbase.BulkFile{Family: []byte(ps.Family), Path: s.url(p), FirstRow: f.FirstRow, LastRow: f.LastRow})
+				bf, err := s.validate(p, ps.Family, f)
+				if err != nil {
+					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				}
+				files = append(files, bf)
 			}
 		}
 		if len(files) == 0 {
@@ -245,4 +249,36 @@ func (s *Sink) removeStrayHFiles(reg *Region, parts []*partState) {
 			}
 		}
 	}
+}
+
+// validate opens a staged HFile before it is loaded and checks it is the
+// file that was recorded: it opens (trailer, index, file info), holds the
+// recorded number of cells and spans the recorded rows. A file damaged or
+// replaced since it was written fails here, naming the file, rather than
+// in the region server.
+func (s *Sink) validate(p, family string, f hfileInfo) (hbase.BulkFile, error) {
+	bf := hbase.BulkFile{Family: []byte(family), Path: s.url(p)}
+	in, err := s.fs.Open(p)
+	if err != nil {
+		return bf, err
+	}
+	defer in.Close()
+	if in.Size() != f.Size {
+		return bf, fmt.Errorf("HFile %s is %d bytes, %d were written", bf.Path, in.Size(), f.Size)
+	}
+	if err := bf.BoundsFromHFile(in, in.Size()); err != nil {
+		return bf, err
+	}
+	if !bytes.Equal(bf.FirstRow, f.FirstRow) || !bytes.Equal(bf.LastRow, f.LastRow) {
+		return bf, fmt.Errorf("HFile %s spans rows %q..%q, %q..%q were written", bf.Path, bf.FirstRow, bf.LastRow, f.FirstRow, f.LastRow)
+	}
+	rd, err := hfile.Open(in, in.Size(), bf.Path)
+	if err != nil {
+		return bf, err
+	}
+	defer rd.Close()
+	if n := rd.Entries(); n != uint64(f.Cells) {
+		return bf, fmt.Errorf("HFile %s holds %d cells, %d were written", bf.Path, n, f.Cells)
+	}
+	return bf, nil
 }

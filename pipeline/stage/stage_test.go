@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
@@ -20,7 +21,9 @@ import (
 
 type logRep struct{ t testing.TB }
 
-func (r logRep) Printf(format string, args ...any) { r.t.Logf(format, args...) }
+func (r logRep) Printf(format string, args ...any) {
+	r.t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
 
 // genCells makes n distinct cells over families f1 and f2, rows spread
 // over the key space, with values of varying size and some tags.
