@@ -207,7 +207,7 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
 	}
 	out.f, out.closeFile = f, f.Close
-	out.bw = bufio.NewWriterSize(f, 1<<20)
+	out.bw = bufio.NewWriterSize(f, 64<<10)
 	opts.Name = s.url(out.final)
 	w, err := hfile.NewWriter(out.bw, opts)
 	if err != nil {

@@ -8,9 +8,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -415,5 +418,90 @@ func TestPlanFromSplitKeys(t *testing.T) {
 	}
 	if _, err := PlanFromSplitKeys("t", [][]byte{[]byte("a"), []byte("a")}); err == nil {
 		t.Error("duplicate split keys accepted")
+	}
+}
+
+// TestStageMemoryBound stages about 30 MB through a 1 MiB budget and
+// samples the Go heap all along: what the process holds stays a small
+// fraction of the data, not proportional to it.
+func TestStageMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stages 30 MB")
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")}, Memory: 1 << 20, Workers: 2}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A low GC target makes heap in use track live memory closely.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+		}
+	}()
+	var data int64
+	var n int
+	for sp := 0; sp < 4; sp++ {
+		// Cells are made one at a time: the test holds no input.
+		w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprintf("split-%d", sp)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(int64(sp)))
+		val := make([]byte, 200)
+		for i := 0; i < 50000; i++ {
+			c := cell.Cell{
+				Row:       fmt.Appendf(nil, "%c%06d", 'a'+rng.Intn(26), rng.Intn(50000)),
+				Family:    []byte("f"),
+				Qualifier: fmt.Appendf(nil, "q%d-%d", sp, i),
+				Timestamp: 1, Type: cell.Put, Value: val[:rng.Intn(200)],
+			}
+			data += cellBytes(&c)
+			if err := w.Write(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-done
+	st := s.Stats()
+	grown := int64(peak.Load()) - int64(base.HeapInuse)
+	t.Logf("data %d bytes, %d cells; budget %d; accounted peak %d; heap in use grew by at most %d; %d runs, %d merge passes, %d HFiles",
+		data, n, o.Memory, st.PeakMemory, grown, st.Runs, st.MergePasses, st.HFiles)
+	if st.Cells != int64(n) {
+		t.Errorf("%d cells in HFiles, %d staged", st.Cells, n)
+	}
+	if st.PeakMemory > o.Memory {
+		t.Errorf("accounted sort memory %d over the budget %d", st.PeakMemory, o.Memory)
+	}
+	if limit := data / 4; grown > limit {
+		t.Errorf("heap grew by %d bytes staging %d bytes of cells; want under %d", grown, data, limit)
 	}
 }
