@@ -188,7 +188,7 @@ func NewWriter(w io.Writer, o WriterOptions) (*Writer, error) {
 	default:
 		return nil, fmt.Errorf("%w: writer %s: data block encoding %s", ErrUnsupported, o.Name, o.Encoding)
 	}
-	if o.Bloom != BloomNone {
+	if o.Bloom > BloomRowCol {
 		return nil, fmt.Errorf("%w: writer %s: bloom filter %s", ErrUnsupported, o.Name, o.Bloom)
 	}
 	for k := range o.FileInfo {
@@ -261,7 +261,11 @@ func (w *Writer) Append(c *cell.Cell) error {
 		prev = &w.last
 	}
 	if w.bloom != nil {
-		w.bloom.add(c, prev == nil && !w.has, w)
+		var before *cell.Cell
+		if w.has {
+			before = &w.last
+		}
+		w.bloom.add(c, before)
 	}
 	w.blk.add(c, prev)
 
