@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline"
@@ -266,17 +267,27 @@ func (s *Sink) validate(p, family string, f hfileInfo) (hbase.BulkFile, error) {
 	if in.Size() != f.Size {
 		return bf, fmt.Errorf("HFile %s is %d bytes, %d were written", bf.Path, in.Size(), f.Size)
 	}
-	if err := bf.BoundsFromHFile(in, in.Size()); err != nil {
-		return bf, err
-	}
-	if !bytes.Equal(bf.FirstRow, f.FirstRow) || !bytes.Equal(bf.LastRow, f.LastRow) {
-		return bf, fmt.Errorf("HFile %s spans rows %q..%q, %q..%q were written", bf.Path, bf.FirstRow, bf.LastRow, f.FirstRow, f.LastRow)
-	}
 	rd, err := hfile.Open(in, in.Size(), bf.Path)
 	if err != nil {
 		return bf, err
 	}
 	defer rd.Close()
+	fk, ok1 := rd.FirstKey()
+	lk, ok2 := rd.LastKey()
+	if !ok1 || !ok2 {
+		return bf, fmt.Errorf("HFile %s has no first key or LASTKEY; HBase refuses to load it", bf.Path)
+	}
+	var first, last cell.Cell
+	if err := cell.ParseKey(fk, &first); err != nil {
+		return bf, fmt.Errorf("HFile %s: first key: %w", bf.Path, err)
+	}
+	if err := cell.ParseKey(lk, &last); err != nil {
+		return bf, fmt.Errorf("HFile %s: LASTKEY: %w", bf.Path, err)
+	}
+	if !bytes.Equal(first.Row, f.FirstRow) || !bytes.Equal(last.Row, f.LastRow) {
+		return bf, fmt.Errorf("HFile %s spans rows %q..%q, %q..%q were written", bf.Path, first.Row, last.Row, f.FirstRow, f.LastRow)
+	}
+	bf.FirstRow, bf.LastRow = f.FirstRow, f.LastRow
 	if n := rd.Entries(); n != uint64(f.Cells) {
 		return bf, fmt.Errorf("HFile %s holds %d cells, %d were written", bf.Path, n, f.Cells)
 	}
