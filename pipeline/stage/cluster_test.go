@@ -4,11 +4,16 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -142,4 +147,93 @@ func TestStageLoadAfterSplit(t *testing.T) {
 		t.Error("no file was re-split, though both planned regions split")
 	}
 	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
+}
+
+// TestStageCheckHFile stages offline (no cluster in the sink, as the demo
+// runs) with a different encoding, codec and bloom per family, and has
+// HBase's own reader (the oracle's check-hfile) open, check and dump every
+// staged HFile: it holds exactly the expected cells, tags included, in the
+// order of region, family and row.
+func TestStageCheckHFile(t *testing.T) {
+	testenv.Require(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	splits := []string{"h", "p"}
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte(splits[0]), []byte(splits[1])},
+		Memory: 256 << 10, Workers: 1, HFileSize: 96 << 10,
+		Families: map[string]hfile.WriterOptions{
+			"f1": {Encoding: hfile.EncodingFastDiff, Codec: hfile.CodecGZ, Bloom: hfile.BloomRow, BlockSize: 8 << 10},
+			"f2": {Encoding: hfile.EncodingRowIndexV1, Codec: hfile.CodecZstd, Bloom: hfile.BloomRowCol},
+		}}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells := genCells(5, 8000)
+	writeSplit(t, s, "a", cells[:5000])
+	writeSplit(t, s, "b", cells[5000:])
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	// Expected, by the rule: region by the split keys, then family, then
+	// HBase's cell order.
+	regionOf := func(row []byte) int {
+		r := 0
+		for _, k := range splits {
+			if string(row) >= k {
+				r++
+			}
+		}
+		return r
+	}
+	want := sorted(cells)
+	slices.SortStableFunc(want, func(a, b cell.Cell) int {
+		if ra, rb := regionOf(a.Row), regionOf(b.Row); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(string(a.Family), string(b.Family))
+	})
+	var wantLines []string
+	for i := range want {
+		l := strings.TrimSuffix(string(cell.AppendDump(nil, &want[i])), "\n")
+		wantLines = append(wantLines, l+"\t"+hex.EncodeToString(want[i].Tags)+"\n")
+	}
+	// Files in the same order: region dir (rNNNNN sorts by index), family,
+	// first row.
+	files := readStaged(t, dir)
+	sort.Slice(files, func(i, j int) bool {
+		a, b := files[i], files[j]
+		if a.region != b.region {
+			return a.region < b.region
+		}
+		if a.family != b.family {
+			return a.family < b.family
+		}
+		return string(a.cells[0].Row) < string(b.cells[0].Row)
+	})
+	args := []string{"check-hfile", "--tags"}
+	for _, f := range files {
+		args = append(args, filepath.Join(dir, hfilesDir, f.path))
+	}
+	out := string(testenv.Oracle(t, args...))
+	var got []string
+	encodings := map[string]bool{}
+	for _, l := range strings.SplitAfter(out, "\n") {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "# encoding "), strings.HasPrefix(l, "# codec "), strings.HasPrefix(l, "# bloom "):
+			encodings[strings.TrimSpace(l)] = true
+		case strings.HasPrefix(l, "#"):
+		default:
+			got = append(got, l)
+		}
+	}
+	t.Logf("%d HFiles checked by HBase; %v", len(files), encodings)
+	for _, want := range []string{"# encoding FAST_DIFF", "# encoding ROW_INDEX_V1", "# codec GZ", "# codec ZSTD", "# bloom ROW", "# bloom ROWCOL"} {
+		if !encodings[want] {
+			t.Errorf("no staged HFile reports %q", want)
+		}
+	}
+	equalLines(t, got, wantLines)
 }
