@@ -93,6 +93,27 @@ func TestStageLoadCluster(t *testing.T) {
 	writeSplit(t, s, "one", cells[:12000])
 	writeSplit(t, s, "two", cells[12000:])
 	writeSplit(t, s, "two", cells[12000:]) // redone split
+	// The load stops after its first region (an interrupt); the next
+	// Finish (a --resume) loads the rest, and nothing twice.
+	cctx, cancel := context.WithCancel(ctx)
+	stopper := reporterFunc(func(format string, args ...any) {
+		logRep{t}.Printf(format, args...)
+		if strings.HasPrefix(format, "hfiles: loaded region") {
+			cancel()
+		}
+	})
+	if err := s.Finish(cctx, stopper); err == nil {
+		t.Fatal("Finish ran through a cancelled context")
+	}
+	if n := s.Stats().RegionsLoaded; n < 1 || n > 3 {
+		t.Fatalf("%d regions loaded before the interrupt, want 1 to 3", n)
+	}
+	s.Close()
+	s, err = New(ctx, Options{Staging: staging, Table: table, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +131,10 @@ func TestStageLoadCluster(t *testing.T) {
 	}
 	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
 }
+
+type reporterFunc func(format string, args ...any)
+
+func (f reporterFunc) Printf(format string, args ...any) { f(format, args...) }
 
 // TestStageLoadAfterSplit: the target region splits between the staging
 // and the load; the files that now span two regions are split again and

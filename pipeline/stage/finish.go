@@ -38,6 +38,16 @@ func (s *Sink) Finish(ctx context.Context, rep pipeline.Reporter) error {
 		}
 	}
 	s.mu.Lock()
+	// Spill figures of the whole job, from the records (a resumed process
+	// staged only part of it itself).
+	s.stats.Runs, s.stats.RunBytes, s.stats.CellsStaged = 0, 0, 0
+	for _, r := range recs {
+		s.stats.Runs += int64(len(r.Runs))
+		for _, f := range r.Runs {
+			s.stats.RunBytes += f.Size
+		}
+		s.stats.CellsStaged += r.Cells
+	}
 	s.stats.Cells, s.stats.HFiles, s.stats.HFileBytes = 0, 0, 0
 	s.stats.Duplicates, s.stats.Collisions = 0, 0
 	for _, ps := range st.Parts {

@@ -41,6 +41,9 @@ type Sink struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ pipeline.Sink = (*Sink)(nil)
@@ -145,8 +148,12 @@ func (s *Sink) Stats() Stats {
 	return st
 }
 
-// Close releases the staging folder's file system.
-func (s *Sink) Close() error { return s.loc.Close() }
+// Close releases the staging folder's file system; closing again is a
+// no-op.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.loc.Close() })
+	return s.closeErr
+}
 
 // addStaged accounts n more bytes in the staging folder and reports
 // whether that stays within the bound.
