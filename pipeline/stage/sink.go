@@ -241,12 +241,30 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		return fmt.Errorf("stage: split %s: Write after Commit or Abort", w.info.ID)
 	}
 	n := len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
-	var cost int64 = entrySize
-	if len(w.chunks) == 0 || cap(w.chunks[len(w.chunks)-1])-len(w.chunks[len(w.chunks)-1]) < n {
-		size := max(min(arenaChunk, int(w.budget/8)), n)
-		w.chunks = append(w.chunks, make([]byte, 0, size))
-		cost += int64(size)
+	// Spill before taking memory that would go past the split's share, so
+	// the share is a bound, not a trigger (a single cell bigger than the
+	// share is the one exception: it is held alone).
+	chunk, grow := w.needs(n)
+	if w.held+int64(chunk)+grow > w.budget && len(w.ents) > 0 {
+		if err := w.spill(ctx); err != nil {
+			return err
+		}
+		chunk, grow = w.needs(n)
 	}
+	if chunk > 0 {
+		w.chunks = append(w.chunks, make([]byte, 0, chunk))
+	}
+	if grow > 0 {
+		// make, not append or slices.Grow: the capacity is exactly what
+		// was accounted.
+		ents := make([]entry, len(w.ents), cap(w.ents)+int(grow/entrySize))
+		copy(ents, w.ents)
+		w.s.hold(-int64(cap(w.ents)) * entrySize)
+		w.held -= int64(cap(w.ents)) * entrySize
+		grow = int64(cap(ents)) * entrySize
+		w.ents = ents
+	}
+	cost := int64(chunk) + grow
 	buf := &w.chunks[len(w.chunks)-1]
 	take := func(b []byte) []byte {
 		if b == nil {
@@ -262,22 +280,27 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	e.c.Qualifier = take(c.Qualifier)
 	e.c.Value = take(c.Value)
 	e.c.Tags = take(c.Tags)
-	if cap(w.ents) == len(w.ents) {
-		// The entries slice grows by doubling; account the new capacity.
-		grow := max(cap(w.ents), 64)
-		w.ents = slices.Grow(w.ents, grow)
-		cost += int64(cap(w.ents)-len(w.ents)) * entrySize
-	}
-	cost -= entrySize // entries are accounted by capacity above
 	w.ents = append(w.ents, e)
 	w.held += cost
 	w.s.hold(cost)
 	w.cells++
 	w.bytes += cellBytes(c)
-	if w.held >= w.budget {
-		return w.spill(ctx)
-	}
 	return nil
+}
+
+// needs returns the bytes Write must allocate to hold a cell of n bytes:
+// a new arena chunk, and room for more entries (the slice doubles).
+func (w *splitSink) needs(n int) (chunk int, grow int64) {
+	if len(w.chunks) == 0 || cap(w.chunks[len(w.chunks)-1])-len(w.chunks[len(w.chunks)-1]) < n {
+		chunk = max(min(arenaChunk, int(w.budget/8)), n)
+	}
+	if cap(w.ents) == len(w.ents) {
+		// Bounded so that doubling a large slice cannot by itself pass the
+		// share.
+		more := max(min(cap(w.ents), int((w.budget/2)/entrySize)), 64)
+		grow = int64(more) * entrySize
+	}
+	return chunk, grow
 }
 
 // release gives the sort buffer's memory back.

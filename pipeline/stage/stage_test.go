@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -504,4 +505,53 @@ func TestStageMemoryBound(t *testing.T) {
 	if limit := data / 4; grown > limit {
 		t.Errorf("heap grew by %d bytes staging %d bytes of cells; want under %d", grown, data, limit)
 	}
+}
+
+// TestStageConcurrentSplits writes splits from parallel workers, as the
+// runner does, sharing one memory budget.
+func TestStageConcurrentSplits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("k")}, Memory: 256 << 10, Workers: 4}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells := genCells(9, 16000)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for sp := 0; sp < 4; sp++ {
+		part := cells[sp*4000 : (sp+1)*4000]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprint(sp)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := range part {
+				if err := w.Write(ctx, &part[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.PeakMemory > o.Memory {
+		t.Errorf("peak sort memory %d over the budget %d with 4 splits at once", st.PeakMemory, o.Memory)
+	}
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
 }
