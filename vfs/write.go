@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/colinmarc/hdfs/v2"
 )
 
 // WriteFS is a file system rekey can also write: checkpoints, reject files,
@@ -161,8 +163,20 @@ func (w *hdfsWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
 
 // Sync flushes the written bytes to the DataNodes' pipeline (hflush); Close
 // then completes the file on the NameNode.
-func (w *hdfsWriter) Sync() error  { return w.w.Flush() }
-func (w *hdfsWriter) Close() error { return w.w.Close() }
+func (w *hdfsWriter) Sync() error { return w.w.Flush() }
+func (w *hdfsWriter) Close() error {
+	// The NameNode answers "not yet" (ErrReplicating) while the last block
+	// has fewer live replicas than the minimum; the file's bytes are all
+	// written by then, and asking again completes it.
+	// Poll often: the answer changes when a DataNode's block report
+	// arrives, which a doubling back-off would overshoot by as much again.
+	err := w.w.Close()
+	for deadline := time.Now().Add(60 * time.Second); hdfs.IsErrReplicating(err) && time.Now().Before(deadline); {
+		time.Sleep(25 * time.Millisecond)
+		err = w.w.Close()
+	}
+	return err
+}
 func (w *hdfsWriter) Name() string { return w.name }
 
 // Create implements WriteFS: the file becomes visible when it is closed.

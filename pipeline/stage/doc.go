@@ -1,0 +1,55 @@
+// Package stage is the hfiles sink of a rekey run: the write path for large
+// backfills, where no region server writes cells and HBase adopts finished
+// HFiles instead (a bulk load).
+//
+// Three phases, each resumable:
+//
+//  1. Spill (per split, in the runner's workers). Every cell is assigned its
+//     target region from a Plan (the live table's regions, or split keys
+//     given offline) and copied into the split's sort buffer. When the
+//     split's share of Options.Memory is full, the buffer is sorted by
+//     (region, family, cell.Compare) and written as one run file: an Arrow
+//     IPC file with LZ4 or ZSTD buffers whose record batches each hold one
+//     partition. Commit syncs and renames the split's runs and records them
+//     in splits/SPLIT.json (atomically); until then they do not count, and
+//     reopening the folder removes them.
+//
+//  2. Merge (Finish). For each region and family, a k-way merge over its
+//     batches in every committed run (in passes, if there are more runs than
+//     the memory budget lets one pass open) writes HFiles with hfile.Writer
+//     under hfiles/REGION/FAMILY/. Cells with equal keys collapse: a
+//     duplicate if value and tags agree (a split staged twice), a collision
+//     if not (counted with examples; the first run's cell is kept, as the
+//     target could hold only one anyway). Files roll at Options.HFileSize,
+//     only between rows, and never more than Options.MaxFiles per region and
+//     family. Each finished HFile is recorded in finish.json, so a crash
+//     resumes after the last recorded row.
+//
+//  3. Load (Finish, unless offline or NoLoad). Region by region in plan
+//     order, the recorded files are validated (size, rows, cell count) and
+//     bulk loaded through hbase.Client.BulkLoad; each loaded region is
+//     recorded. A region that split or merged since the plan has its spanning
+//     files read back and split at the current boundaries, then loaded. A
+//     file HBase already adopted is gone from the folder (the load moves it),
+//     so a resumed load sends nothing twice. Offline or with NoLoad, Finish
+//     prints the command that loads the folder later with HBase's own tool:
+//
+//     hbase org.apache.hadoop.hbase.tool.BulkLoadHFilesTool -Dcreate.table=no STAGING/hfiles TABLE -loadTable
+//
+//     (-loadTable: the folder has region/family/file depth; the tool
+//     re-splits files whose region split meanwhile.)
+//
+// Memory: the sort buffers of all splits together stay within
+// Options.Memory (Stats.PeakMemory is the accounted high mark: cell bytes
+// plus per-cell bookkeeping); the merge holds about two batches per open
+// run. Disk: Stats.PeakStaging is the most the folder held (runs and
+// HFiles; the runs are removed once every HFile is written), bounded by
+// Options.MaxStagingBytes.
+//
+// Use:
+//
+//	s, err := stage.New(ctx, stage.Options{Staging: "hdfs://nn/tmp/job", Table: "t", Client: c})
+//	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "region-a"})
+//	w.Write(ctx, &cell) ...; w.Commit(ctx)
+//	err = s.Finish(ctx, reporter)
+package stage

@@ -1,0 +1,295 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/pipeline"
+)
+
+// maxLoadAttempts bounds how often one region's load is retried after its
+// target regions changed under it (each retry re-splits the files).
+const maxLoadAttempts = 5
+
+// loadAll bulk loads the HFiles region by region in plan order, recording
+// each loaded region in finish.json, so a load that fails part way resumes
+// with the first region not loaded.
+func (s *Sink) loadAll(ctx context.Context, rep pipeline.Reporter, st *finishState) error {
+	for i := range s.plan.Regions {
+		reg := &s.plan.Regions[i]
+		if st.Loaded[reg.Dir] {
+			s.mu.Lock()
+			s.stats.RegionsLoaded++
+			s.mu.Unlock()
+			continue
+		}
+		var parts []*partState
+		for _, ps := range st.Parts {
+			if ps.Region == i && len(ps.Files) > 0 {
+				parts = append(parts, ps)
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		sort.Slice(parts, func(a, b int) bool { return parts[a].Family < parts[b].Family })
+		if err := s.loadRegion(ctx, st, reg, parts); err != nil {
+			return err
+		}
+		st.Loaded[reg.Dir] = true
+		if err := s.saveFinish(st); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		s.stats.RegionsLoaded++
+		s.mu.Unlock()
+		rep.Printf("hfiles: loaded region %s into %s", reg.Dir, s.o.Table)
+	}
+	return nil
+}
+
+// loadRegion loads the files of one planned region. Files HBase already
+// took (a bulk load moves them away) are gone from the staging folder and
+// are not sent again, so resuming after a partial load adds nothing twice.
+// If the target region split (or merged) since the plan, files that now
+// span regions are split again at the current boundaries and the load is
+// retried.
+func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, parts []*partState) error {
+	s.removeStrayHFiles(reg, parts)
+	for attempt := 1; ; attempt++ {
+		var files []hbase.BulkFile
+		for _, ps := range parts {
+			for _, f := range ps.Files {
+				p := path.Join(s.root, f.Name)
+				if _, err := s.fs.Stat(p); err != nil {
+					if notExist(err) {
+						continue // loaded by an earlier attempt
+					}
+					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				}
+				bf, err := s.validate(p, ps.Family, f)
+				if err != nil {
+					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				}
+				files = append(files, bf)
+			}
+		}
+		if len(files) == 0 {
+			return nil
+		}
+		err := s.o.Client.BulkLoad(ctx, s.o.Table, files)
+		if err == nil {
+			return nil
+		}
+		var se *hbase.SpanError
+		var le *hbase.BulkLoadError
+		if !errors.As(err, &se) && !errors.As(err, &le) {
+			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+		}
+		if attempt >= maxLoadAttempts {
+			return fmt.Errorf("stage: load region %s: target regions kept changing (%d attempts): %w", reg.Dir, attempt, err)
+		}
+		n, rerr := s.resplitRegion(ctx, st, parts)
+		if rerr != nil {
+			return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, rerr, err)
+		}
+		if n == 0 && le != nil {
+			// Nothing spans a region: the refusal has another cause.
+			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+		}
+	}
+}
+
+// resplitRegion splits every file of parts that spans more than one of the
+// table's current regions into one file per region, records the new files
+// in place of the old, then removes the old. It returns how many files it
+// split.
+func (s *Sink) resplitRegion(ctx context.Context, st *finishState, parts []*partState) (int, error) {
+	regions, err := s.o.Client.Regions(ctx, s.o.Table)
+	if err != nil {
+		return 0, err
+	}
+	find := func(row []byte) int {
+		return sort.Search(len(regions), func(i int) bool {
+			return len(regions[i].EndKey) == 0 || bytes.Compare(row, regions[i].EndKey) < 0
+		})
+	}
+	var replaced []string
+	for _, ps := range parts {
+		var files []hfileInfo
+		for _, f := range ps.Files {
+			p := path.Join(s.root, f.Name)
+			if _, err := s.fs.Stat(p); notExist(err) || find(f.FirstRow) == find(f.LastRow) {
+				files = append(files, f) // loaded already, or inside one region
+				continue
+			}
+			pieces, err := s.resplitFile(f, path.Dir(f.Name), ps.Family, regions)
+			if err != nil {
+				return 0, err
+			}
+			files = append(files, pieces...)
+			replaced = append(replaced, p)
+		}
+		ps.Files = files
+	}
+	// Record the pieces before removing the originals: a crash in between
+	// leaves an unrecorded file (removed by the next load), never a lost one.
+	if err := s.saveFinish(st); err != nil {
+		return 0, err
+	}
+	for _, p := range replaced {
+		s.fs.Remove(p)
+	}
+	s.mu.Lock()
+	s.stats.FilesResplit += int64(len(replaced))
+	s.mu.Unlock()
+	return len(replaced), nil
+}
+
+// resplitFile reads the HFile f with the hfile reader and writes its cells
+// into one new HFile per current region they fall in.
+func (s *Sink) resplitFile(f hfileInfo, rel, family string, regions []*hbase.Region) ([]hfileInfo, error) {
+	p := path.Join(s.root, f.Name)
+	in, err := s.fs.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("stage: re-split %s: %w", p, err)
+	}
+	defer in.Close()
+	rd, err := hfile.Open(in, in.Size(), s.url(p))
+	if err != nil {
+		return nil, fmt.Errorf("stage: re-split: %w", err)
+	}
+	defer rd.Close()
+	it := rd.NewIterator()
+	defer it.Close()
+	opts := s.familyOptions(family)
+	var (
+		out    []hfileInfo
+		cur    *hfileOut
+		curReg *hbase.Region
+	)
+	fail := func(err error) ([]hfileInfo, error) {
+		if cur != nil {
+			cur.abort(s)
+		}
+		for _, o := range out {
+			s.fs.Remove(path.Join(s.root, o.Name))
+		}
+		return nil, err
+	}
+	var cells int64
+	for ok := it.First(); ok; ok = it.Next() {
+		c := it.Cell()
+		if cur != nil && !curReg.Contains(c.Row) {
+			info, err := s.finishHFile(cur)
+			cur = nil
+			if err != nil {
+				return fail(err)
+			}
+			out = append(out, info)
+		}
+		if cur == nil {
+			i := sort.Search(len(regions), func(i int) bool {
+				return len(regions[i].EndKey) == 0 || bytes.Compare(c.Row, regions[i].EndKey) < 0
+			})
+			if i == len(regions) {
+				return fail(fmt.Errorf("stage: re-split %s: no region of %s holds row %q", p, s.o.Table, c.Row))
+			}
+			curReg = regions[i]
+			o, err := s.createHFile(rel, opts)
+			if err != nil {
+				return fail(err)
+			}
+			cur = o
+		}
+		if err := cur.append(c); err != nil {
+			return fail(fmt.Errorf("stage: re-split %s: %w", p, err))
+		}
+		cells++
+	}
+	if err := it.Err(); err != nil {
+		return fail(fmt.Errorf("stage: re-split %s: %w", p, err))
+	}
+	if cur != nil {
+		info, err := s.finishHFile(cur)
+		if err != nil {
+			return fail(err)
+		}
+		out = append(out, info)
+	}
+	if cells != f.Cells {
+		return fail(fmt.Errorf("stage: re-split %s: read %d cells, the file was written with %d", p, cells, f.Cells))
+	}
+	return out, nil
+}
+
+// removeStrayHFiles removes files under the region's folders that no
+// record names: left by a crash while writing or re-splitting. They must
+// not reach HBase (the bulk load tool would load them too).
+func (s *Sink) removeStrayHFiles(reg *Region, parts []*partState) {
+	for _, ps := range parts {
+		recorded := map[string]bool{}
+		for _, f := range ps.Files {
+			recorded[path.Join(s.root, f.Name)] = true
+		}
+		dir := path.Join(s.root, hfilesDir, reg.Dir, ps.Family)
+		ents, err := s.fs.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if p := path.Join(dir, e.Name()); !recorded[p] {
+				s.fs.Remove(p)
+			}
+		}
+	}
+}
+
+// validate opens a staged HFile before it is loaded and checks it is the
+// file that was recorded: it opens (trailer, index, file info), holds the
+// recorded number of cells and spans the recorded rows. A file damaged or
+// replaced since it was written fails here, naming the file, rather than
+// in the region server.
+func (s *Sink) validate(p, family string, f hfileInfo) (hbase.BulkFile, error) {
+	bf := hbase.BulkFile{Family: []byte(family), Path: s.url(p)}
+	in, err := s.fs.Open(p)
+	if err != nil {
+		return bf, err
+	}
+	defer in.Close()
+	if in.Size() != f.Size {
+		return bf, fmt.Errorf("HFile %s is %d bytes, %d were written", bf.Path, in.Size(), f.Size)
+	}
+	rd, err := hfile.Open(in, in.Size(), bf.Path)
+	if err != nil {
+		return bf, err
+	}
+	defer rd.Close()
+	fk, ok1 := rd.FirstKey()
+	lk, ok2 := rd.LastKey()
+	if !ok1 || !ok2 {
+		return bf, fmt.Errorf("HFile %s has no first key or LASTKEY; HBase refuses to load it", bf.Path)
+	}
+	var first, last cell.Cell
+	if err := cell.ParseKey(fk, &first); err != nil {
+		return bf, fmt.Errorf("HFile %s: first key: %w", bf.Path, err)
+	}
+	if err := cell.ParseKey(lk, &last); err != nil {
+		return bf, fmt.Errorf("HFile %s: LASTKEY: %w", bf.Path, err)
+	}
+	if !bytes.Equal(first.Row, f.FirstRow) || !bytes.Equal(last.Row, f.LastRow) {
+		return bf, fmt.Errorf("HFile %s spans rows %q..%q, %q..%q were written", bf.Path, first.Row, last.Row, f.FirstRow, f.LastRow)
+	}
+	bf.FirstRow, bf.LastRow = f.FirstRow, f.LastRow
+	if n := rd.Entries(); n != uint64(f.Cells) {
+		return bf, fmt.Errorf("HFile %s holds %d cells, %d were written", bf.Path, n, f.Cells)
+	}
+	return bf, nil
+}

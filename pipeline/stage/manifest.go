@@ -1,0 +1,202 @@
+package stage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// The staging folder:
+//
+//	plan.json                       the target regions cells are partitioned by
+//	runs/SPLIT/ATTEMPT-N.arrow      sorted runs of committed splits (.tmp while open)
+//	splits/SPLIT.json               one per committed split: its runs and their partitions
+//	merge/                          intermediate merge passes (removed when done)
+//	hfiles/REGION/FAMILY/HEX32      the HFiles (_HEX32 while being written)
+//	finish.json                     finished HFiles per partition, loaded regions
+//
+// SPLIT is a hash of the split's ID (IDs may hold any character). Every
+// JSON file is written with vfs.WriteFileAtomic, so a crash leaves either
+// the old record or the new one. A run file is renamed from .tmp only after
+// it is synced, and is part of the job only once splits/SPLIT.json names
+// it; anything else under runs/ is left over from a crash and is removed
+// when the folder is opened again.
+const (
+	planFile   = "plan.json"
+	finishFile = "finish.json"
+	runsDir    = "runs"
+	splitsDir  = "splits"
+	mergeDir   = "merge"
+	hfilesDir  = "hfiles"
+	tmpSuffix  = ".tmp"
+	runSuffix  = ".arrow"
+)
+
+// splitRecord is splits/SPLIT.json: what a committed split staged.
+type splitRecord struct {
+	ID      string    `json:"id"`
+	Attempt string    `json:"attempt"`
+	Runs    []runFile `json:"runs"`
+	Cells   int64     `json:"cells"`
+	Bytes   int64     `json:"bytes"`
+}
+
+// runFile is one committed run file.
+type runFile struct {
+	Name  string    `json:"name"` // path relative to the staging folder
+	Size  int64     `json:"size"`
+	Parts []RunPart `json:"parts"`
+}
+
+// finishState is finish.json: progress of Finish, so a crash in the merge
+// or the load resumes where it stopped.
+type finishState struct {
+	// Splits fingerprints the committed split records the HFiles were
+	// merged from; if they change, the HFiles are stale.
+	Splits string `json:"splits"`
+	// Parts holds the finished HFiles of each partition, keyed by
+	// partKey.
+	Parts map[string]*partState `json:"parts"`
+	// Written is set once every partition is written and the runs are
+	// removed.
+	Written bool `json:"written"`
+	// Loaded lists the region dirs whose files are bulk loaded.
+	Loaded map[string]bool `json:"loaded"`
+	Stats  Stats           `json:"stats"`
+}
+
+// partState is the progress of one region+family.
+type partState struct {
+	Region     int         `json:"region"`
+	Family     string      `json:"family"`
+	Files      []hfileInfo `json:"files"`
+	Done       bool        `json:"done"`
+	Duplicates int64       `json:"duplicates"`
+	Collisions int64       `json:"collisions"`
+}
+
+// hfileInfo is one finished HFile.
+type hfileInfo struct {
+	Name     string `json:"name"` // path relative to the staging folder
+	Size     int64  `json:"size"`
+	Cells    int64  `json:"cells"`
+	FirstRow []byte `json:"first_row"`
+	LastRow  []byte `json:"last_row"`
+}
+
+func partKey(region int, family string) string { return fmt.Sprintf("%d/%s", region, family) }
+
+// splitKey names a split's files.
+func splitKey(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:12])
+}
+
+func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
+	b, err := vfs.ReadFile(fsys, name)
+	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("stage: read %s: %w", name, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("stage: %s is not valid (%w); the staging folder is damaged", name, err)
+	}
+	return true, nil
+}
+
+func writeJSON(fsys vfs.WriteFS, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := vfs.WriteFileAtomic(fsys, name, b); err != nil {
+		return fmt.Errorf("stage: record %s: %w", name, err)
+	}
+	return nil
+}
+
+// readSplits reads every committed split record, sorted by split ID.
+func readSplits(fsys vfs.FS, root string) ([]*splitRecord, error) {
+	dir := path.Join(root, splitsDir)
+	ents, err := fsys.ReadDir(dir)
+	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("stage: list %s: %w", dir, err)
+	}
+	var out []*splitRecord
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue // WriteFileAtomic's temporaries
+		}
+		var r splitRecord
+		if _, err := readJSON(fsys, path.Join(dir, e.Name()), &r); err != nil {
+			return nil, err
+		}
+		out = append(out, &r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// fingerprint identifies a set of split records (ID and attempt of each).
+func fingerprint(recs []*splitRecord) string {
+	h := sha256.New()
+	for _, r := range recs {
+		fmt.Fprintf(h, "%s\x00%s\x00", r.ID, r.Attempt)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// removeStrayRuns deletes files under runs/ that no committed split record
+// names: runs of splits that were never committed, or of a split's
+// earlier attempt. It returns the bytes of the runs that stay.
+func removeStrayRuns(fsys vfs.WriteFS, root string, recs []*splitRecord) (int64, error) {
+	keep := map[string]bool{}
+	var kept int64
+	for _, r := range recs {
+		for _, f := range r.Runs {
+			keep[path.Join(root, f.Name)] = true
+			kept += f.Size
+		}
+	}
+	dir := path.Join(root, runsDir)
+	splits, err := fsys.ReadDir(dir)
+	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
+		return kept, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stage: list %s: %w", dir, err)
+	}
+	for _, s := range splits {
+		if !s.IsDir() {
+			continue
+		}
+		sd := path.Join(dir, s.Name())
+		files, err := fsys.ReadDir(sd)
+		if err != nil {
+			return 0, fmt.Errorf("stage: list %s: %w", sd, err)
+		}
+		for _, f := range files {
+			p := path.Join(sd, f.Name())
+			if !keep[p] {
+				if err := fsys.Remove(p); err != nil {
+					return 0, fmt.Errorf("stage: remove stray run %s: %w", p, err)
+				}
+			}
+		}
+	}
+	return kept, nil
+}

@@ -1,0 +1,122 @@
+package stage
+
+import (
+	"runtime"
+
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/hfile"
+)
+
+// Options configure the hfiles sink.
+type Options struct {
+	// Staging is the staging folder: a local path, file:// or hdfs:// URL.
+	// To bulk load, it must be on the cluster's HDFS (the region servers
+	// move the files in), for example under hdfs://NAMENODE/tmp/rekey.
+	Staging string
+	// Table is the target table, "namespace:qualifier" or "qualifier".
+	Table string
+	// Client is the target cluster. Nil means offline: the plan comes from
+	// SplitKeys and nothing is loaded (as with NoLoad).
+	Client *hbase.Client
+	// SplitKeys plan the target regions offline (n keys, n+1 regions).
+	// With a Client and no SplitKeys the plan is the live table's regions.
+	SplitKeys [][]byte
+	// NoLoad stops after writing the HFiles and prints the command that
+	// loads them later.
+	NoLoad bool
+
+	// Memory bounds the bytes of cells the sink holds in sort buffers,
+	// over all splits at once (default 256 MiB). Each of Workers splits
+	// gets an equal share; a split spills a sorted run when its share is
+	// full. The merge keeps at most Memory/BatchBytes/2 run batches open
+	// and merges in passes when there are more runs.
+	Memory int64
+	// Workers is how many splits the runner writes at once (default the
+	// number of CPUs); it divides Memory.
+	Workers int
+	// RunCompression compresses run files: "lz4" (default) or "zstd".
+	RunCompression string
+	// BatchBytes is the size of a run file's record batches (default 1 MiB,
+	// at most Memory/8): the unit the merge reads.
+	BatchBytes int64
+	// MaxStagingBytes bounds the bytes in the staging folder (runs, merge
+	// passes and HFiles); 0 means no bound. Going over it fails the split
+	// or the merge with ErrStagingFull.
+	MaxStagingBytes int64
+
+	// HFile configures every HFile written (block size, encoding,
+	// compression); Name is set per file. Families overrides it per
+	// column family.
+	HFile    hfile.WriterOptions
+	Families map[string]hfile.WriterOptions
+	// HFileSize is the size (cell bytes) at which an HFile is rolled;
+	// default 1 GiB. It grows as needed to keep MaxFiles.
+	HFileSize int64
+	// MaxFiles is the most HFiles written per region and family (default
+	// 32, HBase's hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily).
+	MaxFiles int
+
+	// Examples is how many collision examples Stats keeps (default 10).
+	Examples int
+}
+
+func (o *Options) fill() {
+	if o.Memory <= 0 {
+		o.Memory = 256 << 20
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = 1 << 20
+	}
+	if o.BatchBytes > o.Memory/8 {
+		o.BatchBytes = max(o.Memory/8, 4<<10)
+	}
+	if o.HFileSize <= 0 {
+		o.HFileSize = 1 << 30
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = 32
+	}
+	if o.Examples <= 0 {
+		o.Examples = 10
+	}
+	if o.RunCompression == "" {
+		o.RunCompression = "lz4"
+	}
+}
+
+// splitBudget is the sort buffer bytes of one split.
+func (o *Options) splitBudget() int64 {
+	return max(o.Memory/int64(o.Workers), 64<<10)
+}
+
+// fanIn is how many runs one merge pass reads at once: each open run holds
+// about one decoded batch and its compressed body.
+func (o *Options) fanIn() int {
+	return max(int(o.Memory/(2*o.BatchBytes)), 2)
+}
+
+// Stats is what the sink did, for the run's summary.
+type Stats struct {
+	// Spill phase.
+	Runs        int64 `json:"runs"`         // run files spilled (committed splits)
+	RunBytes    int64 `json:"run_bytes"`    // bytes of those run files
+	CellsStaged int64 `json:"cells_staged"` // cells written to runs
+	PeakMemory  int64 `json:"peak_memory"`  // most bytes held in sort buffers at once
+	// Merge phase.
+	MergePasses int64    `json:"merge_passes"` // extra passes for partitions with too many runs
+	HFiles      int64    `json:"hfiles"`
+	HFileBytes  int64    `json:"hfile_bytes"`
+	Cells       int64    `json:"cells"`      // cells written to HFiles
+	Duplicates  int64    `json:"duplicates"` // identical cells collapsed
+	Collisions  int64    `json:"collisions"` // same key, different value: one kept
+	Examples    []string `json:"collision_examples,omitempty"`
+	PeakStaging int64    `json:"peak_staging_bytes"`
+	// Load phase.
+	RegionsLoaded int64 `json:"regions_loaded"`
+	FilesResplit  int64 `json:"files_resplit"` // HFiles split again because their region split
+	// LoadCommand is how to load the HFiles later (NoLoad or offline).
+	LoadCommand string `json:"load_command,omitempty"`
+}

@@ -1,0 +1,431 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// ErrStagingFull is matched by the error of a split or merge that would
+// take the staging folder past Options.MaxStagingBytes.
+var ErrStagingFull = errors.New("stage: staging folder over its size bound")
+
+// Sink is the hfiles sink: it partitions every split's cells by target
+// region and family, sorts them in memory within a budget, spills sorted
+// runs to the staging folder, and in Finish merges each partition's runs
+// into HFiles and bulk loads them region by region.
+type Sink struct {
+	o    Options
+	loc  *vfs.Location
+	fs   vfs.WriteFS
+	root string
+	plan *Plan
+
+	held, peak atomic.Int64 // sort buffer bytes held by all splits
+	staged     atomic.Int64 // bytes in the staging folder
+	peakStaged atomic.Int64
+	attempts   atomic.Uint64
+
+	mu    sync.Mutex
+	stats Stats
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ pipeline.Sink = (*Sink)(nil)
+
+// New opens (or resumes) the staging folder o.Staging. A folder that holds
+// a plan keeps it, so a resumed run partitions like the first one; a new
+// folder gets the plan from o.SplitKeys or the live table. Runs left by
+// splits that never committed are removed.
+func New(ctx context.Context, o Options) (*Sink, error) {
+	o.fill()
+	if o.Staging == "" {
+		return nil, errors.New("stage: no staging folder given")
+	}
+	if o.Table == "" {
+		return nil, errors.New("stage: no target table given")
+	}
+	loc, err := vfs.Open(o.Staging)
+	if err != nil {
+		return nil, fmt.Errorf("stage: staging folder: %w", err)
+	}
+	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path}
+	if err := s.open(ctx); err != nil {
+		loc.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sink) open(ctx context.Context) error {
+	for _, d := range []string{s.root, path.Join(s.root, runsDir), path.Join(s.root, splitsDir)} {
+		if err := s.fs.MkdirAll(d); err != nil {
+			return fmt.Errorf("stage: create %s: %w", d, err)
+		}
+	}
+	var p Plan
+	found, err := readJSON(s.fs, path.Join(s.root, planFile), &p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case found:
+		if p.Table != s.o.Table {
+			return fmt.Errorf("stage: staging folder %s holds files for table %s, not %s; use another folder", s.loc.URL, p.Table, s.o.Table)
+		}
+		if err := p.check(); err != nil {
+			return err
+		}
+	case len(s.o.SplitKeys) > 0 || s.o.Client == nil:
+		pp, err := PlanFromSplitKeys(s.o.Table, s.o.SplitKeys)
+		if err != nil {
+			return err
+		}
+		p = *pp
+	default:
+		pp, err := PlanFromTable(ctx, s.o.Client, s.o.Table)
+		if err != nil {
+			return err
+		}
+		p = *pp
+	}
+	if !found {
+		if err := writeJSON(s.fs, path.Join(s.root, planFile), &p); err != nil {
+			return err
+		}
+	}
+	s.plan = &p
+	recs, err := readSplits(s.fs, s.root)
+	if err != nil {
+		return err
+	}
+	kept, err := removeStrayRuns(s.fs, s.root, recs)
+	if err != nil {
+		return err
+	}
+	var st finishState
+	if _, err := readJSON(s.fs, path.Join(s.root, finishFile), &st); err != nil {
+		return err
+	}
+	for _, ps := range st.Parts {
+		for _, f := range ps.Files {
+			kept += f.Size
+		}
+	}
+	s.addStaged(kept)
+	return nil
+}
+
+// Plan is the target regions the sink partitions by.
+func (s *Sink) Plan() *Plan { return s.plan }
+
+// Name implements pipeline.Sink.
+func (s *Sink) Name() string { return "hfiles" }
+
+// Stats returns what the sink did so far.
+func (s *Sink) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Examples = slices.Clone(st.Examples)
+	st.PeakMemory = s.peak.Load()
+	st.PeakStaging = s.peakStaged.Load()
+	return st
+}
+
+// Close releases the staging folder's file system; closing again is a
+// no-op.
+func (s *Sink) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.loc.Close() })
+	return s.closeErr
+}
+
+// addStaged accounts n more bytes in the staging folder and reports
+// whether that stays within the bound.
+func (s *Sink) addStaged(n int64) error {
+	v := s.staged.Add(n)
+	for {
+		p := s.peakStaged.Load()
+		if v <= p || s.peakStaged.CompareAndSwap(p, v) {
+			break
+		}
+	}
+	if s.o.MaxStagingBytes > 0 && v > s.o.MaxStagingBytes {
+		return fmt.Errorf("%w: %s would hold %d bytes, bound %d", ErrStagingFull, s.loc.URL, v, s.o.MaxStagingBytes)
+	}
+	return nil
+}
+
+func (s *Sink) hold(n int64) {
+	v := s.held.Add(n)
+	for {
+		p := s.peak.Load()
+		if v <= p || s.peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+// url gives the file system URL of a path in the staging folder, as the
+// region servers must be told it for a bulk load.
+func (s *Sink) url(p string) string {
+	if strings.HasPrefix(s.loc.URL, "hdfs://") {
+		if u, err := url.Parse(s.loc.URL); err == nil {
+			return "hdfs://" + u.Host + p
+		}
+	}
+	return "file://" + p
+}
+
+// Begin implements pipeline.Sink.
+func (s *Sink) Begin(ctx context.Context, si pipeline.SplitInfo) (pipeline.SplitSink, error) {
+	key := splitKey(si.ID)
+	dir := path.Join(s.root, runsDir, key)
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err)
+	}
+	attempt := fmt.Sprintf("%x%04x", time.Now().UnixNano(), s.attempts.Add(1)&0xffff)
+	return &splitSink{s: s, info: si, key: key, dir: dir, attempt: attempt, budget: s.o.splitBudget()}, nil
+}
+
+// entry is one buffered cell and its target region.
+type entry struct {
+	region int
+	c      cell.Cell
+}
+
+const entrySize = int64(unsafe.Sizeof(entry{}))
+
+// arenaChunk is the unit the sort buffer copies cell bytes into; cells
+// keep pointing into their chunk, so chunks are never reallocated.
+const arenaChunk = 256 << 10
+
+// splitSink buffers one split's cells, spilling sorted runs.
+type splitSink struct {
+	s       *Sink
+	info    pipeline.SplitInfo
+	key     string
+	dir     string
+	attempt string
+	budget  int64
+
+	ents   []entry
+	chunks [][]byte
+	held   int64 // bytes accounted in s.held
+
+	runs  []runFile // spilled, still named .tmp
+	cells int64
+	bytes int64
+	done  bool
+}
+
+// Write implements pipeline.SplitSink: it copies c into the sort buffer
+// and spills a run when the split's share of the memory budget is full.
+func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
+	if w.done {
+		return fmt.Errorf("stage: split %s: Write after Commit or Abort", w.info.ID)
+	}
+	n := len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
+	// Spill before taking memory that would go past the split's share, so
+	// the share is a bound, not a trigger (a single cell bigger than the
+	// share is the one exception: it is held alone).
+	chunk, grow := w.needs(n)
+	if w.held+int64(chunk)+grow > w.budget && len(w.ents) > 0 {
+		if err := w.spill(ctx); err != nil {
+			return err
+		}
+		chunk, grow = w.needs(n)
+	}
+	if chunk > 0 {
+		w.chunks = append(w.chunks, make([]byte, 0, chunk))
+	}
+	if grow > 0 {
+		// make, not append or slices.Grow: the capacity is exactly what
+		// was accounted.
+		ents := make([]entry, len(w.ents), cap(w.ents)+int(grow/entrySize))
+		copy(ents, w.ents)
+		w.s.hold(-int64(cap(w.ents)) * entrySize)
+		w.held -= int64(cap(w.ents)) * entrySize
+		grow = int64(cap(ents)) * entrySize
+		w.ents = ents
+	}
+	cost := int64(chunk) + grow
+	buf := &w.chunks[len(w.chunks)-1]
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		st := len(*buf)
+		*buf = append(*buf, b...)
+		return (*buf)[st:len(*buf):len(*buf)]
+	}
+	e := entry{region: w.s.plan.locate(c.Row), c: cell.Cell{Timestamp: c.Timestamp, Type: c.Type}}
+	e.c.Row = take(c.Row)
+	e.c.Family = take(c.Family)
+	e.c.Qualifier = take(c.Qualifier)
+	e.c.Value = take(c.Value)
+	e.c.Tags = take(c.Tags)
+	w.ents = append(w.ents, e)
+	w.held += cost
+	w.s.hold(cost)
+	w.cells++
+	w.bytes += cellBytes(c)
+	return nil
+}
+
+// needs returns the bytes Write must allocate to hold a cell of n bytes:
+// a new arena chunk, and room for more entries (the slice doubles).
+func (w *splitSink) needs(n int) (chunk int, grow int64) {
+	if len(w.chunks) == 0 || cap(w.chunks[len(w.chunks)-1])-len(w.chunks[len(w.chunks)-1]) < n {
+		chunk = max(min(arenaChunk, int(w.budget/8)), n)
+	}
+	if cap(w.ents) == len(w.ents) {
+		// Bounded so that doubling a large slice cannot by itself pass the
+		// share.
+		more := max(min(cap(w.ents), int((w.budget/2)/entrySize)), 64)
+		grow = int64(more) * entrySize
+	}
+	return chunk, grow
+}
+
+// release gives the sort buffer's memory back.
+func (w *splitSink) release() {
+	w.s.hold(-w.held)
+	w.held = 0
+	w.ents = nil
+	w.chunks = nil
+}
+
+// spill sorts the buffer and writes it as one run file.
+func (w *splitSink) spill(ctx context.Context) error {
+	if len(w.ents) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(w.ents, func(a, b entry) int {
+		if a.region != b.region {
+			return a.region - b.region
+		}
+		if c := bytes.Compare(a.c.Family, b.c.Family); c != 0 {
+			return c
+		}
+		return cell.Compare(&a.c, &b.c)
+	})
+	rel := path.Join(runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
+	name := path.Join(w.s.root, rel) + tmpSuffix
+	f, err := w.s.fs.Create(name)
+	if err != nil {
+		return fmt.Errorf("stage: split %s: create run %s: %w", w.info.ID, name, err)
+	}
+	rw, err := newRunWriter(f, w.s.o.RunCompression, w.s.o.BatchBytes)
+	if err != nil {
+		f.Close()
+		w.s.fs.Remove(name)
+		return err
+	}
+	for i := range w.ents {
+		if err := rw.add(w.ents[i].region, &w.ents[i].c); err != nil {
+			rw.abort()
+			w.s.fs.Remove(name)
+			return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		}
+	}
+	parts, size, err := rw.close()
+	if err != nil {
+		w.s.fs.Remove(name)
+		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+	}
+	w.runs = append(w.runs, runFile{Name: rel, Size: size, Parts: parts})
+	// Give the buffer back whole: a kept entries slice could by itself
+	// fill the split's share and make every later Write spill.
+	w.release()
+	if err := w.s.addStaged(size); err != nil {
+		return fmt.Errorf("stage: split %s: after spilling %s: %w", w.info.ID, rel, err)
+	}
+	return nil
+}
+
+// Commit implements pipeline.SplitSink: it spills what is buffered,
+// renames the split's runs from .tmp, and records them in
+// splits/SPLIT.json. A split committed before (a redo) has its record
+// replaced and its old runs removed.
+func (w *splitSink) Commit(ctx context.Context) (pipeline.Ack, error) {
+	if w.done {
+		return pipeline.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
+	}
+	if err := w.spill(ctx); err != nil {
+		return pipeline.Ack{}, err
+	}
+	w.release()
+	for _, r := range w.runs {
+		final := path.Join(w.s.root, r.Name)
+		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
+			return pipeline.Ack{}, fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
+		}
+	}
+	recName := path.Join(w.s.root, splitsDir, w.key+".json")
+	var old splitRecord
+	hadOld, err := readJSON(w.s.fs, recName, &old)
+	if err != nil {
+		return pipeline.Ack{}, err
+	}
+	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes}
+	if rec.Runs == nil {
+		rec.Runs = []runFile{}
+	}
+	if err := writeJSON(w.s.fs, recName, &rec); err != nil {
+		return pipeline.Ack{}, fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+	}
+	w.done = true
+	if hadOld && old.Attempt != w.attempt {
+		// The old attempt's runs are no longer part of the job. Failing to
+		// remove one is harmless: the next New removes strays.
+		for _, r := range old.Runs {
+			if w.s.fs.Remove(path.Join(w.s.root, r.Name)) == nil {
+				w.s.staged.Add(-r.Size)
+			}
+		}
+	}
+	w.s.mu.Lock()
+	w.s.stats.Runs += int64(len(w.runs))
+	for _, r := range w.runs {
+		w.s.stats.RunBytes += r.Size
+	}
+	w.s.stats.CellsStaged += w.cells
+	w.s.mu.Unlock()
+	return pipeline.Ack{Cells: w.cells, Bytes: w.bytes}, nil
+}
+
+// Abort implements pipeline.SplitSink: it drops the buffer and removes
+// the split's runs of this attempt (a committed earlier attempt stays).
+func (w *splitSink) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.release()
+	for _, r := range w.runs {
+		p := path.Join(w.s.root, r.Name)
+		w.s.fs.Remove(p + tmpSuffix)
+		w.s.fs.Remove(p)
+		w.s.staged.Add(-r.Size)
+	}
+	w.runs = nil
+}

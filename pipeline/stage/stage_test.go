@@ -1,0 +1,557 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/pipeline"
+)
+
+type logRep struct{ t testing.TB }
+
+func (r logRep) Printf(format string, args ...any) {
+	r.t.Logf("%s "+format, append([]any{time.Now().Format("15:04:05.000")}, args...)...)
+}
+
+// genCells makes n distinct cells over families f1 and f2, rows spread
+// over the key space, with values of varying size and some tags.
+func genCells(seed int64, n int) []cell.Cell {
+	rng := rand.New(rand.NewSource(seed))
+	out := make([]cell.Cell, 0, n)
+	for i := 0; i < n; i++ {
+		c := cell.Cell{
+			Row:       []byte(fmt.Sprintf("%c%06d", 'a'+rng.Intn(26), rng.Intn(5000))),
+			Family:    []byte([]string{"f1", "f2"}[rng.Intn(2)]),
+			Qualifier: []byte(fmt.Sprintf("q%04d", i)), // unique: cells are distinct
+			Timestamp: int64(1_700_000_000_000 + rng.Intn(1000)),
+			Type:      cell.Put,
+			Value:     bytes.Repeat([]byte{byte(i)}, rng.Intn(200)),
+		}
+		if i%17 == 0 {
+			c.Tags = []byte{0, 2, 1, byte(i)} // one tag: length 2, type 1, one byte
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// dump renders cells in the oracle's canonical format, one line each.
+func dump(cells []cell.Cell) []string {
+	out := make([]string, len(cells))
+	for i := range cells {
+		out[i] = string(cell.AppendDump(nil, &cells[i]))
+	}
+	return out
+}
+
+// writeSplit stages cells as split id and commits it.
+func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) pipeline.Ack {
+	t.Helper()
+	ctx := context.Background()
+	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cells {
+		if err := w.Write(ctx, &cells[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ack, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack
+}
+
+type stagedFile struct {
+	region, family, path string
+	cells                []cell.Cell
+}
+
+// readStaged reads every HFile under dir/hfiles with the hfile reader.
+func readStaged(t *testing.T, dir string) []stagedFile {
+	t.Helper()
+	var out []stagedFile
+	root := filepath.Join(dir, hfilesDir)
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if len(parts) != 3 {
+			t.Errorf("HFile %s is not at REGION/FAMILY/NAME", rel)
+			return nil
+		}
+		if strings.HasPrefix(parts[2], "_") || len(parts[2]) != 32 {
+			t.Errorf("HFile name %s is not 32 hex digits", rel)
+		}
+		rd, err := hfile.OpenFile(p)
+		if err != nil {
+			return err
+		}
+		defer rd.Close()
+		f := stagedFile{region: parts[0], family: parts[1], path: rel}
+		it := rd.NewIterator()
+		for ok := it.First(); ok; ok = it.Next() {
+			f.cells = append(f.cells, it.Cell().Clone())
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		it.Close()
+		out = append(out, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// checkStaged checks every HFile lies in its planned region, holds one
+// family, is sorted, and that the files of each region and family number
+// at most maxFiles and do not share a row; it returns all their cells in
+// order.
+func checkStaged(t *testing.T, plan *Plan, files []stagedFile, maxFiles int) []cell.Cell {
+	t.Helper()
+	byDir := map[string]*Region{}
+	for i := range plan.Regions {
+		byDir[plan.Regions[i].Dir] = &plan.Regions[i]
+	}
+	count := map[string]int{}
+	var all []cell.Cell
+	for _, f := range files {
+		reg := byDir[f.region]
+		if reg == nil {
+			t.Fatalf("%s: no planned region %s", f.path, f.region)
+		}
+		if len(f.cells) == 0 {
+			t.Errorf("%s is empty (HBase refuses to load it)", f.path)
+		}
+		for i := range f.cells {
+			c := &f.cells[i]
+			if !reg.Contains(c.Row) {
+				t.Errorf("%s: row %q outside region %s", f.path, c.Row, reg)
+			}
+			if string(c.Family) != f.family {
+				t.Errorf("%s: cell of family %s", f.path, c.Family)
+			}
+			if i > 0 && cell.Compare(&f.cells[i-1], c) >= 0 {
+				t.Errorf("%s: cell %d %s not after %s", f.path, i, c, &f.cells[i-1])
+			}
+		}
+		count[f.region+"/"+f.family]++
+		all = append(all, f.cells...)
+	}
+	for k, n := range count {
+		if n > maxFiles {
+			t.Errorf("%s: %d HFiles, at most %d allowed", k, n, maxFiles)
+		}
+	}
+	// Files of one region and family must not share a row.
+	sort.Slice(files, func(i, j int) bool {
+		if files[i].region+files[i].family != files[j].region+files[j].family {
+			return files[i].region+files[i].family < files[j].region+files[j].family
+		}
+		return bytes.Compare(files[i].cells[0].Row, files[j].cells[0].Row) < 0
+	})
+	for i := 1; i < len(files); i++ {
+		a, b := files[i-1], files[i]
+		if a.region == b.region && a.family == b.family && bytes.Compare(a.cells[len(a.cells)-1].Row, b.cells[0].Row) >= 0 {
+			t.Errorf("%s and %s share or overlap rows at %q", a.path, b.path, b.cells[0].Row)
+		}
+	}
+	slices.SortFunc(all, func(a, b cell.Cell) int { return cell.Compare(&a, &b) })
+	return all
+}
+
+// sorted returns cells in HBase order (the expected content of a table).
+func sorted(cells []cell.Cell) []cell.Cell {
+	out := slices.Clone(cells)
+	slices.SortFunc(out, func(a, b cell.Cell) int { return cell.Compare(&a, &b) })
+	return out
+}
+
+func equalDumps(t *testing.T, got, want []cell.Cell) {
+	t.Helper()
+	g, w := dump(got), dump(want)
+	if len(g) != len(w) {
+		t.Errorf("got %d cells, want %d", len(g), len(w))
+	}
+	for i := 0; i < min(len(g), len(w)); i++ {
+		if g[i] != w[i] {
+			t.Fatalf("cell %d:\n got %s want %s", i, g[i], w[i])
+		}
+	}
+}
+
+// TestStageTinyBudget stages far more data than the memory budget from
+// several splits, with one split redone, identical cells emitted by two
+// splits and colliding cells; the HFiles read back hold exactly the
+// expected cells in order.
+func TestStageTinyBudget(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("g"), []byte("n"), []byte("t")},
+		Memory: 256 << 10, Workers: 2, HFileSize: 64 << 10, MaxFiles: 4}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	cells := genCells(1, 30000)
+	var data int64
+	for i := range cells {
+		data += cellBytes(&cells[i])
+	}
+	if data < 15*o.Memory {
+		t.Fatalf("test data %d bytes is not far above the %d-byte budget", data, o.Memory)
+	}
+	// Three splits; split "b" is written twice (a redo after a crash
+	// between its commit and the checkpoint), the second time in another
+	// order.
+	a, b, c := cells[:10000], cells[10000:20000], cells[20000:]
+	writeSplit(t, s, "a", a)
+	writeSplit(t, s, "b", b)
+	rb := slices.Clone(b)
+	rand.New(rand.NewSource(2)).Shuffle(len(rb), func(i, j int) { rb[i], rb[j] = rb[j], rb[i] })
+	writeSplit(t, s, "b", rb)
+	// Split "c" also emits 50 of split a's cells unchanged (duplicates) and
+	// 7 with the key of one of a's cells and another value (collisions).
+	extra := slices.Clone(c)
+	for i := 0; i < 50; i++ {
+		extra = append(extra, a[i*3])
+	}
+	collide := map[string]bool{}
+	for i := 0; i < 7; i++ {
+		x := a[i*3+1].Clone()
+		x.Value = append(x.Value, 0xEE)
+		extra = append(extra, x)
+		collide[string(cell.AppendDump(nil, &a[i*3+1]))] = true
+	}
+	ack := writeSplit(t, s, "c", extra)
+	if ack.Cells != int64(len(extra)) {
+		t.Errorf("ack %d cells, wrote %d", ack.Cells, len(extra))
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	t.Logf("stats: %+v", st)
+	if st.PeakMemory > o.Memory {
+		t.Errorf("peak sort memory %d over the budget %d", st.PeakMemory, o.Memory)
+	}
+	if st.Runs < 20 {
+		t.Errorf("%d runs spilled; the tiny budget should force many", st.Runs)
+	}
+	if st.MergePasses == 0 {
+		t.Errorf("no extra merge pass, though runs outnumber the fan-in %d", s.o.fanIn())
+	}
+	if st.Duplicates != 50 || st.Collisions != 7 {
+		t.Errorf("duplicates %d collisions %d, want 50 and 7", st.Duplicates, st.Collisions)
+	}
+	if len(st.Examples) == 0 {
+		t.Error("no collision examples")
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	want := sorted(cells)
+	equalDumps(t, got, want)
+	if st.Cells != int64(len(want)) {
+		t.Errorf("stats count %d cells written, want %d", st.Cells, len(want))
+	}
+	if st.LoadCommand == "" || !strings.Contains(st.LoadCommand, "BulkLoadHFilesTool") || !strings.HasSuffix(st.LoadCommand, " t -loadTable") {
+		t.Errorf("load command %q", st.LoadCommand)
+	}
+	// The runs are gone once the HFiles are written.
+	if ents, _ := os.ReadDir(filepath.Join(dir, runsDir)); len(ents) != 0 {
+		t.Errorf("%d entries left under runs/", len(ents))
+	}
+	// Collisions keep the first split's cell (split a sorts before c).
+	for _, line := range dump(got) {
+		if collide[line] {
+			delete(collide, line)
+		}
+	}
+	if len(collide) != 0 {
+		t.Errorf("%d collided cells lost the original value", len(collide))
+	}
+}
+
+// TestStageCrashResume: a split that spilled runs and then died (no Commit,
+// no Abort: kill -9) leaves nothing in the result; an aborted split leaves
+// no files; a Finish that fails part way (staging bound) resumes without
+// rewriting the HFiles it recorded.
+func TestStageCrashResume(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")},
+		Memory: 128 << 10, Workers: 1, BatchBytes: 1 << 10, HFileSize: 32 << 10, MaxFiles: 64}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := genCells(3, 12000)
+	a, b := cells[:6000], cells[6000:]
+	writeSplit(t, s, "a", a)
+
+	// Split b spills runs, then the process dies.
+	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b[:4000] {
+		if err := w.Write(ctx, &b[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(w.(*splitSink).runs) == 0 {
+		t.Fatal("split b spilled nothing before the crash")
+	}
+	// Split x is aborted after spilling: its runs go at once.
+	wx, _ := s.Begin(ctx, pipeline.SplitInfo{ID: "x"})
+	for i := range b[:3000] {
+		wx.Write(ctx, &b[i])
+	}
+	xruns := wx.(*splitSink).runs
+	wx.Abort()
+	for _, r := range xruns {
+		if _, err := os.Stat(filepath.Join(dir, r.Name) + tmpSuffix); err == nil {
+			t.Errorf("aborted split's run %s still there", r.Name)
+		}
+	}
+	s.Close()
+
+	// Resume: the runner redoes b (never committed).
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmp int
+	filepath.WalkDir(filepath.Join(dir, runsDir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, tmpSuffix) {
+			tmp++
+		}
+		return nil
+	})
+	if tmp != 0 {
+		t.Errorf("%d stray runs of the crashed split left after reopening", tmp)
+	}
+	writeSplit(t, s, "b", b)
+
+	// Finish dies part way: the staging bound is reached after a few HFiles.
+	runBytes := s.staged.Load()
+	s.o.MaxStagingBytes = runBytes + 3*o.HFileSize
+	err = s.Finish(ctx, logRep{t})
+	if !errors.Is(err, ErrStagingFull) {
+		t.Fatalf("Finish over the staging bound: %v, want ErrStagingFull", err)
+	}
+	var st finishState
+	if _, err := readJSON(s.fs, filepath.ToSlash(filepath.Join(dir, finishFile)), &st); err != nil {
+		t.Fatal(err)
+	}
+	var before []string
+	for _, ps := range st.Parts {
+		for _, f := range ps.Files {
+			before = append(before, f.Name)
+		}
+	}
+	if len(before) == 0 {
+		t.Fatalf("no HFile recorded before the failure (%v)", err)
+	}
+	s.Close()
+
+	o.MaxStagingBytes = 0
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range before {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("HFile %s recorded before the failure was not kept: %v", name, err)
+		}
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	equalDumps(t, got, sorted(cells))
+
+	// A second Finish (a later --resume) does nothing new.
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	got = checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	equalDumps(t, got, sorted(cells))
+}
+
+func TestPlanFromSplitKeys(t *testing.T) {
+	p, err := PlanFromSplitKeys("t", [][]byte{[]byte("m"), []byte("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		row  string
+		want int
+	}{{"", 0}, {"a", 0}, {"c", 1}, {"l", 1}, {"m", 2}, {"zz", 2}} {
+		if got := p.locate([]byte(tc.row)); got != tc.want {
+			t.Errorf("locate(%q) = %d, want %d", tc.row, got, tc.want)
+		}
+	}
+	if _, err := PlanFromSplitKeys("t", [][]byte{[]byte("a"), []byte("a")}); err == nil {
+		t.Error("duplicate split keys accepted")
+	}
+}
+
+// TestStageMemoryBound stages about 30 MB through a 1 MiB budget and
+// samples the Go heap all along: what the process holds stays a small
+// fraction of the data, not proportional to it.
+func TestStageMemoryBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stages 30 MB")
+	}
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")}, Memory: 1 << 20, Workers: 2}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A low GC target makes heap in use track live memory closely.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+		}
+	}()
+	var data int64
+	var n int
+	for sp := 0; sp < 4; sp++ {
+		// Cells are made one at a time: the test holds no input.
+		w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprintf("split-%d", sp)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(int64(sp)))
+		val := make([]byte, 200)
+		for i := 0; i < 50000; i++ {
+			c := cell.Cell{
+				Row:       fmt.Appendf(nil, "%c%06d", 'a'+rng.Intn(26), rng.Intn(50000)),
+				Family:    []byte("f"),
+				Qualifier: fmt.Appendf(nil, "q%d-%d", sp, i),
+				Timestamp: 1, Type: cell.Put, Value: val[:rng.Intn(200)],
+			}
+			data += cellBytes(&c)
+			if err := w.Write(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	close(stop)
+	<-done
+	st := s.Stats()
+	grown := int64(peak.Load()) - int64(base.HeapInuse)
+	t.Logf("data %d bytes, %d cells; budget %d; accounted peak %d; heap in use grew by at most %d; %d runs, %d merge passes, %d HFiles",
+		data, n, o.Memory, st.PeakMemory, grown, st.Runs, st.MergePasses, st.HFiles)
+	if st.Cells != int64(n) {
+		t.Errorf("%d cells in HFiles, %d staged", st.Cells, n)
+	}
+	if st.PeakMemory > o.Memory {
+		t.Errorf("accounted sort memory %d over the budget %d", st.PeakMemory, o.Memory)
+	}
+	if limit := data / 4; grown > limit {
+		t.Errorf("heap grew by %d bytes staging %d bytes of cells; want under %d", grown, data, limit)
+	}
+}
+
+// TestStageConcurrentSplits writes splits from parallel workers, as the
+// runner does, sharing one memory budget.
+func TestStageConcurrentSplits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("k")}, Memory: 256 << 10, Workers: 4}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells := genCells(9, 16000)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for sp := 0; sp < 4; sp++ {
+		part := cells[sp*4000 : (sp+1)*4000]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprint(sp)})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := range part {
+				if err := w.Write(ctx, &part[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.PeakMemory > o.Memory {
+		t.Errorf("peak sort memory %d over the budget %d with 4 splits at once", st.PeakMemory, o.Memory)
+	}
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+}
