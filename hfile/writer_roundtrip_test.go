@@ -228,3 +228,71 @@ func TestWriterStats(t *testing.T) {
 		t.Fatal("Append after Close succeeded")
 	}
 }
+
+// TestWriterRollOver follows the roll-over rule StartsRow documents: files
+// end at the first row boundary past the size limit, so every row lies in
+// exactly one file, including a row bigger than the limit.
+func TestWriterRollOver(t *testing.T) {
+	const limit = 4 << 10
+	var cells []cell.Cell
+	for r := 0; r < 60; r++ {
+		cols := 3
+		if r == 17 {
+			cols = 400 // one row far above the limit
+		}
+		for q := 0; q < cols; q++ {
+			cells = append(cells, cell.Cell{Row: []byte(fmt.Sprintf("r%03d", r)), Family: []byte("f"), Qualifier: []byte(fmt.Sprintf("q%04d", q)), Timestamp: 7, Type: cell.Put, Value: bytes.Repeat([]byte{'v'}, 40)})
+		}
+	}
+	var files []*bytes.Buffer
+	var w *Writer
+	for i := range cells {
+		if w == nil || w.Size() >= limit && w.StartsRow(&cells[i]) {
+			if w != nil {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files = append(files, &bytes.Buffer{})
+			var err error
+			if w, err = NewWriter(files[len(files)-1], WriterOptions{BlockSize: 1024}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Append(&cells[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("%d files, want several", len(files))
+	}
+	rowFile := map[string]int{}
+	n := 0
+	for k, f := range files {
+		r, err := openBytes(t, fmt.Sprint(k), f.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAll(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if !sameCell(&got[i], &cells[n]) {
+				t.Fatalf("file %d cell %d: %s, want %s", k, i, &got[i], &cells[n])
+			}
+			n++
+			row := string(got[i].Row)
+			if prev, ok := rowFile[row]; ok && prev != k {
+				t.Fatalf("row %s split across files %d and %d", row, prev, k)
+			}
+			rowFile[row] = k
+		}
+	}
+	if n != len(cells) {
+		t.Fatalf("read %d cells back, wrote %d", n, len(cells))
+	}
+}
