@@ -332,3 +332,21 @@ func FuzzWriterRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestWriterFileInfo: extra file info entries land in the file; HBase's
+// reserved "hfile." keys are refused.
+func TestWriterFileInfo(t *testing.T) {
+	c := cell.Cell{Row: []byte("r"), Family: []byte("f"), Timestamp: 3, Type: cell.Put}
+	data := writeCells(t, []cell.Cell{c}, WriterOptions{FileInfo: map[string][]byte{"REKEY_JOB": []byte("job-1")}, SourceTask: "task-7", BulkLoadTime: 99})
+	r, err := openBytes(t, "info.hfile", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := r.Info()
+	if string(fi.Raw["REKEY_JOB"]) != "job-1" || string(fi.Raw["BULKLOAD_SOURCE_TASK"]) != "task-7" || fi.BulkLoadTS != 99 {
+		t.Fatalf("file info %q", fi.Raw)
+	}
+	if _, err := NewWriter(&bytes.Buffer{}, WriterOptions{FileInfo: map[string][]byte{"hfile.LASTKEY": nil}}); err == nil {
+		t.Fatal("a reserved file info key was accepted")
+	}
+}
