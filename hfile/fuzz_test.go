@@ -98,16 +98,21 @@ func FuzzBlockHeader(f *testing.F) {
 func blockSeeds(f *testing.F, enc Encoding) {
 	for i, o := range []writeOpts{{}, {tags: true, mvcc: true}, {tags: true, tagsCompressed: true, mvcc: true}} {
 		o.enc = enc
-		e := &testBlockEncoder{o: &o}
-		e.dict.clear()
+		e := &blockEncoder{enc: enc, tags: o.tags, mvcc: o.mvcc, compressTags: o.tagsCompressed && enc != EncodingNone && enc != EncodingRowIndexV1}
+		e.reset()
 		cells := genCells(uint64(i), 25, o.tags, o.mvcc)
 		for j := range cells {
 			if len(cells[j].Value) > 100 {
 				cells[j].Value = cells[j].Value[:100]
 			}
-			e.add(&cells[j])
+			var prev *cell.Cell
+			if j > 0 {
+				prev = &cells[j-1]
+			}
+			e.add(&cells[j], prev)
 		}
-		_, p := e.finish()
+		e.finish()
+		p := e.buf[headerSize:]
 		flags := byte(0)
 		if o.tags {
 			flags |= 1

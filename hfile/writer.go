@@ -486,6 +486,27 @@ func (w *Writer) writeBlock(bt BlockType, b *[]byte) (int, error) {
 	return len(block), nil
 }
 
+// Size is the file's size so far: the bytes written plus the open data
+// block's. It allocates nothing, for callers that check it per cell.
+func (w *Writer) Size() int64 {
+	if w.blk.n == 0 {
+		return w.off
+	}
+	return w.off + int64(len(w.blk.buf)-headerSize)
+}
+
+// StartsRow reports whether c would begin a new row: true for the first
+// cell, else whether its row differs from the last cell's. A caller that
+// rolls over to a new file at a size limit does so only when
+//
+//	w.Size() >= limit && w.StartsRow(c)
+//
+// so no row is split across files (HFileOutputFormat2's rule too: a row
+// larger than the limit stays whole in one file).
+func (w *Writer) StartsRow(c *cell.Cell) bool {
+	return !w.has || !bytes.Equal(w.last.Row, c.Row)
+}
+
 // Stats reports what has been written so far. The slices are copies the
 // caller may keep.
 func (w *Writer) Stats() Stats {

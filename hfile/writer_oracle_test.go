@@ -178,6 +178,9 @@ func TestWriterOracle(t *testing.T) {
 				"last_row":      hex.EncodeToString(fc.stats.LastRow),
 				"checked":       fmt.Sprintf("%d cells ok", len(fc.cells)),
 			}
+			if !strings.HasSuffix(cf.facts["checksums"], " blocks ok") {
+				t.Errorf("HBase's checksum check says %q", cf.facts["checksums"])
+			}
 			for k, v := range facts {
 				if cf.facts[k] != v {
 					t.Errorf("HBase reads %s = %q, want %q", k, cf.facts[k], v)
@@ -199,6 +202,30 @@ func TestWriterOracle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriterOracleChecksums has HBase verify the CRC32C checksums of
+// every block the Writer wrote, and shows the check is real: one flipped
+// bit in a data block and HBase's checksum code refuses the file.
+func TestWriterOracleChecksums(t *testing.T) {
+	testenv.Require(t)
+	dir := t.TempDir()
+	data := writeCells(t, genCells(5, 2000, true, false), WriterOptions{Encoding: EncodingDiff, Codec: CodecGZ, Bloom: BloomRow, Tags: true, BlockSize: 4096, BytesPerChecksum: 1024})
+	good, bad := filepath.Join(dir, "good.hfile"), filepath.Join(dir, "bad.hfile")
+	if err := os.WriteFile(good, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data[100] ^= 1
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f := runCheckHFile(t, good)[good]; f == nil || !strings.HasSuffix(f.facts["checksums"], " blocks ok") {
+		t.Fatalf("HBase's checksum check of the good file: %v", f)
+	}
+	_, err := testenv.RunOracle("check-hfile", bad)
+	if err == nil || !strings.Contains(err.Error(), "checksum check fails for the DATABLKE block at offset 0") {
+		t.Fatalf("a flipped bit: check-hfile says %v", err)
 	}
 }
 

@@ -228,3 +228,125 @@ func TestWriterStats(t *testing.T) {
 		t.Fatal("Append after Close succeeded")
 	}
 }
+
+// TestWriterRollOver follows the roll-over rule StartsRow documents: files
+// end at the first row boundary past the size limit, so every row lies in
+// exactly one file, including a row bigger than the limit.
+func TestWriterRollOver(t *testing.T) {
+	const limit = 4 << 10
+	var cells []cell.Cell
+	for r := 0; r < 60; r++ {
+		cols := 3
+		if r == 17 {
+			cols = 400 // one row far above the limit
+		}
+		for q := 0; q < cols; q++ {
+			cells = append(cells, cell.Cell{Row: []byte(fmt.Sprintf("r%03d", r)), Family: []byte("f"), Qualifier: []byte(fmt.Sprintf("q%04d", q)), Timestamp: 7, Type: cell.Put, Value: bytes.Repeat([]byte{'v'}, 40)})
+		}
+	}
+	var files []*bytes.Buffer
+	var w *Writer
+	for i := range cells {
+		if w == nil || w.Size() >= limit && w.StartsRow(&cells[i]) {
+			if w != nil {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files = append(files, &bytes.Buffer{})
+			var err error
+			if w, err = NewWriter(files[len(files)-1], WriterOptions{BlockSize: 1024}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Append(&cells[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 3 {
+		t.Fatalf("%d files, want several", len(files))
+	}
+	rowFile := map[string]int{}
+	n := 0
+	for k, f := range files {
+		r, err := openBytes(t, fmt.Sprint(k), f.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAll(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if !sameCell(&got[i], &cells[n]) {
+				t.Fatalf("file %d cell %d: %s, want %s", k, i, &got[i], &cells[n])
+			}
+			n++
+			row := string(got[i].Row)
+			if prev, ok := rowFile[row]; ok && prev != k {
+				t.Fatalf("row %s split across files %d and %d", row, prev, k)
+			}
+			rowFile[row] = k
+		}
+	}
+	if n != len(cells) {
+		t.Fatalf("read %d cells back, wrote %d", n, len(cells))
+	}
+}
+
+// FuzzWriterRoundTrip: for any seed, encoding, codec, bloom and block and
+// index sizes, what the Writer writes the Reader reads back cell for cell.
+func FuzzWriterRoundTrip(f *testing.F) {
+	f.Add(uint64(1), uint8(0), uint8(0), uint8(0), uint16(300), uint16(64), true)
+	f.Add(uint64(2), uint8(3), uint8(2), uint8(2), uint16(2000), uint16(200), false)
+	f.Fuzz(func(t *testing.T, seed uint64, enc, codec, bloom uint8, block, index uint16, tags bool) {
+		o := WriterOptions{
+			Encoding:       allEncodings[int(enc)%len(allEncodings)],
+			Codec:          writableCodecs[int(codec)%len(writableCodecs)],
+			Bloom:          BloomType(bloom % 3),
+			BlockSize:      int(block),
+			IndexBlockSize: int(index),
+			Tags:           tags,
+			CompressTags:   seed%2 == 0,
+			SeqIDs:         seed%3 == 0,
+		}
+		cells := genCells(seed, 200+int(seed%300), tags, o.SeqIDs)
+		r, err := openBytes(t, "fuzz.hfile", writeCells(t, cells, o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAll(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(cells) {
+			t.Fatalf("read %d cells, wrote %d", len(got), len(cells))
+		}
+		for i := range cells {
+			if !sameCell(&got[i], &cells[i]) {
+				t.Fatalf("cell %d: got %s, want %s", i, &got[i], &cells[i])
+			}
+		}
+	})
+}
+
+// TestWriterFileInfo: extra file info entries land in the file; HBase's
+// reserved "hfile." keys are refused.
+func TestWriterFileInfo(t *testing.T) {
+	c := cell.Cell{Row: []byte("r"), Family: []byte("f"), Timestamp: 3, Type: cell.Put}
+	data := writeCells(t, []cell.Cell{c}, WriterOptions{FileInfo: map[string][]byte{"REKEY_JOB": []byte("job-1")}, SourceTask: "task-7", BulkLoadTime: 99})
+	r, err := openBytes(t, "info.hfile", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi := r.Info()
+	if string(fi.Raw["REKEY_JOB"]) != "job-1" || string(fi.Raw["BULKLOAD_SOURCE_TASK"]) != "task-7" || fi.BulkLoadTS != 99 {
+		t.Fatalf("file info %q", fi.Raw)
+	}
+	if _, err := NewWriter(&bytes.Buffer{}, WriterOptions{FileInfo: map[string][]byte{"hfile.LASTKEY": nil}}); err == nil {
+		t.Fatal("a reserved file info key was accepted")
+	}
+}

@@ -2,15 +2,19 @@ package dev.rekey.testenv;
 
 import java.io.DataInput;
 import java.io.IOException;
+import java.lang.reflect.Method;
+import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.TreeMap;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FSDataInputStream;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellComparator;
 import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.KeyValue;
 import org.apache.hadoop.hbase.KeyValueUtil;
 import org.apache.hadoop.hbase.PrivateCellUtil;
@@ -18,6 +22,8 @@ import org.apache.hadoop.hbase.io.hfile.CacheConfig;
 import org.apache.hadoop.hbase.io.hfile.FixedFileTrailer;
 import org.apache.hadoop.hbase.io.hfile.HFile;
 import org.apache.hadoop.hbase.io.hfile.HFileScanner;
+import org.apache.hadoop.hbase.nio.ByteBuff;
+import org.apache.hadoop.hbase.nio.SingleByteBuff;
 import org.apache.hadoop.hbase.regionserver.BloomType;
 import org.apache.hadoop.hbase.regionserver.TimeRangeTracker;
 import org.apache.hadoop.hbase.util.BloomFilter;
@@ -42,6 +48,7 @@ final class CheckHFile {
 
   static void check(Configuration conf, Path p, Dump d, boolean tags) throws IOException {
     FileSystem fs = p.getFileSystem(conf);
+    int blocks = verifyChecksums(fs, p);
     try (HFile.Reader r = HFile.createReader(fs, p, CacheConfig.DISABLED, true, conf)) {
       FixedFileTrailer t = r.getTrailer();
       Map<String, byte[]> info = new TreeMap<>();
@@ -49,6 +56,7 @@ final class CheckHFile {
         info.put(Bytes.toString(e.getKey()), e.getValue());
       }
       d.line("# file " + p);
+      d.line("# checksums " + blocks + " blocks ok");
       d.line("# version " + t.getMajorVersion() + "." + t.getMinorVersion());
       d.line("# entries " + r.getEntries());
       d.line("# index_levels " + t.getNumDataIndexLevels());
@@ -157,5 +165,51 @@ final class CheckHFile {
       }
       d.line("# checked " + n + " cells ok");
     }
+  }
+
+  /**
+   * Walks every block from offset 0 to the trailer and has HBase's own
+   * ChecksumUtil verify its checksums (the reader above may fall back to
+   * file system checksums and so does not prove them). Returns the number
+   * of blocks.
+   */
+  static int verifyChecksums(FileSystem fs, Path p) throws IOException {
+    long len = fs.getFileStatus(p).getLen();
+    int blocks = 0;
+    try (FSDataInputStream in = fs.open(p)) {
+      FixedFileTrailer t = FixedFileTrailer.readFromStream(in, len);
+      long end = len - t.getTrailerSize();
+      Method validate;
+      try {
+        validate = Class.forName("org.apache.hadoop.hbase.io.hfile.ChecksumUtil").getDeclaredMethod("validateChecksum", ByteBuff.class, String.class,
+            long.class, int.class);
+        validate.setAccessible(true);
+      } catch (ReflectiveOperationException e) {
+        throw new IOException("HBase's ChecksumUtil.validateChecksum is not reachable", e);
+      }
+      byte[] header = new byte[HConstants.HFILEBLOCK_HEADER_SIZE];
+      for (long off = 0; off < end; blocks++) {
+        in.readFully(off, header);
+        int onDisk = HConstants.HFILEBLOCK_HEADER_SIZE + Bytes.toInt(header, 8);
+        if (onDisk <= HConstants.HFILEBLOCK_HEADER_SIZE || off + onDisk > end) {
+          throw new IOException(p + ": block at offset " + off + " claims " + onDisk + " bytes on disk");
+        }
+        byte[] block = new byte[onDisk];
+        in.readFully(off, block);
+        boolean ok;
+        try {
+          ok = (Boolean) validate.invoke(null, new SingleByteBuff(ByteBuffer.wrap(block)), p.toString(), off,
+              HConstants.HFILEBLOCK_HEADER_SIZE);
+        } catch (ReflectiveOperationException e) {
+          throw new IOException(p + ": validating the checksums of the block at offset " + off, e);
+        }
+        if (!ok) {
+          throw new IOException(p + ": HBase's checksum check fails for the "
+              + Bytes.toString(header, 0, 8) + " block at offset " + off);
+        }
+        off += onDisk;
+      }
+    }
+    return blocks;
   }
 }
