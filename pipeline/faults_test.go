@@ -133,9 +133,12 @@ func TestKillNineThenResume(t *testing.T) {
 		err := cmd.Wait()
 		t.Logf("kill -9 after %v: exit %d", d, exitCode(err))
 	}
-	out, err := exec.Command(bin, append(args[:len(args)-2], "--json")...).Output()
+	final := exec.Command(bin, append(args[:len(args)-2], "--json")...)
+	var finalErr bytes.Buffer
+	final.Stderr = &finalErr
+	out, err := final.Output()
 	if err != nil {
-		t.Fatalf("final resume: exit %d: %v", exitCode(err), err)
+		t.Fatalf("final resume: exit %d: %v\n%s", exitCode(err), err, finalErr.String())
 	}
 	var sum pipeline.Summary
 	if err := json.Unmarshal(out, &sum); err != nil {
@@ -169,7 +172,15 @@ func TestSigtermExitsThreeAndResumes(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second)
+	// Signal once the run is writing: its checkpoint exists (written
+	// before the workers start), and a second later.
+	for i := 0; i < 600; i++ {
+		if _, err := os.Stat(filepath.Join(dir, "job.rekey", "checkpoint.json")); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

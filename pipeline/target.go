@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
@@ -104,7 +105,7 @@ func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snaps
 		if len(missing) > 0 {
 			return false, fmt.Errorf("%w: %s has no %s (it has %s)", ErrTargetFamilies, j.Target.Table, strings.Join(missing, ", "), familyNames(desc.Families))
 		}
-		return false, nil
+		return false, waitEnabled(ctx, c, j.Target.Table)
 	case !errors.Is(err, hbase.ErrTableNotFound):
 		return false, err
 	case !j.Target.Create.Enabled:
@@ -133,9 +134,41 @@ func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snaps
 		spec.Families = append(spec.Families, hbase.Family{Name: nf, Attributes: attrs})
 	}
 	if err := c.CreateTable(ctx, spec); err != nil {
+		if errors.Is(err, hbase.ErrTableExists) {
+			// Created meanwhile: by another shard, or by an earlier run that
+			// was killed while the master was still creating it.
+			// Check it as an existing table, without trying to create again.
+			again := *j
+			again.Target.Create.Enabled = false
+			return PrepareTarget(ctx, c, &again, snap, splitKeys)
+		}
 		return false, err
 	}
-	return true, nil
+	return true, waitEnabled(ctx, c, j.Target.Table)
+}
+
+// waitEnabled waits until table is enabled: a table still being created
+// (by an earlier, killed run, or another shard) is ENABLING for a while,
+// and writes to it would fail.
+func waitEnabled(ctx context.Context, c *hbase.Client, table string) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ok, err := c.TableEnabled(ctx, table)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("target table %s is not enabled (enable it, or wait for its creation to finish)", table)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // copiedAttributes are the family attributes a created target takes from

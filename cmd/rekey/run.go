@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,6 +114,12 @@ mutations reported (or the run failed: damaged input, cluster errors);
 }
 
 func runRun(cmd *cobra.Command, path string, f runFlags) error {
+	return runJob(cmd, path, f)
+}
+
+// runJob is rekey run; an error after a signal is an interruption (exit 3),
+// whatever step it cut short.
+func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	j, err := job.Load(path)
 	if err != nil {
 		return usageError{err}
@@ -129,12 +136,20 @@ func runRun(cmd *cobra.Command, path string, f runFlags) error {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	var signalled atomic.Bool
+	defer func() {
+		if err != nil && signalled.Load() && !errors.Is(err, errInterrupted) {
+			logf("stopped by a signal: %v", err)
+			err = errInterrupted
+		}
+	}()
 	go func() {
 		select {
 		case <-sigs:
 		case <-ctx.Done():
 			return
 		}
+		signalled.Store(true)
 		logf("stopping: finishing in-flight writes and writing the checkpoint (signal again to exit at once)")
 		cancel()
 		if _, ok := <-sigs; ok {
