@@ -22,7 +22,7 @@ final class Dump implements AutoCloseable {
   long cells;
 
   Dump(OutputStream out) {
-    this.out = new BufferedOutputStream(out, 1 << 16);
+    this.out = out == null ? null : new BufferedOutputStream(out, 1 << 16);
   }
 
   private void ensure(int more) {
@@ -58,6 +58,17 @@ final class Dump implements AutoCloseable {
   }
 
   void cell(Cell c) throws IOException {
+    out.write(buf, 0, format(c));
+    n = 0;
+    cells++;
+  }
+
+  /**
+   * Formats c's dump line, newline included, into the internal buffer
+   * (see line()) and returns its length; writes nothing.
+   */
+  int format(Cell c) {
+    n = 0;
     hex(c.getRowArray(), c.getRowOffset(), c.getRowLength());
     tab();
     raw(c.getFamilyArray(), c.getFamilyOffset(), c.getFamilyLength());
@@ -73,13 +84,18 @@ final class Dump implements AutoCloseable {
     hex(c.getValueArray(), c.getValueOffset(), c.getValueLength());
     ensure(1);
     buf[n++] = '\n';
-    out.write(buf, 0, n);
-    n = 0;
-    cells++;
+    return n;
+  }
+
+  /** The buffer format() filled; valid until the next call. */
+  byte[] line() {
+    return buf;
   }
 
   @Override
   public void close() throws IOException {
-    out.flush();
+    if (out != null) {
+      out.flush();
+    }
   }
 }
