@@ -184,7 +184,8 @@ want = json.load(open(sys.argv[1])); got = json.loads(sys.argv[2])
 sys.exit(0 if (got["cells"], got["digest"]) == (want["cells"], want["digest"]) else 1)
 PY
 		fi
-		read -r wall user sys rss <"$tm" || true
+		# The last line: GNU time puts "Command exited with ..." before it.
+		read -r wall user sys rss < <(tail -n 1 "$tm") || true
 		printf '{"contender":"%s","round":%d,"status":"%s","wall_s":%s,"cpu_s":%s,"peak_rss_kb":%s,"target":%s,"result":%s}\n' \
 			"$c" "$r" "$status" "${wall:-null}" "$(python3 -c "print(round(${user:-0}+${sys:-0},2))")" "${rss:-null}" "$got" "$line" >>"$runs"
 		echo "   $c: $status, ${wall:-?} s wall, $(python3 -c "print(round(${user:-0}+${sys:-0},1))") s CPU, $((${rss:-0} / 1024)) MB peak RSS"

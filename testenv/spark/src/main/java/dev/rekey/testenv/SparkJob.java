@@ -311,6 +311,7 @@ public final class SparkJob {
 
   private static void puts(ClientConf cc, TableName table, int batch, JavaPairRDD<byte[], Boolean> rekeyed,
       LongAccumulator written) {
+    String name = table.getNameAsString(); // TableName is not Serializable
     rekeyed.foreachPartition((Iterator<Tuple2<byte[], Boolean>> it) -> {
       try (Connection conn = ConnectionFactory.createConnection(cc.get())) {
         BufferedMutator m = null;
@@ -320,7 +321,8 @@ public final class SparkJob {
             Put p = new Put(kv.getRowArray(), kv.getRowOffset(), kv.getRowLength());
             p.add(kv);
             if (m == null) {
-              m = conn.getBufferedMutator(new BufferedMutatorParams(table).writeBufferSize(p.heapSize() * batch));
+              m = conn.getBufferedMutator(new BufferedMutatorParams(TableName.valueOf(name))
+                  .writeBufferSize(p.heapSize() * batch));
             }
             m.mutate(p);
             written.add(1);
