@@ -184,13 +184,27 @@ func ruleSource(t *testing.T) (st *testenv.State, src, want, refused []cell.Cell
 	return st, src, want, refused
 }
 
-// TestJavaRekeyRule runs the oracle's Java re-key over a snapshot the
-// cluster wrote and checks it cell for cell against the layout computed
-// here, and checks rekey's own preset (configs/wide_to_bucketed.yaml)
-// against the same expectation; then checks the oracle's digest of the
-// expected target against the digest computed here.
-func TestJavaRekeyRule(t *testing.T) {
+// TestJavaRekey seeds the rule source once and runs the checks below on it.
+func TestJavaRekey(t *testing.T) {
 	st, src, want, refused := ruleSource(t)
+	t.Run("rule", func(t *testing.T) { checkRule(t, st, src, want, refused) })
+	t.Run("put", func(t *testing.T) {
+		checkContender(t, st, len(src), want, len(refused), "bench-e2e-put", "1000")
+	})
+	t.Run("hfile", func(t *testing.T) {
+		// A 0.1 MB sort buffer makes several sorted runs, so regions get
+		// several files each.
+		checkContender(t, st, len(src), want, len(refused), "bench-e2e-hfile",
+			fmt.Sprintf("hdfs://%s/tmp/bench_rule_stage_%d", st.NameNode, os.Getpid()), "0.1")
+	})
+}
+
+// checkRule runs the oracle's Java re-key over a snapshot the cluster
+// wrote and checks it cell for cell against the layout computed here, and
+// checks rekey's own preset (configs/wide_to_bucketed.yaml) against the
+// same expectation; then checks the oracle's digest of the expected target
+// against the digest computed here.
+func checkRule(t *testing.T, st *testenv.State, src, want, refused []cell.Cell) {
 	wantLines := lines(want)
 
 	root, err := testenv.RepoRoot()
@@ -245,4 +259,39 @@ func TestJavaRekeyRule(t *testing.T) {
 	if d.Cells != len(want) || d.Digest != digest(want) || d.Rejected != len(refused) {
 		t.Fatalf("digest-snapshot --rekey = %s, want cells %d digest %s rejected %d", out, len(want), digest(want), len(refused))
 	}
+}
+
+// checkContender runs one Java contender (an oracle bench-e2e-* command)
+// from the rule snapshot into a fresh pre-split target table and checks
+// its counts and the table's cells, as HBase returns them, against the
+// expected cells.
+func checkContender(t *testing.T, st *testenv.State, read int, want []cell.Cell, refused int, cmd string, extra ...string) {
+	table := "bench_rule_" + strings.TrimPrefix(cmd, "bench-e2e-")
+	spec := filepath.Join(t.TempDir(), "target.json")
+	targetSpec := `{"table": "` + table + `", "families": [
+	  {"name": "d", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 3}, {"name": "e", "versions": 2}],
+	  "split_keys": ["s000010", "s000020", "t"], "steps": []}`
+	if err := os.WriteFile(spec, []byte(targetSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Oracle(t, "seed", spec)
+	t.Cleanup(func() { testenv.RunOracle("drop-table", table) })
+
+	out := testenv.Oracle(t, append([]string{cmd, st.RootDir, "bench_rule_snap", table}, extra...)...)
+	var res struct {
+		Read     int `json:"cells_read"`
+		Written  int `json:"cells_written"`
+		Rejected int `json:"rejected"`
+		Files    int `json:"files"`
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(out), &res); err != nil {
+		t.Fatalf("%s: %v: %s", cmd, err, out)
+	}
+	if res.Read != read || res.Written != len(want) || res.Rejected != refused {
+		t.Fatalf("%s: read %d, wrote %d, refused %d; want %d, %d, %d", cmd, res.Read, res.Written, res.Rejected, read, len(want), refused)
+	}
+	if cmd == "bench-e2e-hfile" && res.Files < 8 {
+		t.Errorf("%s staged %d files; a 0.1 MB buffer over 4 regions and 2 families should make more than 8", cmd, res.Files)
+	}
+	sameLines(t, cmd+" target", lines(parseDump(t, "dump-table", testenv.Oracle(t, "dump-table", table))), lines(want))
 }

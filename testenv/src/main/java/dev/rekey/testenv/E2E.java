@@ -232,12 +232,12 @@ final class E2E {
    * target region and family, cells in comparator order, the family's
    * compression, encoding, bloom and block size, bulk-load file info) ->
    * BulkLoadHFiles. The input is not assumed sorted: cells are buffered up
-   * to BUFFER_MB (default 256) of KeyValue bytes, sorted, and each full
+   * to BUFFER_MB (default 256, fractions allowed) of KeyValue bytes, sorted, and each full
    * buffer becomes one file per region and family, so a region may get
    * several files (bulk load takes them all). STAGING is a directory on
    * the cluster's file system that must not exist; it is removed after.
    */
-  static void hfileContender(Path root, String name, TableName tn, Path staging, long bufferMb) throws IOException {
+  static void hfileContender(Path root, String name, TableName tn, Path staging, double bufferMb) throws IOException {
     RunStats st = new RunStats("e2e-java-hfile");
     Configuration conf = Oracle.baseConf();
     FileSystem fs = staging.getFileSystem(conf);
@@ -248,7 +248,7 @@ final class E2E {
     try (Connection conn = ConnectionFactory.createConnection(conf); Admin admin = conn.getAdmin();
         RegionLocator rl = conn.getRegionLocator(tn)) {
       Runs runs = new Runs(conf, fs, staging, admin.getDescriptor(tn), rl.getStartKeys(), st);
-      long budget = bufferMb << 20;
+      long budget = (long) (bufferMb * (1 << 20));
       WideToBucketed w = new WideToBucketed();
       snapshotCells(root, name, c -> {
         st.read(c);

@@ -404,7 +404,7 @@ public final class Oracle {
       case "bench-e2e-hfile":
         need(a, 4, 5, "bench-e2e-hfile ROOTDIR NAME TABLE STAGING [BUFFER_MB]");
         E2E.hfileContender(path(a[0]), a[1], TableName.valueOf(a[2]), path(a[3]),
-            a.length > 4 ? Long.parseLong(a[4]) : 256);
+            a.length > 4 ? Double.parseDouble(a[4]) : 256);
         return;
       default:
         throw new UsageException("unknown command " + cmd);
