@@ -212,14 +212,16 @@ for l in open("/proc/cpuinfo"):
         model = l.split(":", 1)[1].strip(); break
 mem_kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
 source, expected = json.load(open(src_path)), json.load(open(exp_path))
+# Bytes read (KeyValue key + value per cell) as the Java and Spark
+# contenders count them: the same source for every contender.
+src_bytes = next((r["result"]["bytes"] for r in runs if r["status"] == "ok" and r["result"] and r["result"].get("bytes")), None)
 summary = []
 for c in dict.fromkeys(r["contender"] for r in runs):
     ok = [r for r in runs if r["contender"] == c and r["status"] == "ok"]
     row = {"contender": c, "rounds_ok": len(ok), "rounds": sum(1 for r in runs if r["contender"] == c)}
     if ok:
         wall = statistics.median(r["wall_s"] for r in ok)
-        cells = ok[0]["result"]["cells_read"] if ok[0]["result"] else source["cells"]
-        byts = ok[0]["result"].get("bytes") if ok[0]["result"] else None
+        cells, byts = source["cells"], src_bytes
         row.update(wall_s=wall, cpu_s=statistics.median(r["cpu_s"] for r in ok),
                    peak_rss_mb=round(max(r["peak_rss_kb"] for r in ok) / 1024),
                    cells_per_sec=round(cells / wall), mb_per_sec=round(byts / wall / 1e6, 2) if byts else None)
