@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/rekey
 PKGS    := ./...
 
-.PHONY: help build test unit demo bench lint fuzz testenv-up testenv-down oracle clean
+.PHONY: help build test unit demo bench bench-e2e lint fuzz testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
@@ -11,6 +11,7 @@ help:
 	@echo "unit          unit tests only (go test, no cluster)"
 	@echo "demo          run the demo job on the bundled snapshot"
 	@echo "bench         rekey vs the Java baseline, as ratios"
+	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
 	@echo "lint          gofmt check and go vet"
 	@echo "fuzz          run every fuzz target briefly (FUZZTIME, default 10s each)"
 	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
@@ -31,6 +32,9 @@ demo: build
 
 bench: build
 	scripts/bench.sh
+
+bench-e2e: build
+	scripts/bench-e2e.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

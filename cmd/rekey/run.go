@@ -233,9 +233,8 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	sum, err := pipeline.Run(ctx, cfg)
 	if sum != nil {
 		if f.json {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			enc.Encode(sum)
+			// One line, so scripts can take the last line of the output.
+			json.NewEncoder(stdout).Encode(sum)
 		} else {
 			printRunSummary(stdout, sum)
 		}

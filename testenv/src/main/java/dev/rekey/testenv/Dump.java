@@ -22,7 +22,7 @@ final class Dump implements AutoCloseable {
   long cells;
 
   Dump(OutputStream out) {
-    this.out = new BufferedOutputStream(out, 1 << 16);
+    this.out = out == null ? null : new BufferedOutputStream(out, 1 << 16);
   }
 
   private void ensure(int more) {
@@ -72,6 +72,21 @@ final class Dump implements AutoCloseable {
    * section in hex (empty when it has none).
    */
   void cell(Cell c, boolean tags) throws IOException {
+    out.write(buf, 0, format(c, tags));
+    n = 0;
+    cells++;
+  }
+
+  /**
+   * Formats c's dump line, newline included, into the internal buffer
+   * (see line()) and returns its length; writes nothing.
+   */
+  int format(Cell c) {
+    return format(c, false);
+  }
+
+  private int format(Cell c, boolean tags) {
+    n = 0;
     hex(c.getRowArray(), c.getRowOffset(), c.getRowLength());
     tab();
     raw(c.getFamilyArray(), c.getFamilyOffset(), c.getFamilyLength());
@@ -91,13 +106,18 @@ final class Dump implements AutoCloseable {
     }
     ensure(1);
     buf[n++] = '\n';
-    out.write(buf, 0, n);
-    n = 0;
-    cells++;
+    return n;
+  }
+
+  /** The buffer format() filled; valid until the next call. */
+  byte[] line() {
+    return buf;
   }
 
   @Override
   public void close() throws IOException {
-    out.flush();
+    if (out != null) {
+      out.flush();
+    }
   }
 }

@@ -73,6 +73,10 @@ public final class Oracle {
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
+      "  digest-table TABLE | digest-snapshot ROOTDIR NAME [--rekey]   cells and an order-independent digest",
+      "  rekey-dump ROOTDIR NAME              the wide -> bucketed re-key of a snapshot's cells (refusals on stderr)",
+      "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
+      "  bench-e2e-hfile ROOTDIR NAME TABLE STAGING [MB] snapshot -> re-key -> sorted HFiles -> bulk load",
       "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
       "families keep unless --max-versions is given.");
 
@@ -163,12 +167,12 @@ public final class Oracle {
     return System.getProperty("rekey.state", "testenv/state.json");
   }
 
-  private static Connection connect() throws IOException {
+  static Connection connect() throws IOException {
     return ConnectionFactory.createConnection(Conf.client(statePath()));
   }
 
   /** The client configuration if a cluster is up, else a plain one. */
-  private static Configuration baseConf() {
+  static Configuration baseConf() {
     try {
       return Conf.client(statePath());
     } catch (IOException e) {
@@ -392,6 +396,31 @@ public final class Oracle {
                 (a.length > 3 ? a[3] : "NONE").toLowerCase(Locale.ROOT)));
         return;
       }
+      case "digest-table":
+        need(a, 1, 1, "digest-table TABLE");
+        E2E.digestTable(TableName.valueOf(a[0]));
+        return;
+      case "digest-snapshot": {
+        boolean rekey = a.length == 3 && a[2].equals("--rekey");
+        if (a.length != 2 && !rekey) {
+          throw new UsageException("expected digest-snapshot ROOTDIR NAME [--rekey]");
+        }
+        E2E.digestSnapshot(path(a[0]), a[1], rekey);
+        return;
+      }
+      case "rekey-dump":
+        need(a, 2, 2, "rekey-dump ROOTDIR NAME");
+        E2E.rekeyDump(path(a[0]), a[1]);
+        return;
+      case "bench-e2e-put":
+        need(a, 4, 4, "bench-e2e-put ROOTDIR NAME TABLE BATCH");
+        E2E.putContender(path(a[0]), a[1], TableName.valueOf(a[2]), Integer.parseInt(a[3]));
+        return;
+      case "bench-e2e-hfile":
+        need(a, 4, 5, "bench-e2e-hfile ROOTDIR NAME TABLE STAGING [BUFFER_MB]");
+        E2E.hfileContender(path(a[0]), a[1], TableName.valueOf(a[2]), path(a[3]),
+            a.length > 4 ? Double.parseDouble(a[4]) : 256);
+        return;
       default:
         throw new UsageException("unknown command " + cmd);
     }

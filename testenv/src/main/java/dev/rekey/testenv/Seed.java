@@ -97,10 +97,21 @@ final class Seed {
     int days = 30;
     // cells: a file of canonical dump lines to write as they are
     String file;
+    // readings
+    int sensors = 100;
+    String sensor_format = "s%06d";
+    int readings = 100;
+    List<Heavy> heavy;
     // split, snapshot
     String key;
     String key_hex;
     String name;
+  }
+
+  /** A sensor of the readings step with more readings than the others. */
+  static final class Heavy {
+    int index;
+    int readings;
   }
 
   private final Connection conn;
@@ -225,6 +236,9 @@ final class Seed {
       case "cells":
         cells(st);
         break;
+      case "readings":
+        readings(st);
+        break;
       case "flush":
         try (Admin admin = conn.getAdmin()) {
           admin.flush(tn);
@@ -244,7 +258,7 @@ final class Seed {
         break;
       default:
         throw new IllegalArgumentException("unknown op " + st.op
-            + " (rows, wide_row, big_values, events, cells, flush, split, major_compact, snapshot)");
+            + " (rows, wide_row, big_values, events, cells, readings, flush, split, major_compact, snapshot)");
     }
   }
 
@@ -429,6 +443,93 @@ final class Seed {
         t.put(p);
         puts++;
       }
+    }
+  }
+
+  /**
+   * The end-to-end bench's source, the wide layout of
+   * configs/wide_to_bucketed.yaml: row = sensor id (`sensor_format`),
+   * qualifier = 8-byte big-endian reading time. Sensor i gets `readings`
+   * readings (or its `heavy` entry's count) at distinct times spread over
+   * `days` days from ts_base (slot j of span/n ms holds reading j, at a
+   * random ms inside the slot); each reading has `versions` versions with
+   * cell timestamps time + v*ts_step and random values of
+   * value_min..value_max bytes. With deletes = D, every Dth sensor (i % D
+   * == 0) then gets one delete, cycling: DeleteColumn of its first reading
+   * (every version), Delete of the newest version of its second reading,
+   * DeleteFamily up to the time of its tenth reading. flush_before_deletes
+   * puts the markers in a newer HFile than the cells they mask.
+   */
+  private void readings(Step st) throws IOException {
+    byte[] f = Bytes.toBytes(st.family != null ? st.family : spec.families.get(0).name);
+    long base = st.ts_base != null ? st.ts_base : TS_BASE;
+    long span = st.days * 86400000L;
+    java.util.Map<Integer, Integer> heavy = new java.util.HashMap<>();
+    if (st.heavy != null) {
+      for (Heavy h : st.heavy) {
+        heavy.put(h.index, h.readings);
+      }
+    }
+    java.util.Map<Integer, long[]> firstTimes = new java.util.TreeMap<>();
+    try (BufferedMutator m = mutator()) {
+      for (int i = 0; i < st.sensors; i++) {
+        byte[] row = Bytes.toBytes(String.format(st.sensor_format, i));
+        int n = heavy.getOrDefault(i, st.readings);
+        long slot = Math.max(1, span / Math.max(1, n));
+        long[] first = st.deletes > 0 && i % st.deletes == 0 ? new long[Math.min(n, 10)] : null;
+        Put p = new Put(row);
+        for (int j = 0; j < n; j++) {
+          long t = base + j * slot + (long) (rnd.nextDouble() * slot);
+          if (first != null && j < first.length) {
+            first[j] = t;
+          }
+          for (int v = 0; v < st.versions; v++) {
+            p.addColumn(f, Bytes.toBytes(t), t + v * st.ts_step, value(st.value_min, st.value_max));
+            puts++;
+          }
+          if (p.size() >= 10000) {
+            m.mutate(p);
+            p = new Put(row);
+          }
+        }
+        if (!p.isEmpty()) {
+          m.mutate(p);
+        }
+        if (first != null && first.length > 0) {
+          firstTimes.put(i, first);
+        }
+      }
+    }
+    if (firstTimes.isEmpty()) {
+      return;
+    }
+    if (st.flush_before_deletes) {
+      try (Admin admin = conn.getAdmin()) {
+        admin.flush(tn);
+      }
+    }
+    List<Delete> ds = new ArrayList<>();
+    int k = 0;
+    for (java.util.Map.Entry<Integer, long[]> e : firstTimes.entrySet()) {
+      long[] t = e.getValue();
+      Delete d = new Delete(Bytes.toBytes(String.format(st.sensor_format, e.getKey())));
+      switch (k++ % 3) {
+        case 0:
+          d.addColumns(f, Bytes.toBytes(t[0]));
+          break;
+        case 1:
+          d.addColumn(f, Bytes.toBytes(t[Math.min(1, t.length - 1)]),
+              t[Math.min(1, t.length - 1)] + (st.versions - 1) * st.ts_step);
+          break;
+        default:
+          d.addFamily(f, t[t.length - 1]);
+          break;
+      }
+      ds.add(d);
+      deletes++;
+    }
+    try (Table tb = conn.getTable(tn)) {
+      tb.delete(ds);
     }
   }
 

@@ -1,0 +1,259 @@
+#!/usr/bin/env bash
+# The end-to-end bench (issue 15): whole re-key jobs side by side on one
+# snapshot in the mini cluster, each writing the wide -> bucketed re-key of
+# configs/wide_to_bucketed.yaml into its own pre-split target table:
+#
+#   java-put     TableSnapshotScanner -> re-key -> BufferedMutator (oracle)
+#   java-hfile   TableSnapshotScanner -> re-key -> sorted HFiles (HBase's
+#                StoreFileWriter, per region and family) -> bulk load (oracle)
+#   spark-hfile  Spark local[2]: TableSnapshotInputFormat -> re-key ->
+#                HFileOutputFormat2 -> bulk load (testenv/bin/spark-job)
+#   spark-put    the same -> BufferedMutator in foreachPartition
+#   rekey-*      `rekey run` (puts and staged HFiles, 1 and 2 workers), when
+#                bin/rekey has a run subcommand: see run_rekey below
+#
+# Every target is checked against the expected cells before its time
+# counts: the oracle's digest of the target (cells and an order-independent
+# digest, `oracle digest-table`) must equal the digest of the re-keyed
+# snapshot (`oracle digest-snapshot --rekey`). A wrong result is reported as
+# wrong, never as a time. Speed is measured and printed, never asserted.
+#
+#   SIZE=small|default|large   dataset (small: a one-minute smoke; default:
+#                              the whole bench in under 15 minutes on 2 cores)
+#   ROUNDS=N                   rounds; each runs every contender once, the
+#                              order rotating per round (default 3 small, 1 otherwise)
+#   CONTENDERS="java-put ..."  which to run (default all that exist)
+#   BATCH=1000                 cells per put batch, for every put contender
+#   REUSE=1                    reuse the seeded snapshot of the same SIZE
+#   BENCH_DIR                  scratch (default /tmp/rekey-bench-e2e)
+#   RESULTS                    output JSON (default bench/results/latest.json)
+#
+# Times are of the whole process as a user starts it (JVM start included),
+# from /usr/bin/time; each result line also has the contender's own
+# in-process figures.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO="$(pwd)"
+
+SIZE="${SIZE:-default}"
+BATCH="${BATCH:-1000}"
+BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench-e2e}"
+RESULTS="${RESULTS:-bench/results/latest.json}"
+case "$SIZE" in
+small) ROUNDS="${ROUNDS:-3}" ;;
+default | large) ROUNDS="${ROUNDS:-1}" ;;
+*)
+	echo "bench-e2e: SIZE must be small, default or large" >&2
+	exit 2
+	;;
+esac
+mkdir -p "$BENCH_DIR" "$(dirname "$RESULTS")"
+runs="$BENCH_DIR/runs.jsonl"
+: >"$runs"
+
+testenv/bin/build
+started=0
+cleanup() { if [ "$started" = 1 ]; then testenv/bin/down || true; fi; }
+trap cleanup EXIT
+if ! testenv/bin/status >/dev/null 2>&1; then
+	testenv/bin/up
+	started=1
+fi
+. testenv/bin/lib.sh
+zk="$(state_get zookeeper_quorum)"
+rootdir="$(state_get hbase_rootdir)"
+nn="$(state_get hdfs_namenode)"
+
+SRC=bench_e2e_src
+SNAP="bench_e2e_$SIZE"
+
+# The dataset: the wide layout (row = sensor id, qualifier = 8-byte reading
+# time), one family d, FAST_DIFF + SNAPPY, 2 versions per reading, a delete
+# on every 50th sensor (in a newer HFile than the cells it masks), heavy
+# sensors (the heaviest has 1M cells at SIZE=default), regions split at
+# even sensor ids. Target tables get the same family and split keys.
+case "$SIZE" in
+small) sensors=400 readings=100 regions=4 heavy='[{"index": 7, "readings": 50000}]' ;;
+default) sensors=2000 readings=150 regions=6 heavy='[{"index": 7, "readings": 500000}, {"index": 1003, "readings": 100000}, {"index": 1777, "readings": 50000}]' ;;
+large) sensors=10000 readings=200 regions=8 heavy='[{"index": 7, "readings": 2500000}, {"index": 4003, "readings": 500000}, {"index": 8777, "readings": 500000}]' ;;
+esac
+splits=""
+for ((i = 1; i < regions; i++)); do
+	splits+="${splits:+, }\"$(printf 's%06d' $((sensors * i / regions)))\""
+done
+family='{"name": "d", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 3}'
+
+# target_spec TABLE: a seed spec that only creates the pre-split target.
+target_spec() {
+	printf '{"table": "%s", "families": [%s], "split_keys": [%s], "steps": []}\n' "$1" "$family" "$splits"
+}
+
+have_snapshot() {
+	testenv/bin/oracle digest-snapshot "$rootdir" "$SNAP" >"$BENCH_DIR/source.json" 2>/dev/null
+}
+if [ "${REUSE:-0}" = 1 ] && have_snapshot; then
+	echo "== reusing snapshot $SNAP"
+else
+	echo "== seeding $SRC ($SIZE: $sensors sensors x $readings readings x 2 versions, heavy $heavy, $regions regions)"
+	cat >"$BENCH_DIR/source.spec.json" <<JSON
+{"table": "$SRC", "seed": 15, "families": [$family], "split_keys": [$splits],
+ "steps": [
+  {"op": "readings", "sensors": $sensors, "readings": $readings, "versions": 2, "value_min": 4, "value_max": 16,
+   "heavy": $heavy, "deletes": 50, "flush_before_deletes": true},
+  {"op": "flush"},
+  {"op": "snapshot", "name": "$SNAP"}]}
+JSON
+	t0=$(date +%s)
+	testenv/bin/oracle seed "$BENCH_DIR/source.spec.json"
+	testenv/bin/oracle drop-table "$SRC" >/dev/null # the snapshot keeps the files
+	have_snapshot
+	echo "   seeded in $(($(date +%s) - t0)) s"
+fi
+echo "   source: $(cat "$BENCH_DIR/source.json")"
+testenv/bin/oracle digest-snapshot "$rootdir" "$SNAP" --rekey >"$BENCH_DIR/expected.json"
+echo "   expected target: $(cat "$BENCH_DIR/expected.json")"
+
+# run_rekey CONTENDER TABLE: the hook for `rekey run`. It is called only
+# when bin/rekey has a run subcommand; CONTENDER is rekey-put-1w,
+# rekey-put-2w, rekey-hfile-1w or rekey-hfile-2w. It must run the job into
+# TABLE (already created, pre-split like the others) and print rekey's JSON
+# result line last on stdout ({"cells_read":..,"cells_written":..} at least).
+run_rekey() {
+	local contender="$1" table="$2" job="$BENCH_DIR/$2.yaml"
+	# The shipped preset, pointed at this snapshot and this target table.
+	sed -e "s|^  root: .*|  root: $rootdir|" -e "s|^  name: .*|  name: $SNAP|" \
+		-e "s|^  table: .*|  table: $table|" -e "s|^bad_keys: .*|bad_keys: {action: fail}|" \
+		configs/wide_to_bucketed.yaml >"$job"
+	local workers="${contender##*-}"
+	workers="${workers%w}"
+	# --fresh: each round starts over; the checkpoint lives in BENCH_DIR.
+	local common=(--workers "$workers" --zk "$zk" --fresh --progress none --json
+		--checkpoint "$BENCH_DIR/$table.rekey/checkpoint.json")
+	case "$contender" in
+	rekey-put-*) bin/rekey run "$job" --sink puts --batch-cells "$BATCH" "${common[@]}" ;;
+	rekey-hfile-*) bin/rekey run "$job" --sink hfiles --staging "hdfs://$nn/tmp/bench-e2e-stage-$table-$$-$RANDOM" "${common[@]}" ;;
+	esac
+}
+
+# contender_cmd CONTENDER TABLE: runs one contender into TABLE.
+contender_cmd() {
+	local c="$1" t="$2"
+	case "$c" in
+	java-put) testenv/bin/oracle bench-e2e-put "$rootdir" "$SNAP" "$t" "$BATCH" ;;
+	java-hfile) testenv/bin/oracle bench-e2e-hfile "$rootdir" "$SNAP" "$t" "hdfs://$nn/tmp/bench-e2e-stage-$t-$$" ;;
+	spark-hfile) testenv/bin/spark-job hfile "$rootdir" "$SNAP" "$t" --staging "hdfs://$nn/tmp/bench-e2e-stage-$t-$$" ;;
+	spark-put) testenv/bin/spark-job put "$rootdir" "$SNAP" "$t" --batch "$BATCH" ;;
+	rekey-*) run_rekey "$c" "$t" ;;
+	esac
+}
+
+all="java-put java-hfile spark-hfile spark-put"
+if [ -x bin/rekey ] || make -s build >/dev/null 2>&1; then
+	if bin/rekey run --help >/dev/null 2>&1; then
+		all="rekey-put-1w rekey-put-2w rekey-hfile-1w rekey-hfile-2w $all"
+	else
+		echo "   (bin/rekey has no run subcommand yet: rekey rows not measured)"
+	fi
+fi
+read -r -a list <<<"${CONTENDERS:-$all}"
+# Build the Spark module once, outside any timing; from here on the oracle
+# and spark-job skip their rebuild checks, so no timed call ever waits for
+# Maven.
+case " ${list[*]} " in *" spark-"*) testenv/bin/spark-job --build-only ;; esac
+testenv/bin/build
+export TESTENV_NO_BUILD=1
+
+n=${#list[@]}
+for ((r = 1; r <= ROUNDS; r++)); do
+	echo "== round $r of $ROUNDS"
+	for ((k = 0; k < n; k++)); do
+		c="${list[$(((k + r - 1) % n))]}"
+		t="bench_e2e_t_${c//-/_}"
+		testenv/bin/oracle drop-table "$t" >/dev/null
+		target_spec "$t" >"$BENCH_DIR/$t.spec.json"
+		testenv/bin/oracle seed "$BENCH_DIR/$t.spec.json" >/dev/null
+		out="$BENCH_DIR/$c.$r.out" err="$BENCH_DIR/$c.$r.err" tm="$BENCH_DIR/$c.$r.time"
+		status=ok
+		if ! /usr/bin/time -f '%e %U %S %M' -o "$tm" bash -c "$(declare -f contender_cmd run_rekey); $(declare -p rootdir SNAP BATCH nn zk BENCH_DIR); contender_cmd $c $t" >"$out" 2>"$err"; then
+			status=failed
+			echo "   $c: FAILED (tail of $err):" >&2
+			tail -n 15 "$err" >&2
+		fi
+		line="$(grep '^{' "$out" | tail -n 1 || true)"
+		[ -n "$line" ] || line=null
+		got=null
+		if [ "$status" = ok ]; then
+			got="$(testenv/bin/oracle digest-table "$t")"
+			if ! python3 - "$BENCH_DIR/expected.json" "$got" <<'PY'; then status=wrong; fi
+import json, sys
+want = json.load(open(sys.argv[1])); got = json.loads(sys.argv[2])
+sys.exit(0 if (got["cells"], got["digest"]) == (want["cells"], want["digest"]) else 1)
+PY
+		fi
+		# The last line: GNU time puts "Command exited with ..." before it.
+		read -r wall user sys rss < <(tail -n 1 "$tm") || true
+		printf '{"contender":"%s","round":%d,"status":"%s","wall_s":%s,"cpu_s":%s,"peak_rss_kb":%s,"target":%s,"result":%s}\n' \
+			"$c" "$r" "$status" "${wall:-null}" "$(python3 -c "print(round(${user:-0}+${sys:-0},2))")" "${rss:-null}" "$got" "$line" >>"$runs"
+		echo "   $c: $status, ${wall:-?} s wall, $(python3 -c "print(round(${user:-0}+${sys:-0},1))") s CPU, $((${rss:-0} / 1024)) MB peak RSS"
+		testenv/bin/oracle drop-table "$t" >/dev/null
+	done
+done
+
+python3 - "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" <<'PY'
+import json, os, platform, statistics, subprocess, sys, datetime
+runs_path, out_path, size, rounds, batch, src_path, exp_path = sys.argv[1:]
+runs = [json.loads(l) for l in open(runs_path) if l.strip()]
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip() or None
+    except Exception:
+        return None
+model = None
+for l in open("/proc/cpuinfo"):
+    if l.startswith("model name"):
+        model = l.split(":", 1)[1].strip(); break
+mem_kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
+source, expected = json.load(open(src_path)), json.load(open(exp_path))
+# Bytes read (KeyValue key + value per cell) as the Java and Spark
+# contenders count them: the same source for every contender.
+src_bytes = next((r["result"]["bytes"] for r in runs if r["status"] == "ok" and r["result"] and r["result"].get("bytes")), None)
+summary = []
+for c in dict.fromkeys(r["contender"] for r in runs):
+    ok = [r for r in runs if r["contender"] == c and r["status"] == "ok"]
+    row = {"contender": c, "rounds_ok": len(ok), "rounds": sum(1 for r in runs if r["contender"] == c)}
+    if ok:
+        wall = statistics.median(r["wall_s"] for r in ok)
+        cells, byts = source["cells"], src_bytes
+        row.update(wall_s=wall, cpu_s=statistics.median(r["cpu_s"] for r in ok),
+                   peak_rss_mb=round(max(r["peak_rss_kb"] for r in ok) / 1024),
+                   cells_per_sec=round(cells / wall), mb_per_sec=round(byts / wall / 1e6, 2) if byts else None)
+    summary.append(row)
+rk = [s for s in summary if s["contender"].startswith("rekey-") and "wall_s" in s]
+best = min((s["wall_s"] for s in rk), default=None)
+for s in summary:
+    s["rekey_speedup"] = round(s["wall_s"] / best, 2) if best and "wall_s" in s else None
+doc = {
+    "bench": "e2e", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "size": size, "rounds": int(rounds), "batch": int(batch),
+    "machine": {"cpus": os.cpu_count(), "cpu_model": model, "mem_gib": round(mem_kb / 2**20, 1),
+                "kernel": platform.release(), "load_avg_at_end": os.getloadavg()},
+    "versions": {"java": (sh("java -version 2>&1 | head -1") or "").replace('"', ""), "hbase": "2.5.11-hadoop3",
+                 "spark": "3.5.6 (Scala 2.12, local[2])", "go": sh("go env GOVERSION"),
+                 "rekey_commit": sh("git rev-parse --short HEAD")},
+    "source": source, "expected_target": expected,
+    "summary": summary, "runs": runs,
+    "notes": "wall_s, cpu_s and peak RSS are of the whole process (JVM start included), medians over the ok rounds; "
+             "the mini cluster shares the same cores, so put and bulk-load figures include the cluster's work; "
+             "rekey_speedup = contender wall / fastest rekey wall (above 1: rekey is faster).",
+}
+with open(out_path + ".tmp", "w") as f:
+    json.dump(doc, f, indent=1)
+os.replace(out_path + ".tmp", out_path)
+print(f'{"contender":16} {"ok":>5} {"wall s":>8} {"cells/s":>10} {"MB/s":>6} {"CPU s":>7} {"RSS MB":>7} {"rekey x":>8}')
+for s in summary:
+    if "wall_s" not in s:
+        print(f'{s["contender"]:16} {s["rounds_ok"]}/{s["rounds"]:<3} not measured (failed or wrong)'); continue
+    sp = f'{s["rekey_speedup"]:.2f}' if s["rekey_speedup"] else "-"
+    print(f'{s["contender"]:16} {s["rounds_ok"]}/{s["rounds"]:<3} {s["wall_s"]:8.1f} {s["cells_per_sec"]:10,} {s["mb_per_sec"] or 0:6.1f} {s["cpu_s"]:7.1f} {s["peak_rss_mb"]:7} {sp:>8}')
+print(f"source {source['cells']} cells; expected target {expected['cells']} cells; results: {out_path}")
+PY
