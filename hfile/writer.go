@@ -236,7 +236,7 @@ func (w *Writer) Append(c *cell.Cell) error {
 	if w.has {
 		switch cmp := cell.Compare(&w.last, c); {
 		case cmp > 0:
-			return fmt.Errorf("%w: writer %s: cell %s appended after %s", ErrOutOfOrder, w.name, c, &w.last)
+			return fmt.Errorf("%w: writer %s: cell %s appended after %s", ErrOutOfOrder, w.name, c.String(), w.last.String())
 		case cmp == 0:
 			dup = true
 		}
@@ -307,31 +307,33 @@ func (w *Writer) Append(c *cell.Cell) error {
 // check refuses cells the file cannot hold.
 func (w *Writer) check(c *cell.Cell) error {
 	switch {
+	case len(c.Family) == 0:
+		return fmt.Errorf("hfile: writer %s: cell %s has no family", w.name, c.String())
 	case len(c.Row) > 32767:
-		return fmt.Errorf("hfile: writer %s: row of %d bytes exceeds HBase's 32767-byte limit: %s", w.name, len(c.Row), c)
+		return fmt.Errorf("hfile: writer %s: row of %d bytes exceeds HBase's 32767-byte limit: %s", w.name, len(c.Row), c.String())
 	case len(c.Family) > 127:
-		return fmt.Errorf("hfile: writer %s: family of %d bytes exceeds HBase's 127-byte limit: %s", w.name, len(c.Family), c)
+		return fmt.Errorf("hfile: writer %s: family of %d bytes exceeds HBase's 127-byte limit: %s", w.name, len(c.Family), c.String())
 	case !c.Type.Valid():
-		return fmt.Errorf("hfile: writer %s: cell type %d is not a KeyValue type: %s", w.name, uint8(c.Type), c)
+		return fmt.Errorf("hfile: writer %s: cell type %d is not a KeyValue type: %s", w.name, uint8(c.Type), c.String())
 	case w.has && !bytes.Equal(c.Family, w.family):
-		return fmt.Errorf("hfile: writer %s: cell %s has family %q but the file holds family %q", w.name, c, c.Family, w.family)
+		return fmt.Errorf("hfile: writer %s: cell %s has family %q but the file holds family %q", w.name, c.String(), c.Family, w.family)
 	case len(c.Tags) > 0 && !w.o.Tags:
-		return fmt.Errorf("hfile: writer %s: cell %s has %d bytes of tags but the writer was opened without Tags", w.name, c, len(c.Tags))
+		return fmt.Errorf("hfile: writer %s: cell %s has %d bytes of tags but the writer was opened without Tags", w.name, c.String(), len(c.Tags))
 	case len(c.Tags) > 0xFFFF:
-		return fmt.Errorf("hfile: writer %s: cell %s has %d bytes of tags, more than 65535", w.name, c, len(c.Tags))
+		return fmt.Errorf("hfile: writer %s: cell %s has %d bytes of tags, more than 65535", w.name, c.String(), len(c.Tags))
 	}
 	for t := c.Tags; len(t) > 0; {
 		if len(t) < 3 {
-			return fmt.Errorf("hfile: writer %s: cell %s: tags end in a truncated tag", w.name, c)
+			return fmt.Errorf("hfile: writer %s: cell %s: tags end in a truncated tag", w.name, c.String())
 		}
 		l := int(binary.BigEndian.Uint16(t))
 		if l < 1 || 2+l > len(t) {
-			return fmt.Errorf("hfile: writer %s: cell %s: a tag of length %d overruns the %d bytes left", w.name, c, l, len(t)-2)
+			return fmt.Errorf("hfile: writer %s: cell %s: a tag of length %d overruns the %d bytes left", w.name, c.String(), l, len(t)-2)
 		}
 		t = t[2+l:]
 	}
 	if int64(cell.KeyLen(c))+int64(len(c.Value)) > 1<<31-1-64 {
-		return fmt.Errorf("hfile: writer %s: cell %s is larger than 2 GiB", w.name, c)
+		return fmt.Errorf("hfile: writer %s: cell %s is larger than 2 GiB", w.name, c.String())
 	}
 	return nil
 }
@@ -487,7 +489,10 @@ func (w *Writer) writeBlock(bt BlockType, b *[]byte) (int, error) {
 // Stats reports what has been written so far. The slices are copies the
 // caller may keep.
 func (w *Writer) Stats() Stats {
-	s := Stats{Entries: w.entries, Written: w.off, Pending: int64(len(w.blk.buf) - headerSize)}
+	s := Stats{Entries: w.entries, Written: w.off}
+	if w.blk.n > 0 {
+		s.Pending = int64(len(w.blk.buf) - headerSize)
+	}
 	if w.has {
 		s.Family = bytes.Clone(w.family)
 		s.FirstRow = bytes.Clone(w.firstRow)

@@ -203,7 +203,7 @@ func TestWriterOracle(t *testing.T) {
 }
 
 // TestWriterOracleBigRow writes one row of a million cells (FAST_DIFF,
-// ZSTD, a ROWCOL bloom, a multi-level index) and has HBase read it back.
+// ZSTD, a ROWCOL bloom, a 3-level index) and has HBase read it back.
 func TestWriterOracleBigRow(t *testing.T) {
 	testenv.Require(t)
 	const n = 1_000_000
@@ -218,7 +218,7 @@ func TestWriterOracleBigRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	w, err := NewWriter(bw, WriterOptions{Name: p, Encoding: EncodingFastDiff, Codec: CodecZstd, Bloom: BloomRowCol, IndexBlockSize: 4 << 10})
+	w, err := NewWriter(bw, WriterOptions{Name: p, Encoding: EncodingFastDiff, Codec: CodecZstd, Bloom: BloomRowCol, BlockSize: 4 << 10, IndexBlockSize: 4 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestWriterOracleBigRow(t *testing.T) {
 		t.Fatalf("HBase read %d cells (facts %v), wrote %d", i, facts, n)
 	}
 	if lv, _ := strconv.Atoi(facts["index_levels"]); lv < 3 {
-		t.Errorf("a million cells with 4 KiB index blocks gave a %d-level index, want >= 3", lv)
+		t.Errorf("a million cells in 4 KiB blocks with 4 KiB index blocks gave a %d-level index, want >= 3", lv)
 	}
 }
 

@@ -180,3 +180,51 @@ func TestWriterRejectsOutOfOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestWriterEmpty: a writer closed without cells leaves a valid HFile
+// with no cells and no bounds.
+func TestWriterEmpty(t *testing.T) {
+	data := writeCells(t, nil, WriterOptions{Encoding: EncodingFastDiff, Codec: CodecGZ, Bloom: BloomRow})
+	r, err := openBytes(t, "empty.hfile", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(t, r)
+	if err != nil || len(got) != 0 || r.Entries() != 0 {
+		t.Fatalf("empty file read %d cells (%d entries), err %v", len(got), r.Entries(), err)
+	}
+	if _, ok := r.FirstKey(); ok {
+		t.Fatal("empty file has a first key")
+	}
+}
+
+// TestWriterStats: the bounds and counts the sink hands to a bulk load.
+func TestWriterStats(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, WriterOptions{BlockSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.FirstRow != nil || s.Entries != 0 || s.Pending != 0 {
+		t.Fatalf("fresh writer stats %+v", s)
+	}
+	for i, row := range []string{"b", "c", "c", "k"} {
+		c := cell.Cell{Row: []byte(row), Family: []byte("f"), Qualifier: []byte{'q', '0' + byte(i)}, Timestamp: 1, Type: cell.Put, Value: bytes.Repeat([]byte("v"), 60)}
+		if err := w.Append(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := w.Stats()
+	if string(s.FirstRow) != "b" || string(s.LastRow) != "k" || string(s.Family) != "f" || s.Entries != 4 || s.Written == 0 || s.Pending == 0 {
+		t.Fatalf("stats %+v", s)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Stats(); s.Written != int64(buf.Len()) || s.Pending != 0 {
+		t.Fatalf("after Close: written %d pending %d, file %d bytes", s.Written, s.Pending, buf.Len())
+	}
+	if err := w.Append(&cell.Cell{Row: []byte("z"), Family: []byte("f"), Type: cell.Put}); err == nil {
+		t.Fatal("Append after Close succeeded")
+	}
+}

@@ -497,11 +497,16 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	var enc *testBlockEncoder
 	first, last := int64(-1), int64(-1)
 	var firstKey []byte
+	// idxUnc sums the uncompressed payloads of every data index block,
+	// which HBase records in the trailer.
+	var idxUnc uint64
 	flushLeaf := func(final bool) {
 		if o.leafEntries == 0 || len(leaf) == 0 || (!final && len(leaf) < o.leafEntries) {
 			return
 		}
-		off, size := w.writeBlock(BlockLeafIndex, nonRootIndexBytes(leaf))
+		lp := nonRootIndexBytes(leaf)
+		idxUnc += uint64(len(lp))
+		off, size := w.writeBlock(BlockLeafIndex, lp)
 		leaves = append(leaves, IndexEntry{Key: leaf[0].Key, Offset: off, Size: int32(size)})
 		leaf = nil
 	}
@@ -550,14 +555,16 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	metaOff, metaSize := w.writeBlock(BlockMeta, []byte("meta block payload"))
 	levels := 1
 	root := leaf
-	if o.leafEntries > 0 {
+	if o.leafEntries > 0 && len(cells) > 0 {
 		levels = 2
 		root = leaves
 		for o.rootEntries > 0 && len(root) > o.rootEntries {
 			var up []IndexEntry
 			for i := 0; i < len(root); i += o.rootEntries {
 				chunk := root[i:min(i+o.rootEntries, len(root))]
-				off, size := w.writeBlock(BlockIntermediateIndex, nonRootIndexBytes(chunk))
+				ip := nonRootIndexBytes(chunk)
+				idxUnc += uint64(len(ip))
+				off, size := w.writeBlock(BlockIntermediateIndex, ip)
 				up = append(up, IndexEntry{Key: chunk[0].Key, Offset: off, Size: int32(size)})
 			}
 			root = up
@@ -572,6 +579,7 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 		rp = binary.BigEndian.AppendUint32(rp, uint32(mid.Size))
 		rp = binary.BigEndian.AppendUint32(rp, 0)
 	}
+	idxUnc += uint64(len(rp))
 	w.writeBlock(BlockRootIndex, rp)
 	w.writeBlock(BlockRootIndex, rootIndexBytes([]IndexEntry{{Key: []byte("meta"), Offset: metaOff, Size: int32(metaSize)}}))
 	// File info.
@@ -622,6 +630,7 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	}
 	field(1, uint64(fiOff))
 	field(2, uint64(loadOnOpen))
+	field(3, idxUnc)
 	field(4, w.totalUnc)
 	field(5, uint64(len(root)))
 	field(6, 1)
