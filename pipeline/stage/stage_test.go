@@ -555,3 +555,21 @@ func TestStageConcurrentSplits(t *testing.T) {
 	}
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
 }
+
+func TestFamilyOptions(t *testing.T) {
+	o, err := FamilyOptions(map[string]string{"DATA_BLOCK_ENCODING": "FAST_DIFF", "COMPRESSION": "zstd", "BLOOMFILTER": "ROWCOL", "BLOCKSIZE": "8192", "VERSIONS": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Encoding != hfile.EncodingFastDiff || o.Codec != hfile.CodecZstd || o.Bloom != hfile.BloomRowCol || o.BlockSize != 8192 {
+		t.Errorf("got %+v", o)
+	}
+	if o, _ := FamilyOptions(nil); o.Codec != hfile.CodecNone || o.Bloom != hfile.BloomNone {
+		t.Errorf("no attributes: %+v", o)
+	}
+	for _, bad := range []map[string]string{{"COMPRESSION": "LZO"}, {"DATA_BLOCK_ENCODING": "PREFIX_TREE"}, {"BLOOMFILTER": "ROWPREFIX_FIXED_LENGTH"}, {"BLOCKSIZE": "x"}} {
+		if _, err := FamilyOptions(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
