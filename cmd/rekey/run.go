@@ -20,6 +20,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -165,6 +166,38 @@ func runRun(cmd *cobra.Command, path string, f runFlags) error {
 			CallsPerServer: j.Run.MaxCallsPerServer, Workers: workers,
 			BufferBytes: memoryOf(j) / 2 / int64(workers),
 		})
+	case job.SinkHFiles:
+		workers := j.Run.Workers
+		if workers <= 0 {
+			workers = defaultWorkers()
+		}
+		o := stage.Options{Staging: j.Sink.Staging, Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
+			SplitKeys: j.Target.Create.SplitKeys, Memory: memoryOf(j) / 2, Workers: workers}
+		if o.Staging == "" {
+			o.Staging = j.StateDir() + "/staging"
+		}
+		if !j.Sink.Offline {
+			cfg, err := pipeline.ClientConfig(j)
+			if err != nil {
+				return usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper, or sink.offline: true)", path, err)}
+			}
+			client, err = hbase.NewClient(cfg)
+			if err != nil {
+				return fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
+			}
+			defer client.Close()
+			if err := prepareTarget(ctx, client, j, logf); err != nil {
+				return err
+			}
+			// Partition by the live table's regions, not the keys it was
+			// created with: it may have split since.
+			o.Client, o.SplitKeys = client, nil
+		}
+		st, err := stage.New(ctx, o)
+		if err != nil {
+			return err
+		}
+		sink = st
 	default:
 		return usageError{fmt.Errorf("sink %q is not available in this build", kind)}
 	}
