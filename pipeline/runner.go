@@ -358,6 +358,9 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 		sum.Finished = werr == nil
 	}
 	r.finishFiles(sum, items)
+	if ss, ok := r.sink.(interface{ SinkStats() any }); ok {
+		sum.SinkStats = ss.SinkStats()
+	}
 	switch {
 	case interrupted:
 		return sum, ErrInterrupted

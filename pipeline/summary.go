@@ -71,6 +71,9 @@ type Summary struct {
 	// Finished says every split is done and the sink's Finish ran.
 	Finished   bool   `json:"finished"`
 	Checkpoint string `json:"checkpoint"`
+	// SinkStats is the sink's own account (the hfiles sink's runs, HFiles,
+	// merge collisions and loads), for sinks that give one.
+	SinkStats any `json:"sink_stats,omitempty"`
 	// Heaviest are the entities with the most cells, from the sketch.
 	Heaviest []entity.Count `json:"heaviest_entities,omitempty"`
 	Entities string         `json:"entities_file,omitempty"`

@@ -5,9 +5,11 @@
 # bundled in testdata/snapshots/demo_events (written by a real HBase). The
 # demo runs `rekey plan` (old keys beside their new keys, the heaviest
 # users, the largest new row, suggested split keys, warnings), then the job
-# itself with `rekey run --sink dry-run`: every cell read, re-keyed and
-# counted, nothing written. Then it shows what a mistake in a job file
-# looks like.
+# itself with the staged-HFiles sink, offline: every cell read, re-keyed,
+# partitioned by the planned target regions, sorted and written as HFiles
+# under OUT (default ./demo-out) that a bulk load can adopt; then it reads
+# the first new rows back from those HFiles. Then it shows what a mistake in
+# a job file looks like.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,7 @@ if [ ! -d testdata/snapshots/demo_events/.hbase-snapshot/demo_events ]; then
 	exit 2
 fi
 
+OUT="${OUT:-./demo-out}"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rekey-demo-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -28,8 +31,15 @@ echo "== rekey plan configs/demo.yaml --sample 0   (the whole snapshot)"
 
 
 echo
-echo "== rekey run configs/demo.yaml --sink dry-run   (read, re-key and count every cell; write nothing)"
-"$bin" run configs/demo.yaml --sink dry-run --fresh --checkpoint "$tmp/demo.rekey/checkpoint.json" --progress none
+echo "== rekey run configs/demo.yaml --sink hfiles --offline --staging $OUT   (the job, no cluster)"
+rm -rf "$OUT"
+"$bin" run configs/demo.yaml --sink hfiles --offline --staging "$OUT" --fresh \
+	--checkpoint "$OUT/state/checkpoint.json" --progress none
+
+first=$(find "$OUT/hfiles" -type f | sort | head -1)
+echo
+echo "== rekey inspect hfile $first --cells-only   (its first 5 cells: row = user, 6 bytes | day start, 8-byte millis; qualifier = millis into the day)"
+"$bin" inspect hfile "$first" --cells-only | sed -n 1,5p
 
 echo
 echo "== the same job without the day bucket: plan warns that rows stay unbounded"

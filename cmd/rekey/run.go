@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -35,6 +36,8 @@ var errInterrupted = errors.New("interrupted")
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
+	staging, stagingMax                                                          string
+	noLoad, offline                                                              bool
 	controlAddr, progress, only, setTS, shard                                    string
 	workers, batchCells, callsPerServer                                          int
 	cellsPerSec, readMBPerSec                                                    float64
@@ -78,6 +81,10 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.sink, "sink", "", "puts, hfiles or dry-run (job: sink.type; default puts)")
+	fl.StringVar(&f.staging, "staging", "", "hfiles sink: staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging); to bulk load it must be on the cluster's HDFS")
+	fl.BoolVar(&f.noLoad, "no-load", false, "hfiles sink: write the HFiles but do not bulk load them; print the command that loads them")
+	fl.BoolVar(&f.offline, "offline", false, "hfiles sink: no cluster: plan the target regions from target.create.split_keys or the snapshot, and do not load")
+	fl.StringVar(&f.stagingMax, "staging-max", "", "hfiles sink: fail rather than put more than this in the staging folder, e.g. 500GiB")
 	fl.IntVar(&f.workers, "workers", 0, "splits read at once (job: run.workers; default the number of CPUs)")
 	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB (job: run.split_bytes)")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file, local or hdfs:// (job: run.checkpoint; default JOB.rekey/checkpoint.json beside the job file)")
@@ -167,37 +174,15 @@ func runRun(cmd *cobra.Command, path string, f runFlags) error {
 			BufferBytes: memoryOf(j) / 2 / int64(workers),
 		})
 	case job.SinkHFiles:
-		workers := j.Run.Workers
-		if workers <= 0 {
-			workers = defaultWorkers()
-		}
-		o := stage.Options{Staging: j.Sink.Staging, Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
-			SplitKeys: j.Target.Create.SplitKeys, Memory: memoryOf(j) / 2, Workers: workers}
-		if o.Staging == "" {
-			o.Staging = j.StateDir() + "/staging"
-		}
-		if !j.Sink.Offline {
-			cfg, err := pipeline.ClientConfig(j)
-			if err != nil {
-				return usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper, or sink.offline: true)", path, err)}
-			}
-			client, err = hbase.NewClient(cfg)
-			if err != nil {
-				return fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
-			}
-			defer client.Close()
-			if err := prepareTarget(ctx, client, j, logf); err != nil {
-				return err
-			}
-			// Partition by the live table's regions, not the keys it was
-			// created with: it may have split since.
-			o.Client, o.SplitKeys = client, nil
-		}
-		st, err := stage.New(ctx, o)
+		hs, c, err := hfilesSink(ctx, j, path, f, logf)
 		if err != nil {
 			return err
 		}
-		sink = st
+		if c != nil {
+			client = c
+			defer client.Close()
+		}
+		sink = hs
 	default:
 		return usageError{fmt.Errorf("sink %q is not available in this build", kind)}
 	}
@@ -257,6 +242,103 @@ func runRun(cmd *cobra.Command, path string, f runFlags) error {
 	return nil
 }
 
+// hfilesSink builds the staged-HFiles sink: against the live table, or
+// offline from split keys (given, or planned from a sample of the
+// snapshot).
+func hfilesSink(ctx context.Context, j *job.Job, path string, f runFlags, logf func(string, ...any)) (pipeline.Sink, *hbase.Client, error) {
+	staging := j.Sink.Staging
+	if f.staging != "" {
+		staging = f.staging
+	}
+	if staging == "" {
+		staging = filepath.Join(j.StateDir(), "staging")
+	}
+	offline := f.offline || j.Sink.Offline
+	workers := j.Run.Workers
+	if workers <= 0 {
+		workers = defaultWorkers()
+	}
+	o := stage.Options{
+		Staging: staging, Table: j.Target.Table, NoLoad: f.noLoad || j.Sink.NoLoad,
+		Memory: memoryOf(j) / 2, Workers: workers,
+	}
+	if f.stagingMax != "" {
+		n, err := job.ParseSize(f.stagingMax)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--staging-max: %w", err)}
+		}
+		o.MaxStagingBytes = n
+	}
+	var client *hbase.Client
+	if offline {
+		keys, err := plannedSplitKeys(ctx, j)
+		if err != nil {
+			return nil, nil, err
+		}
+		o.SplitKeys = keys
+		logf("hfiles sink offline: %d target regions from %s; the staged files are not loaded", len(keys)+1, map[bool]string{true: "target.create.split_keys", false: "the plan's split keys"}[len(j.Target.Create.SplitKeys) > 0])
+	} else {
+		cfg, err := pipeline.ClientConfig(j)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper, or --offline)", path, err)}
+		}
+		client, err = hbase.NewClient(cfg)
+		if err != nil {
+			return nil, nil, fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
+		}
+		if err := prepareTarget(ctx, client, j, logf); err != nil {
+			client.Close()
+			return nil, nil, err
+		}
+		o.Client = client
+	}
+	s, err := stage.New(ctx, o)
+	if err != nil {
+		if client != nil {
+			client.Close()
+		}
+		return nil, nil, err
+	}
+	return s, client, nil
+}
+
+// plannedSplitKeys are the job's target.create.split_keys, or split keys
+// planned from a sample of the snapshot.
+func plannedSplitKeys(ctx context.Context, j *job.Job) ([][]byte, error) {
+	if len(j.Target.Create.SplitKeys) > 0 {
+		return j.Target.Create.SplitKeys, nil
+	}
+	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return nil, usageError{fmt.Errorf("source snapshot: %w", err)}
+		}
+		return nil, fmt.Errorf("source snapshot: %w", err)
+	}
+	defer snap.Close()
+	return planKeys(ctx, j, snap)
+}
+
+// planKeys samples the snapshot and returns the plan's split keys for
+// target.create.regions regions (default: as many as the source has).
+func planKeys(ctx context.Context, j *job.Job, snap *snapshot.Snapshot) ([][]byte, error) {
+	regions := j.Target.Create.Regions
+	if regions <= 0 {
+		regions = len(snap.Regions())
+	}
+	pl := j.Program.NewPlanner(transform.PlanOptions{Regions: regions})
+	if _, err := sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, 200_000); err != nil {
+		return nil, fmt.Errorf("planning split keys: %w", err)
+	}
+	var keys [][]byte
+	for _, h := range pl.Report(false).SplitKeysHex {
+		if k, err := hex.DecodeString(h); err == nil && len(k) > 0 {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
+
 // prepareTarget checks or creates the target table before anything is
 // written.
 func prepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, logf func(string, ...any)) error {
@@ -275,19 +357,8 @@ func prepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, logf func(s
 			return err
 		}
 		if !exists {
-			regions := j.Target.Create.Regions
-			if regions <= 0 {
-				regions = len(snap.Regions())
-			}
-			pl := j.Program.NewPlanner(transform.PlanOptions{Regions: regions})
-			if _, err := sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, 200_000); err != nil {
-				return fmt.Errorf("planning split keys: %w", err)
-			}
-			for _, h := range pl.Report(false).SplitKeysHex {
-				k, err := hex.DecodeString(h)
-				if err == nil && len(k) > 0 {
-					keys = append(keys, k)
-				}
+			if keys, err = planKeys(ctx, j, snap); err != nil {
+				return err
 			}
 		}
 	}
@@ -491,6 +562,16 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 	}
 	for _, wn := range s.Warnings {
 		p("  warning   %s\n", wn)
+	}
+	if st, ok := s.SinkStats.(stage.Stats); ok {
+		p("  staged    %d runs (%.1f MB), %d HFiles (%.1f MB, %d cells), %d duplicate cells collapsed, %d collisions across splits, %d regions loaded\n",
+			st.Runs, float64(st.RunBytes)/1e6, st.HFiles, float64(st.HFileBytes)/1e6, st.Cells, st.Duplicates, st.Collisions, st.RegionsLoaded)
+		for _, e := range st.Examples {
+			p("  collision %s\n", e)
+		}
+		if st.LoadCommand != "" {
+			p("  to load   %s\n", st.LoadCommand)
+		}
 	}
 	for _, sp := range s.PerSplit {
 		if sp.Error != "" {

@@ -155,6 +155,9 @@ func (s *Sink) Stats() Stats {
 	return st
 }
 
+// SinkStats gives the runner the sink's Stats for its summary.
+func (s *Sink) SinkStats() any { return s.Stats() }
+
 // Close releases the staging folder's file system; closing again is a
 // no-op.
 func (s *Sink) Close() error {
