@@ -21,6 +21,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
 )
 
@@ -422,5 +423,54 @@ func TestTargetWithoutTheFamiliesIsRefused(t *testing.T) {
 	}
 	if n := len(dumpTable(t, dst, true)); n != 0 {
 		t.Errorf("%d cells written into the refused target", n)
+	}
+}
+
+// TestPresetsThroughHFiles: each preset through the staged-HFiles sink and
+// a bulk load; the target equals the rule applied to the source, as with
+// puts.
+func TestPresetsThroughHFiles(t *testing.T) {
+	st := testenv.Require(t)
+	for name, p := range presets {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			src, dst := uniq(t, "hf_src_"+name), uniq(t, "hf_dst_"+name)
+			snap := src + "_snap"
+			testenv.DropAfter(t, src, snap)
+			testenv.DropAfter(t, dst, "")
+			source := seedSource(t, st, src, snap, p, p.gen(rand.New(rand.NewSource(5))), 3)
+			want := expect(p, source)
+			j := loadJob(t, p, st, snap, dst)
+			client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, p.newSplits))
+			s.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Bulk load needs the files on the cluster's HDFS.
+			staging := "hdfs://" + st.NameNode + "/tmp/" + dst
+			sink, err := stage.New(ctx, stage.Options{Staging: staging, Table: dst, Client: client, Memory: 4 << 20, Workers: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := pipeline.Run(ctx, pipeline.Config{Job: j, Sink: sink, Workers: 2})
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			stats, _ := sum.SinkStats.(stage.Stats)
+			if !sum.Finished || sum.Written != int64(len(want)) || stats.Cells != int64(len(want)) || stats.RegionsLoaded == 0 {
+				t.Errorf("finished %v, written %d, staged %d, want %d; regions loaded %d", sum.Finished, sum.Written, stats.Cells, len(want), stats.RegionsLoaded)
+			}
+			sameCells(t, "bulk-loaded target", dumpTable(t, dst, false), want)
+		})
 	}
 }
