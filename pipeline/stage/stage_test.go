@@ -573,3 +573,43 @@ func TestFamilyOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestStageBoundDuringSpill: a split whose runs would take the staging
+// folder past its bound fails with ErrStagingFull, and aborting it leaves
+// no run behind.
+func TestStageBoundDuringSpill(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 128 << 10, Workers: 1, MaxStagingBytes: 200 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := genCells(4, 20000)
+	for i := range cells {
+		if err = w.Write(ctx, &cells[i]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		_, err = w.Commit(ctx)
+	}
+	if !errors.Is(err, ErrStagingFull) {
+		t.Fatalf("staging 2.7 MB under a 200 KiB bound: %v, want ErrStagingFull", err)
+	}
+	w.Abort()
+	var left int
+	filepath.WalkDir(filepath.Join(dir, runsDir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left++
+		}
+		return nil
+	})
+	if left != 0 {
+		t.Errorf("%d run files left after the aborted split", left)
+	}
+}
