@@ -33,7 +33,9 @@ func clusterTable(t *testing.T, name string, splits ...string) (*hbase.Client, s
 	for _, k := range splits {
 		keys = append(keys, []byte(k))
 	}
-	if err := c.CreateTable(ctx, hbase.TableSpec{Name: table, Families: []hbase.Family{{Name: "f1"}, {Name: "f2"}}, SplitKeys: keys}); err != nil {
+	if err := c.CreateTable(ctx, hbase.TableSpec{Name: table, Families: []hbase.Family{
+		{Name: "f1", Attributes: map[string]string{"DATA_BLOCK_ENCODING": "FAST_DIFF", "COMPRESSION": "GZ", "BLOOMFILTER": "ROWCOL"}},
+		{Name: "f2"}}, SplitKeys: keys}); err != nil {
 		t.Fatal(err)
 	}
 	staging := fmt.Sprintf("hdfs://%s/tmp/rekey-stage-test/%s", st.NameNode, table)

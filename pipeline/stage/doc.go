@@ -46,6 +46,11 @@
 // HFiles; the runs are removed once every HFile is written), bounded by
 // Options.MaxStagingBytes.
 //
+// One process per staging folder: opening a folder removes runs no split
+// record names, which would include another live process's runs in
+// progress. Shards of one job (rekey run --shard) each stage into their
+// own folder; Finish merges what its own folder holds.
+//
 // Use:
 //
 //	s, err := stage.New(ctx, stage.Options{Staging: "hdfs://nn/tmp/job", Table: "t", Client: c})

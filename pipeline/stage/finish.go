@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"strings"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
@@ -65,7 +66,11 @@ func (s *Sink) Finish(ctx context.Context, rep pipeline.Reporter) error {
 		s.mu.Lock()
 		s.stats.LoadCommand = cmd
 		s.mu.Unlock()
-		rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s (its regions may have split since: the tool re-splits files):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, cmd)
+		where := ""
+		if !strings.HasPrefix(s.loc.URL, "hdfs://") {
+			where = " after copying the folder to the cluster's HDFS (and naming it there)"
+		}
+		rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s (the tool re-splits files whose region split since):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd)
 		return nil
 	}
 	return s.loadAll(ctx, rep, st)

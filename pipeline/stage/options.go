@@ -45,8 +45,9 @@ type Options struct {
 	MaxStagingBytes int64
 
 	// HFile configures every HFile written (block size, encoding,
-	// compression); Name is set per file. Families overrides it per
-	// column family.
+	// compression, bloom); Name is set per file. Families overrides it per
+	// column family; with a Client and no Families, each family of the
+	// live table is written as its descriptor says (FamilyOptions).
 	HFile    hfile.WriterOptions
 	Families map[string]hfile.WriterOptions
 	// HFileSize is the size (cell bytes) at which an HFile is rolled;

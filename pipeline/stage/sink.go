@@ -110,6 +110,13 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.plan = &p
+	if s.o.Client != nil && s.o.Families == nil {
+		fams, err := tableFamilies(ctx, s.o.Client, s.o.Table)
+		if err != nil {
+			return err
+		}
+		s.o.Families = fams
+	}
 	recs, err := readSplits(s.fs, s.root)
 	if err != nil {
 		return err

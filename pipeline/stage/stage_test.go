@@ -555,3 +555,61 @@ func TestStageConcurrentSplits(t *testing.T) {
 	}
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
 }
+
+func TestFamilyOptions(t *testing.T) {
+	o, err := FamilyOptions(map[string]string{"DATA_BLOCK_ENCODING": "FAST_DIFF", "COMPRESSION": "zstd", "BLOOMFILTER": "ROWCOL", "BLOCKSIZE": "8192", "VERSIONS": "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Encoding != hfile.EncodingFastDiff || o.Codec != hfile.CodecZstd || o.Bloom != hfile.BloomRowCol || o.BlockSize != 8192 {
+		t.Errorf("got %+v", o)
+	}
+	if o, _ := FamilyOptions(nil); o.Codec != hfile.CodecNone || o.Bloom != hfile.BloomNone {
+		t.Errorf("no attributes: %+v", o)
+	}
+	for _, bad := range []map[string]string{{"COMPRESSION": "LZO"}, {"DATA_BLOCK_ENCODING": "PREFIX_TREE"}, {"BLOOMFILTER": "ROWPREFIX_FIXED_LENGTH"}, {"BLOCKSIZE": "x"}} {
+		if _, err := FamilyOptions(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestStageBoundDuringSpill: a split whose runs would take the staging
+// folder past its bound fails with ErrStagingFull, and aborting it leaves
+// no run behind.
+func TestStageBoundDuringSpill(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 128 << 10, Workers: 1, MaxStagingBytes: 200 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := genCells(4, 20000)
+	for i := range cells {
+		if err = w.Write(ctx, &cells[i]); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		_, err = w.Commit(ctx)
+	}
+	if !errors.Is(err, ErrStagingFull) {
+		t.Fatalf("staging 2.7 MB under a 200 KiB bound: %v, want ErrStagingFull", err)
+	}
+	w.Abort()
+	var left int
+	filepath.WalkDir(filepath.Join(dir, runsDir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			left++
+		}
+		return nil
+	})
+	if left != 0 {
+		t.Errorf("%d run files left after the aborted split", left)
+	}
+}
