@@ -5,12 +5,14 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // ScanOptions select and shape what a Scanner returns. The zero value is a
@@ -57,6 +59,10 @@ type Stats struct {
 	Files int
 	// FileBytes is the total size of those files.
 	FileBytes int64
+	// ReadAhead sums the read-ahead streams' counters (data block reads
+	// only; opening a file reads its trailer and load-on-open section
+	// positionally besides).
+	ReadAhead vfs.ReadAheadStats
 }
 
 // Scanner iterates over the cells of one split in HBase's cell order,
@@ -88,7 +94,9 @@ type Scanner struct {
 // fileIter is one store file's cells, cut to its half (references) and the
 // scan's rows, with sequence ids assigned as HBase's StoreFileScanner does.
 type fileIter struct {
-	it    cellIter
+	it cellIter
+	// ra streams the file's data blocks (nil: read-ahead off).
+	ra    *vfs.ReadAhead
 	f     *resolvedFile
 	order int // position in HBase's store file order: higher = newer
 	// stamp, when >= 0, replaces every cell's sequence id (bulk-loaded
@@ -142,6 +150,7 @@ func (h *iterHeap) Pop() any {
 type storeFileInfo struct {
 	f        *resolvedFile
 	rd       storeReader
+	file     vfs.File
 	meta     fileMeta
 	seqID    int64
 	bulk     bool
@@ -246,13 +255,15 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 				sc.Close()
 				return nil, err
 			}
-			rd, err := s.acquire(rf)
+			rd, file, err := s.acquire(rf)
 			if err != nil {
 				sc.Close()
 				return nil, err
 			}
 			sc.held = append(sc.held, rf)
-			files = append(files, storeInfo(rf, rd))
+			si := storeInfo(rf, rd)
+			si.file = file
+			files = append(files, si)
 		}
 		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger
 		// file first, then bulk-load time, then path name. A scanner's
@@ -340,8 +351,14 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 
 // addFile positions one store file at the first cell of the scan.
 func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) error {
-	it := si.rd.newIter()
-	fi := &fileIter{it: it, f: si.f, order: order, stamp: -1}
+	var ra *vfs.ReadAhead
+	var data io.ReaderAt
+	if si.file != nil && !sc.snap.readAhead.Off {
+		ra = vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
+		data = ra
+	}
+	it := si.rd.newIter(data)
+	fi := &fileIter{it: it, ra: ra, f: si.f, order: order, stamp: -1}
 	if si.resetSeq {
 		fi.stamp = si.seqID
 	}
@@ -485,7 +502,23 @@ func (sc *Scanner) Cell() *cell.Cell { return sc.out }
 func (sc *Scanner) Err() error { return sc.err }
 
 // Stats returns the scanner's counters so far.
-func (sc *Scanner) Stats() Stats { return sc.stats }
+func (sc *Scanner) Stats() Stats {
+	st := sc.stats
+	if sc.closed {
+		return st
+	}
+	st.ReadAhead = vfs.ReadAheadStats{}
+	for _, fi := range sc.iters {
+		if fi.ra != nil {
+			r := fi.ra.Stats()
+			st.ReadAhead.Streams += r.Streams
+			st.ReadAhead.Chunks += r.Chunks
+			st.ReadAhead.StreamBytes += r.StreamBytes
+			st.ReadAhead.Positional += r.Positional
+		}
+	}
+	return st
+}
 
 // Close releases the scanner's iterators; it returns the scan's error, if
 // any.
@@ -494,8 +527,12 @@ func (sc *Scanner) Close() error {
 		return sc.err
 	}
 	sc.closed = true
+	sc.stats = sc.Stats()
 	for _, fi := range sc.iters {
 		fi.it.Close()
+		if fi.ra != nil {
+			fi.ra.Close()
+		}
 	}
 	sc.iters = nil
 	sc.h = nil
