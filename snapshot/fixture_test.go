@@ -25,7 +25,13 @@ func dumpSnapshot(t testing.TB, root, name string, opts snapshot.ScanOptions) []
 // dumpSplits is dumpSnapshot with the snapshot cut by splitOpts.
 func dumpSplits(t testing.TB, root, name string, opts snapshot.ScanOptions, splitOpts snapshot.SplitOptions) []byte {
 	t.Helper()
-	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
+	return dumpWith(t, root, name, snapshot.OpenOptions{}, opts, splitOpts)
+}
+
+// dumpWith is dumpSplits with the snapshot opened with openOpts.
+func dumpWith(t testing.TB, root, name string, openOpts snapshot.OpenOptions, opts snapshot.ScanOptions, splitOpts snapshot.SplitOptions) []byte {
+	t.Helper()
+	s, err := snapshot.Open(t.Context(), root, name, openOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

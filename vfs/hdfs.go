@@ -261,14 +261,23 @@ func (s *hdfsStream) Close() error {
 	return err
 }
 
+// ReadAt reads at off. A failed read (other than at the end of the file)
+// is tried again from the start: the client's ReadAt opens a new block
+// read, fetching from the next replica or from the same DataNode once it
+// is back, as a stream does (hdfsStreamRetries).
 func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, err := f.r.ReadAt(p, off)
-	if err == nil && n < len(p) {
-		err = io.ErrUnexpectedEOF
+	for attempt := 1; ; attempt++ {
+		n, err := f.r.ReadAt(p, off)
+		if err == nil && n < len(p) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil || err == io.EOF || attempt > hdfsStreamRetries {
+			return n, err
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
-	return n, err
 }
 func (f *hdfsFile) Close() error { return f.r.Close() }
 func (f *hdfsFile) Size() int64  { return f.size }

@@ -4,7 +4,11 @@
 // two side by side as ratios.
 //
 //	benchtool read-hfile PATH                      every cell of one local HFile
-//	benchtool read-snapshot ROOT NAME [WORKERS]    every cell of a snapshot, all versions, split per region
+//	benchtool read-storefiles DIR                  every cell of every HFile under a local root dir's
+//	                                               data/ and archive/, one file after the other, with the
+//	                                               bare HFile iterator (no merge, no read semantics)
+//	benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]
+//	                                               every cell of a snapshot, all versions, split per region
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
 //
@@ -16,9 +20,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +37,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // result is one measurement, field for field the oracle's JSON line.
@@ -58,9 +68,34 @@ func run(args []string) error {
 			return fmt.Errorf("usage: benchtool read-hfile PATH")
 		}
 		return warmThenEmit(func() (result, error) { return readHFile(args[1]) })
+	case "read-storefiles":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: benchtool read-storefiles DIR")
+		}
+		return warmThenEmit(func() (result, error) { return readStoreFiles(args[1]) })
 	case "read-snapshot":
+		var ra vfs.ReadAheadOptions
+		profile := ""
+		for len(args) > 1 && strings.HasPrefix(args[1], "--") {
+			k, v, _ := strings.Cut(args[1], "=")
+			switch k {
+			case "--readahead":
+				ra.Off = v == "off"
+			case "--chunk":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("--chunk wants a byte count, got %q", v)
+				}
+				ra.Chunk = n
+			case "--cpuprofile":
+				profile = v
+			default:
+				return fmt.Errorf("unknown option %s", args[1])
+			}
+			args = append(args[:1], args[2:]...)
+		}
 		if len(args) < 3 || len(args) > 4 {
-			return fmt.Errorf("usage: benchtool read-snapshot ROOT NAME [WORKERS]")
+			return fmt.Errorf("usage: benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]")
 		}
 		workers := 1
 		if len(args) == 4 {
@@ -70,7 +105,7 @@ func run(args []string) error {
 			}
 			workers = n
 		}
-		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers) })
+		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile) })
 	case "put":
 		if len(args) != 5 {
 			return fmt.Errorf("usage: benchtool put ZKQUORUM TABLE N BATCH")
@@ -143,10 +178,67 @@ func readHFile(path string) (result, error) {
 	return res, nil
 }
 
-func readSnapshot(root, name string, workers int) (result, error) {
-	ctx := context.Background()
+// readStoreFiles reads every HFile under dir's data/ and archive/ with the
+// bare iterator: the ceiling for a snapshot read of the same files, which
+// adds the merge and HBase's read semantics.
+func readStoreFiles(dir string) (result, error) {
+	var paths []string
+	for _, sub := range []string{"data", "archive"} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			// Store files are <region>/<family>/<hex name>; skip region
+			// metadata (.regioninfo, recovered.edits, .tmp).
+			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") && !strings.Contains(p, "recovered.edits") {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return result{}, err
+		}
+	}
+	if len(paths) == 0 {
+		return result{}, fmt.Errorf("no store files under %s/data or %s/archive", dir, dir)
+	}
+	res := result{Op: "read-storefiles"}
 	start := time.Now()
-	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{})
+	for _, p := range paths {
+		r, err := hfile.OpenFile(p)
+		if err != nil {
+			return result{}, err
+		}
+		err = cell.ForEach(r.NewIterator(), res.count)
+		r.Close()
+		if err != nil {
+			return result{}, err
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profile string) (result, error) {
+	ctx := context.Background()
+	if profile != "" {
+		// The profile covers the measured pass only: warmThenEmit runs this
+		// twice and the second file write wins.
+		f, err := os.Create(profile)
+		if err != nil {
+			return result{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return result{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{ReadAhead: ra})
 	if err != nil {
 		return result{}, err
 	}
