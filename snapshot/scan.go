@@ -138,6 +138,29 @@ func (h iterHeap) Less(i, j int) bool {
 	return h[i].order > h[j].order
 }
 func (h iterHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+
+// fixTop restores the heap after the top iterator moved on: the one
+// operation per cell, so it is container/heap's down written out for this
+// type (no interface calls), and it first checks the common case of the
+// top staying on top (a file's next cell is usually still the smallest).
+func (h iterHeap) fixTop() {
+	n := len(h)
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && h.Less(r, l) {
+			j = r
+		}
+		if !h.Less(j, i) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
 func (h *iterHeap) Push(x any)   { *h = append(*h, x.(*fileIter)) }
 func (h *iterHeap) Pop() any {
 	old := *h
@@ -410,7 +433,7 @@ func (sc *Scanner) advance() bool {
 	if top.load(top.it.Next()) {
 		sc.stats.Examined++
 		if len(sc.h) > 1 {
-			heap.Fix(&sc.h, 0)
+			sc.h.fixTop()
 		}
 		return true
 	}
