@@ -161,7 +161,7 @@ func (h iterHeap) fixTop() {
 		i = j
 	}
 }
-func (h *iterHeap) Push(x any)   { *h = append(*h, x.(*fileIter)) }
+func (h *iterHeap) Push(x any) { *h = append(*h, x.(*fileIter)) }
 func (h *iterHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
