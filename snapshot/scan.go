@@ -549,8 +549,8 @@ func (sc *Scanner) Close() error {
 	if sc.closed {
 		return sc.err
 	}
-	sc.closed = true
 	sc.stats = sc.Stats()
+	sc.closed = true
 	for _, fi := range sc.iters {
 		fi.it.Close()
 		if fi.ra != nil {

@@ -273,8 +273,11 @@ func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 		if err == nil && n < len(p) {
 			err = io.ErrUnexpectedEOF
 		}
-		if err == nil || err == io.EOF || attempt > hdfsStreamRetries {
+		if err == nil || err == io.EOF {
 			return n, err
+		}
+		if attempt > hdfsStreamRetries {
+			return n, fmt.Errorf("vfs: %s%s: reading %d bytes at offset %d, %d attempts: %w", f.h.name, f.name, len(p), off, attempt, err)
 		}
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
