@@ -123,6 +123,16 @@ func TestFixtures(t *testing.T) {
 				if d := diffDumps(dumpSplits(t, root, name, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
 					t.Errorf("%s, 16 KiB splits: %s", mode.file, d)
 				}
+				// Read through read-ahead streams (local files read
+				// positionally by default), with chunks smaller than a
+				// block, and with the splits too.
+				ra := snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 4 << 10}}
+				if d := diffDumps(dumpWith(t, root, name, ra, mode.opts, snapshot.SplitOptions{}), want); d != "" {
+					t.Errorf("%s, read-ahead in 4 KiB chunks: %s", mode.file, d)
+				}
+				if d := diffDumps(dumpWith(t, root, name, ra, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
+					t.Errorf("%s, read-ahead in 4 KiB chunks, 16 KiB splits: %s", mode.file, d)
+				}
 			}
 		})
 	}
@@ -180,10 +190,11 @@ func TestWideRowStreams(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Fatalf("wide_row fixture missing: %v", err)
 	}
-	// Read-ahead buffers are a fixed cost per open store file, bounded by
-	// the chunk size whatever the row's size; a small chunk keeps them
-	// well under the threshold below, which is about the row.
-	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{Chunk: 64 << 10}})
+	// Read-ahead buffers (on for this local copy too) are a fixed cost per
+	// open store file, bounded by the chunk size whatever the row's size; a
+	// small chunk keeps them well under the threshold below, which is about
+	// the row.
+	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -407,7 +407,7 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) error {
 	var ra *vfs.ReadAhead
 	var data io.ReaderAt
-	if si.file != nil && !sc.snap.readAhead.Off {
+	if si.file != nil && sc.snap.readAhead.Wants(si.file) {
 		ra = vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
 		data = ra
 	}

@@ -59,13 +59,13 @@ type OpenOptions struct {
 	// MaxOpenFiles are open. Readers in use are never closed, so it bounds
 	// idle readers, not the files of scanners open at once.
 	MaxOpenFiles int
-	// ReadAhead configures how scanners read store files: each store file
-	// a scanner reads is streamed front to back in large chunks, with the
-	// next chunk prefetched (see vfs.ReadAhead); trailers, indexes and
-	// seeks stay positional reads. The zero value reads ahead in chunks of
-	// vfs.DefaultChunk with prefetch and no budget; set Budget to bound the
-	// chunk memory of all scans together, Off to read every block with a
-	// positional read.
+	// ReadAhead configures how scanners read store files on HDFS: each
+	// store file a scanner reads is streamed front to back in large
+	// chunks, with the next chunk prefetched (see vfs.ReadAhead); trailers,
+	// indexes and seeks stay positional reads. The zero value reads ahead
+	// in chunks of vfs.DefaultChunk with prefetch and no budget; set Budget
+	// to bound the chunk memory of all scans together, Off to read every
+	// block with a positional read, AllFiles to read local files ahead too.
 	ReadAhead vfs.ReadAheadOptions
 }
 
