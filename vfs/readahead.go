@@ -278,10 +278,18 @@ type stream struct {
 	done  sync.WaitGroup
 	// spare is the one buffer of a stream without prefetch.
 	spare []byte
+	// next is the size of the next chunk: streams start with a small one
+	// and double it up to size, so the first bytes arrive quickly (a scan
+	// that stops early, a small file) and a long scan soon reads whole
+	// chunks.
+	next int
 }
 
+// firstChunk is the size a stream's first chunk is capped at.
+const firstChunk = 128 << 10
+
 func newStream(src io.ReadCloser, off, end int64, size, bufs int) *stream {
-	s := &stream{src: src, pos: off, end: end, size: size, bg: bufs > 1}
+	s := &stream{src: src, pos: off, end: end, size: size, bg: bufs > 1, next: min(size, firstChunk)}
 	if !s.bg {
 		s.spare = getBuf(size)
 		return s
@@ -299,10 +307,11 @@ func newStream(src io.ReadCloser, off, end int64, size, bufs int) *stream {
 
 // fill reads the next chunk into buf.
 func (s *stream) fill(buf []byte) chunk {
-	want := int64(len(buf))
+	want := int64(min(len(buf), s.next))
 	if left := s.end - s.pos; left < want {
 		want = left
 	}
+	s.next = min(2*s.next, s.size)
 	if want <= 0 {
 		return chunk{buf: buf, start: s.pos, err: io.ErrUnexpectedEOF}
 	}
