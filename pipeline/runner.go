@@ -185,7 +185,13 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 		fsys, root, closeFS = loc.FS, loc.Path, loc.Close
 	}
 	mfs := &meteredFS{FS: fsys, read: &r.bytesRead, lim: r.ctl.read, ctx: ctx}
-	snap, err := snapshot.Open(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: mfs})
+	// Read-ahead buffers come out of the memory budget: a quarter of it,
+	// shared by every scan of the run.
+	ra := cfg.Open.ReadAhead
+	if ra.Budget == nil {
+		ra.Budget = vfs.NewBudget(cfg.Memory / 4)
+	}
+	snap, err := snapshot.Open(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: mfs, MaxOpenFiles: cfg.Open.MaxOpenFiles, ReadAhead: ra})
 	if err != nil {
 		if closeFS != nil {
 			closeFS()

@@ -77,9 +77,34 @@ cat >"$BENCH_DIR/bench_snap.json" <<JSON
   {"op": "snapshot", "name": "bench_snap"}]}
 JSON
 testenv/bin/oracle seed "$BENCH_DIR/bench_snap.json" >/dev/null
+testenv/bin/oracle export-snapshot bench_snap "$BENCH_DIR/local_snap" >/dev/null
 measure java "read-snapshot" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_snap
 measure rekey "read-snapshot" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_snap 1
 measure rekey "read-snapshot 2 workers" bin/benchtool read-snapshot "$rootdir" bench_snap 2
+measure rekey "read-snapshot, read-ahead off" "${pin1[@]}" bin/benchtool read-snapshot --readahead=off "$rootdir" bench_snap 1
+# The disk-speed ceiling: the same snapshot exported to a local dir; and
+# the same store files read one by one with the bare HFile iterator (no
+# merge, no read semantics).
+measure rekey "read-snapshot local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_snap" bench_snap 1
+measure rekey "read-storefiles local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_snap"
+
+echo "== snapshot read, 3-way merge (three flushes per region, $BENCH_ROWS rows x 4 columns each)"
+merge_rows='{"op": "rows", "rows": '"$BENCH_ROWS"', "row_format": "r%06d", "qualifiers": 4, "versions": 1, "value_max": 40, "ts_base": TS}'
+cat >"$BENCH_DIR/bench_merge.json" <<JSON
+{"table": "bench_merge", "seed": 8, "compaction_enabled": false,
+ "families": [{"name": "f", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 3}],
+ "split_keys": ["r025000", "r050000", "r075000"],
+ "steps": [${merge_rows/TS/1767225600000}, {"op": "flush"},
+           ${merge_rows/TS/1767225700000}, {"op": "flush"},
+           ${merge_rows/TS/1767225800000}, {"op": "flush"},
+           {"op": "snapshot", "name": "bench_merge"}]}
+JSON
+testenv/bin/oracle seed "$BENCH_DIR/bench_merge.json" >/dev/null
+testenv/bin/oracle export-snapshot bench_merge "$BENCH_DIR/local_merge" >/dev/null
+measure java "read-snapshot 3-way merge" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_merge
+measure rekey "read-snapshot 3-way merge" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_merge 1
+measure rekey "read-snapshot 3-way merge local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_merge" bench_merge 1
+measure rekey "read-storefiles 3-way merge local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_merge"
 
 echo "== puts into the same cluster ($BENCH_PUTS cells, batches of $BENCH_BATCH)"
 measure java "put" testenv/bin/oracle bench-put bench_put_java "$BENCH_PUTS" "$BENCH_BATCH"
@@ -105,6 +130,19 @@ for r in rows:
     jc = base["result"]["cells_per_sec"] if base else float("nan")
     jr = base["peak_rss_kb"] / 1024 if base else float("nan")
     print(f'{label:32} {rc:14,.0f} {jc:14,.0f} {rc / jc:7.2f} {r["peak_rss_kb"] / 1024:13.0f} {jr:12.0f}')
+# The read path's own ratios (issue 14's goals), rekey against rekey.
+rk = {r["label"]: r["result"]["cells_per_sec"] for r in rows if r["side"] == "rekey"}
+print()
+for what, a, b, goal in [
+    ("HDFS / local copy", "read-snapshot", "read-snapshot local copy", ">= 0.80"),
+    ("local copy / bare store files", "read-snapshot local copy", "read-storefiles local copy", ">= 0.70"),
+    ("3-way merge: HDFS / local copy", "read-snapshot 3-way merge", "read-snapshot 3-way merge local copy", ">= 0.80"),
+    ("3-way merge: local / bare store files", "read-snapshot 3-way merge local copy", "read-storefiles 3-way merge local copy", ">= 0.70"),
+    ("2 workers / 1 worker", "read-snapshot 2 workers", "read-snapshot", ">= 1.8"),
+    ("read-ahead on / off", "read-snapshot", "read-snapshot, read-ahead off", ""),
+]:
+    if a in rk and b in rk:
+        print(f'{what:40} {rk[a] / rk[b]:7.2f}   goal {goal}')
 PY
 echo
 echo "raw measurements: $results"

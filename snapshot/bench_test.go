@@ -3,11 +3,13 @@ package snapshot_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
 	"golang.org/x/sync/errgroup"
@@ -73,4 +75,37 @@ func BenchmarkReadSnapshots(b *testing.B) {
 			b.ReportMetric(float64(cells.Load())/b.Elapsed().Seconds(), "cells/s")
 		})
 	}
+}
+
+// BenchmarkReadSnapshotEnv reads the snapshot REKEY_BENCH_SNAPSHOT names
+// ("ROOT NAME", e.g. a local export made with `testenv/bin/oracle
+// export-snapshot`), whole, one split after the other, all versions: the
+// profile target for the merge (go test -bench ReadSnapshotEnv
+// -cpuprofile cpu.out ./snapshot).
+func BenchmarkReadSnapshotEnv(b *testing.B) {
+	root, name, ok := strings.Cut(os.Getenv("REKEY_BENCH_SNAPSHOT"), " ")
+	if !ok {
+		b.Skip(`REKEY_BENCH_SNAPSHOT="ROOT NAME" is not set`)
+	}
+	s, err := snapshot.Open(context.Background(), root, name, snapshot.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cells int64
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, sp := range splits {
+			err := s.ReadSplit(context.Background(), sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, func(*cell.Cell) error { cells++; return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(cells)/b.Elapsed().Seconds(), "cells/s")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cells), "ns/cell")
 }

@@ -47,8 +47,14 @@
 //
 // or, the same in one call: s.ReadSplit(ctx, splits[0], opts, fn).
 //
-// Scanners stream: memory holds one block per store file and the delete
-// markers of the current row and family, never a whole row.
+// Scanners stream: memory holds one block per store file, the read-ahead
+// chunks of each store file being read (OpenOptions.ReadAhead: two chunks
+// of 4 MiB by default, or none; a vfs.Budget bounds them all together), and
+// the delete markers of the current row and family, never a whole row.
+// Each store file is read front to back as one stream (one DataNode
+// connection per HDFS block, not one per HFile block); the trailer, the
+// load-on-open section, index blocks and the block a seek lands on are
+// positional reads.
 //
 // Nothing under the root directory is ever written.
 package snapshot

@@ -12,6 +12,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // dumpSnapshot renders every cell of a snapshot in the canonical dump
@@ -24,7 +25,13 @@ func dumpSnapshot(t testing.TB, root, name string, opts snapshot.ScanOptions) []
 // dumpSplits is dumpSnapshot with the snapshot cut by splitOpts.
 func dumpSplits(t testing.TB, root, name string, opts snapshot.ScanOptions, splitOpts snapshot.SplitOptions) []byte {
 	t.Helper()
-	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
+	return dumpWith(t, root, name, snapshot.OpenOptions{}, opts, splitOpts)
+}
+
+// dumpWith is dumpSplits with the snapshot opened with openOpts.
+func dumpWith(t testing.TB, root, name string, openOpts snapshot.OpenOptions, opts snapshot.ScanOptions, splitOpts snapshot.SplitOptions) []byte {
+	t.Helper()
+	s, err := snapshot.Open(t.Context(), root, name, openOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +123,16 @@ func TestFixtures(t *testing.T) {
 				if d := diffDumps(dumpSplits(t, root, name, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
 					t.Errorf("%s, 16 KiB splits: %s", mode.file, d)
 				}
+				// Read through read-ahead streams (local files read
+				// positionally by default), with chunks smaller than a
+				// block, and with the splits too.
+				ra := snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 4 << 10}}
+				if d := diffDumps(dumpWith(t, root, name, ra, mode.opts, snapshot.SplitOptions{}), want); d != "" {
+					t.Errorf("%s, read-ahead in 4 KiB chunks: %s", mode.file, d)
+				}
+				if d := diffDumps(dumpWith(t, root, name, ra, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
+					t.Errorf("%s, read-ahead in 4 KiB chunks, 16 KiB splits: %s", mode.file, d)
+				}
 			}
 		})
 	}
@@ -173,7 +190,11 @@ func TestWideRowStreams(t *testing.T) {
 	if _, err := os.Stat(root); err != nil {
 		t.Fatalf("wide_row fixture missing: %v", err)
 	}
-	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{})
+	// Read-ahead buffers (on for this local copy too) are a fixed cost per
+	// open store file, bounded by the chunk size whatever the row's size; a
+	// small chunk keeps them well under the threshold below, which is about
+	// the row.
+	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 64 << 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,9 +39,15 @@ func openHFile(r io.ReaderAt, size int64, name string) (storeReader, error) {
 	return &hfileStore{rd: rd, m: m}, nil
 }
 
-func (h *hfileStore) meta() fileMeta    { return h.m }
-func (h *hfileStore) newIter() cellIter { return h.rd.NewIterator() }
-func (h *hfileStore) close() error      { return h.rd.Close() }
+func (h *hfileStore) meta() fileMeta { return h.m }
+func (h *hfileStore) newIter(data io.ReaderAt) cellIter {
+	return h.rd.NewStreamIterator(data)
+}
+func (h *hfileStore) close() error { return h.rd.Close() }
+
+// dataEnd is where the data section ends: the load-on-open section after
+// it was read when the file was opened.
+func (h *hfileStore) dataEnd() int64 { return int64(h.rd.Trailer().LoadOnOpenOffset) }
 
 func (h *hfileStore) dataIndex() ([]indexKey, error) {
 	idx, err := h.rd.DataIndex()

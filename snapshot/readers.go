@@ -71,13 +71,13 @@ func (s *Snapshot) ReaderStats() ReaderStats {
 
 // acquire returns f's reader, opening it when no one has it open; every
 // successful acquire is paired with a release.
-func (s *Snapshot) acquire(f *resolvedFile) (storeReader, error) {
+func (s *Snapshot) acquire(f *resolvedFile) (storeReader, vfs.File, error) {
 	p := &s.readers
 	p.mu.Lock()
 	for {
 		if p.closed {
 			p.mu.Unlock()
-			return nil, errors.New("snapshot: closed")
+			return nil, nil, errors.New("snapshot: closed")
 		}
 		if f.open.rd != nil {
 			if f.open.idle != nil {
@@ -85,9 +85,9 @@ func (s *Snapshot) acquire(f *resolvedFile) (storeReader, error) {
 				f.open.idle = nil
 			}
 			f.open.refs++
-			rd := f.open.rd
+			rd, file := f.open.rd, f.open.file
 			p.mu.Unlock()
-			return rd, nil
+			return rd, file, nil
 		}
 		if f.open.opening == nil {
 			break
@@ -121,7 +121,7 @@ func (s *Snapshot) acquire(f *resolvedFile) (storeReader, error) {
 			rd.close()
 			file.Close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	f.path = path
 	f.open.rd, f.open.file, f.open.refs = rd, file, 1
@@ -132,7 +132,7 @@ func (s *Snapshot) acquire(f *resolvedFile) (storeReader, error) {
 	p.opens++
 	p.peak = max(p.peak, len(p.open))
 	p.mu.Unlock()
-	return rd, nil
+	return rd, file, nil
 }
 
 // release gives back a reader taken with acquire.

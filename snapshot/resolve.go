@@ -47,7 +47,11 @@ type cellIter interface {
 // storeReader is an open HFile.
 type storeReader interface {
 	meta() fileMeta
-	newIter() cellIter
+	// newIter returns an iterator that reads data blocks from data (a
+	// read-ahead stream over the file), or from the file when data is nil.
+	newIter(data io.ReaderAt) cellIter
+	// dataEnd is the offset where the data blocks end (0 = unknown).
+	dataEnd() int64
 	dataIndex() ([]indexKey, error)
 	close() error
 }

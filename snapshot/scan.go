@@ -5,12 +5,14 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // ScanOptions select and shape what a Scanner returns. The zero value is a
@@ -57,6 +59,10 @@ type Stats struct {
 	Files int
 	// FileBytes is the total size of those files.
 	FileBytes int64
+	// ReadAhead sums the read-ahead streams' counters (data block reads
+	// only; opening a file reads its trailer and load-on-open section
+	// positionally besides).
+	ReadAhead vfs.ReadAheadStats
 }
 
 // Scanner iterates over the cells of one split in HBase's cell order,
@@ -80,6 +86,9 @@ type Scanner struct {
 	iters   []*fileIter
 	qualBuf []byte
 	tick    int
+	// minChild is the index (1 or 2) of the top's smaller child, 0 when
+	// not known; see fixTop.
+	minChild int
 	// snap lent the store file readers in held; Close gives them back.
 	snap *Snapshot
 	held []*resolvedFile
@@ -88,15 +97,19 @@ type Scanner struct {
 // fileIter is one store file's cells, cut to its half (references) and the
 // scan's rows, with sequence ids assigned as HBase's StoreFileScanner does.
 type fileIter struct {
-	it    cellIter
+	it cellIter
+	// ra streams the file's data blocks (nil: read-ahead off).
+	ra    *vfs.ReadAhead
 	f     *resolvedFile
 	order int // position in HBase's store file order: higher = newer
 	// stamp, when >= 0, replaces every cell's sequence id (bulk-loaded
 	// files).
 	stamp int64
 	// stopKey: cells >= it end the file (bottom half of a reference, or
-	// the stop row).
+	// the stop row). When it is the first key of a row (it nearly always
+	// is), stopRow holds that row and load compares rows only.
 	stopKey *cell.Cell
+	stopRow []byte
 	cur     *cell.Cell
 	stamped cell.Cell
 }
@@ -107,7 +120,12 @@ func (fi *fileIter) load(ok bool) bool {
 		return false
 	}
 	c := fi.it.Cell()
-	if fi.stopKey != nil && cell.Compare(c, fi.stopKey) >= 0 {
+	if fi.stopRow != nil {
+		if bytes.Compare(c.Row, fi.stopRow) >= 0 {
+			fi.cur = nil
+			return false
+		}
+	} else if fi.stopKey != nil && cell.Compare(c, fi.stopKey) >= 0 {
 		fi.cur = nil
 		return false
 	}
@@ -130,7 +148,50 @@ func (h iterHeap) Less(i, j int) bool {
 	return h[i].order > h[j].order
 }
 func (h iterHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *iterHeap) Push(x any)   { *h = append(*h, x.(*fileIter)) }
+
+// fixTop restores the heap after the top iterator moved on: the one heap
+// operation per cell. It is container/heap's down written out for this
+// type (no interface calls), and it keeps which child of the top is the
+// smaller: while the top stays on top (a store file usually yields several
+// cells in a row: a column's versions, a row's columns) the children do
+// not change, so each cell costs one comparison instead of two.
+func (sc *Scanner) fixTop() {
+	h := sc.h
+	n := len(h)
+	if n < 2 {
+		return
+	}
+	j := sc.minChild
+	if j == 0 {
+		j = 1
+		if n > 2 && h.Less(2, 1) {
+			j = 2
+		}
+		sc.minChild = j
+	}
+	if !h.Less(j, 0) {
+		return
+	}
+	h[0], h[j] = h[j], h[0]
+	sc.minChild = 0
+	for i := j; ; {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		k := l
+		if r := l + 1; r < n && h.Less(r, l) {
+			k = r
+		}
+		if !h.Less(k, i) {
+			return
+		}
+		h[i], h[k] = h[k], h[i]
+		i = k
+	}
+}
+
+func (h *iterHeap) Push(x any) { *h = append(*h, x.(*fileIter)) }
 func (h *iterHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -142,6 +203,7 @@ func (h *iterHeap) Pop() any {
 type storeFileInfo struct {
 	f        *resolvedFile
 	rd       storeReader
+	file     vfs.File
 	meta     fileMeta
 	seqID    int64
 	bulk     bool
@@ -246,13 +308,15 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 				sc.Close()
 				return nil, err
 			}
-			rd, err := s.acquire(rf)
+			rd, file, err := s.acquire(rf)
 			if err != nil {
 				sc.Close()
 				return nil, err
 			}
 			sc.held = append(sc.held, rf)
-			files = append(files, storeInfo(rf, rd))
+			si := storeInfo(rf, rd)
+			si.file = file
+			files = append(files, si)
 		}
 		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger
 		// file first, then bulk-load time, then path name. A scanner's
@@ -300,6 +364,7 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 		return nil, err
 	}
 	heap.Init(&sc.h)
+	sc.minChild = 0
 	return sc, nil
 }
 
@@ -340,8 +405,14 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 
 // addFile positions one store file at the first cell of the scan.
 func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) error {
-	it := si.rd.newIter()
-	fi := &fileIter{it: it, f: si.f, order: order, stamp: -1}
+	var ra *vfs.ReadAhead
+	var data io.ReaderAt
+	if si.file != nil && sc.snap.readAhead.Wants(si.file) {
+		ra = vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
+		data = ra
+	}
+	it := si.rd.newIter(data)
+	fi := &fileIter{it: it, ra: ra, f: si.f, order: order, stamp: -1}
 	if si.resetSeq {
 		fi.stamp = si.seqID
 	}
@@ -366,6 +437,11 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 		if fi.stopKey == nil || cell.Compare(&c, fi.stopKey) < 0 {
 			fi.stopKey = &c
 		}
+	}
+	if k := fi.stopKey; k != nil && k.Type == cell.Maximum && k.Timestamp == cell.LatestTimestamp && len(k.Family) == 0 && len(k.Qualifier) == 0 {
+		// The first key of its row sorts before every cell of the row, so
+		// "cell >= key" is "row >= key's row".
+		fi.stopRow = k.Row
 	}
 	var ok bool
 	if seek != nil {
@@ -393,7 +469,7 @@ func (sc *Scanner) advance() bool {
 	if top.load(top.it.Next()) {
 		sc.stats.Examined++
 		if len(sc.h) > 1 {
-			heap.Fix(&sc.h, 0)
+			sc.fixTop()
 		}
 		return true
 	}
@@ -402,6 +478,7 @@ func (sc *Scanner) advance() bool {
 		return false
 	}
 	heap.Pop(&sc.h)
+	sc.minChild = 0
 	return true
 }
 
@@ -485,7 +562,23 @@ func (sc *Scanner) Cell() *cell.Cell { return sc.out }
 func (sc *Scanner) Err() error { return sc.err }
 
 // Stats returns the scanner's counters so far.
-func (sc *Scanner) Stats() Stats { return sc.stats }
+func (sc *Scanner) Stats() Stats {
+	st := sc.stats
+	if sc.closed {
+		return st
+	}
+	st.ReadAhead = vfs.ReadAheadStats{}
+	for _, fi := range sc.iters {
+		if fi.ra != nil {
+			r := fi.ra.Stats()
+			st.ReadAhead.Streams += r.Streams
+			st.ReadAhead.Chunks += r.Chunks
+			st.ReadAhead.StreamBytes += r.StreamBytes
+			st.ReadAhead.Positional += r.Positional
+		}
+	}
+	return st
+}
 
 // Close releases the scanner's iterators; it returns the scan's error, if
 // any.
@@ -493,9 +586,13 @@ func (sc *Scanner) Close() error {
 	if sc.closed {
 		return sc.err
 	}
+	sc.stats = sc.Stats()
 	sc.closed = true
 	for _, fi := range sc.iters {
 		fi.it.Close()
+		if fi.ra != nil {
+			fi.ra.Close()
+		}
 	}
 	sc.iters = nil
 	sc.h = nil

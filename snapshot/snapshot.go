@@ -59,6 +59,14 @@ type OpenOptions struct {
 	// MaxOpenFiles are open. Readers in use are never closed, so it bounds
 	// idle readers, not the files of scanners open at once.
 	MaxOpenFiles int
+	// ReadAhead configures how scanners read store files on HDFS: each
+	// store file a scanner reads is streamed front to back in large
+	// chunks, with the next chunk prefetched (see vfs.ReadAhead); trailers,
+	// indexes and seeks stay positional reads. The zero value reads ahead
+	// in chunks of vfs.DefaultChunk with prefetch and no budget; set Budget
+	// to bound the chunk memory of all scans together, Off to read every
+	// block with a positional read, AllFiles to read local files ahead too.
+	ReadAhead vfs.ReadAheadOptions
 }
 
 // Info describes the snapshot itself (.snapshotinfo).
@@ -202,6 +210,7 @@ type Snapshot struct {
 	mu        sync.Mutex
 	fileCache map[string]*resolvedFile
 	readers   readerPool
+	readAhead vfs.ReadAheadOptions
 }
 
 // Info returns the snapshot description.
@@ -336,6 +345,7 @@ func Open(ctx context.Context, root, name string, opts OpenOptions) (*Snapshot, 
 		return nil, err
 	}
 	s.closeFS = closeFS
+	s.readAhead = opts.ReadAhead
 	s.readers.max = opts.MaxOpenFiles
 	if s.readers.max == 0 {
 		s.readers.max = DefaultMaxOpenFiles

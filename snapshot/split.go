@@ -97,7 +97,7 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := s.acquire(rf)
+	rd, _, err := s.acquire(rf)
 	if err != nil {
 		return nil, err
 	}

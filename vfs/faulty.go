@@ -124,9 +124,23 @@ func (f *faultyFile) ReadAt(p []byte, off int64) (int, error) {
 // (a broken implementation, or a fault injected on purpose) and makes it
 // honour the io.ReaderAt contract: it asks again for the rest, and fails
 // with io.ErrUnexpectedEOF when the file stops giving bytes.
-func Full(f File) File { return fullFile{f} }
+//
+// A File that streams (Streamer) still does after wrapping.
+func Full(f File) File {
+	if s, ok := f.(Streamer); ok {
+		return fullStreamFile{fullFile{f}, s}
+	}
+	return fullFile{f}
+}
 
 type fullFile struct{ File }
+
+type fullStreamFile struct {
+	fullFile
+	s Streamer
+}
+
+func (f fullStreamFile) Stream(off int64) (io.ReadCloser, error) { return f.s.Stream(off) }
 
 func (f fullFile) ReadAt(p []byte, off int64) (int, error) {
 	done, stalls := 0, 0

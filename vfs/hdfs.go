@@ -1,15 +1,18 @@
 package vfs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"net"
 	"os"
 	"os/user"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
@@ -21,6 +24,23 @@ type HDFS struct {
 	name   string
 }
 
+// HDFSOptions tune DialHDFSWith.
+type HDFSOptions struct {
+	// DatanodeDial, when set, opens the connections to DataNodes (tests
+	// put a fault-injecting connection here).
+	DatanodeDial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// hdfsReadTimeout bounds one read from a DataNode, like HDFS's own
+// dfs.client.socket-timeout (60 s): a DataNode that stops sending fails the
+// read, which is then retried, rather than hanging the scan.
+const hdfsReadTimeout = 60 * time.Second
+
+// hdfsStreamRetries is how many times a stream reopens after a failed read
+// (a DataNode connection dropped, a DataNode restarted) before it gives up,
+// like dfs.client.max.block.acquire.failures (3).
+const hdfsStreamRetries = 3
+
 // ErrKerberos is returned when the Hadoop configuration demands Kerberos,
 // which this build does not configure.
 var ErrKerberos = errors.New("vfs: HDFS cluster requires Kerberos (hadoop.security.authentication=kerberos), which rekey does not support yet; read a local export of the snapshot instead")
@@ -31,7 +51,10 @@ var ErrKerberos = errors.New("vfs: HDFS cluster requires Kerberos (hadoop.securi
 // HADOOP_HOME/conf): dfs.ha.namenodes.<ns> and
 // dfs.namenode.rpc-address.<ns>.<nn>. The user is HADOOP_USER_NAME, else
 // the OS user.
-func DialHDFS(authority string) (*HDFS, error) {
+func DialHDFS(authority string) (*HDFS, error) { return DialHDFSWith(authority, HDFSOptions{}) }
+
+// DialHDFSWith is DialHDFS with options.
+func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 	conf, err := hadoopconf.LoadFromEnvironment()
 	if err != nil {
 		return nil, fmt.Errorf("vfs: reading Hadoop configuration (HADOOP_CONF_DIR): %w", err)
@@ -45,6 +68,9 @@ func DialHDFS(authority string) (*HDFS, error) {
 		return nil, err
 	}
 	opts.Addresses = addrs
+	if o.DatanodeDial != nil {
+		opts.DatanodeDialFunc = o.DatanodeDial
+	}
 	opts.User = os.Getenv("HADOOP_USER_NAME")
 	if opts.User == "" {
 		u, err := user.Current()
@@ -114,7 +140,7 @@ func (h *HDFS) Open(name string) (File, error) {
 		r.Close()
 		return nil, &iofs.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
 	}
-	return &hdfsFile{r: r, size: r.Stat().Size(), name: name}, nil
+	return &hdfsFile{h: h, r: r, size: r.Stat().Size(), name: name}, nil
 }
 
 // Stat implements FS.
@@ -131,21 +157,130 @@ func (h *HDFS) ReadDir(name string) ([]iofs.FileInfo, error) {
 }
 
 // hdfsFile serialises ReadAt: the client's ReadAt seeks a shared stream.
+//
+// The client's ReadAt is a Seek then a Read, and its Seek drops the
+// DataNode connection unless it can skip forward (a seek to where the
+// stream already is cannot), so every ReadAt opens a new block read on the
+// DataNode. That is fine for the few positional reads of an HFile (trailer,
+// load-on-open section, index blocks, seeks); scans read through Stream.
 type hdfsFile struct {
+	h    *HDFS
 	mu   sync.Mutex
 	r    *hdfs.FileReader
 	size int64
 	name string
 }
 
+// Stream implements Streamer: a FileReader of its own, read front to back,
+// keeps one DataNode connection per HDFS block and the DataNode streaming.
+func (f *hdfsFile) Stream(off int64) (io.ReadCloser, error) {
+	s := &hdfsStream{h: f.h, name: f.name, pos: off}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// hdfsStream reads a file sequentially from pos, reopening at the same
+// offset when a read fails.
+type hdfsStream struct {
+	h     *HDFS
+	name  string
+	r     *hdfs.FileReader
+	pos   int64
+	fails int
+}
+
+func (s *hdfsStream) open() error {
+	r, err := s.h.client.Open(s.name)
+	if err != nil {
+		return err
+	}
+	if s.pos > 0 {
+		if _, err := r.Seek(s.pos, io.SeekStart); err != nil {
+			r.Close()
+			return fmt.Errorf("vfs: %s: seeking to %d: %w", s.name, s.pos, err)
+		}
+	}
+	s.r = r
+	return nil
+}
+
+// Read reads from the stream. A failed read (the DataNode connection
+// dropped, a timeout, a DataNode that went away) reopens the file at the
+// same offset, which also fetches the block locations again, so the read
+// goes on from another replica or from the same DataNode once it is back;
+// after hdfsStreamRetries failures in a row the error is returned.
+func (s *hdfsStream) Read(p []byte) (int, error) {
+	for {
+		if s.r == nil {
+			if err := s.open(); err != nil {
+				if err := s.fail(err); err != nil {
+					return 0, err
+				}
+				continue
+			}
+		}
+		s.r.SetDeadline(time.Now().Add(hdfsReadTimeout))
+		n, err := s.r.Read(p)
+		s.pos += int64(n)
+		if err == nil || err == io.EOF {
+			if n > 0 {
+				s.fails = 0
+			}
+			return n, err
+		}
+		s.r.Close()
+		s.r = nil
+		if n > 0 {
+			return n, nil // the next call reopens
+		}
+		if err := s.fail(err); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// fail counts a failure; it returns the error to give up with, or nil to
+// retry after a short pause.
+func (s *hdfsStream) fail(err error) error {
+	s.fails++
+	if s.fails > hdfsStreamRetries {
+		return fmt.Errorf("vfs: %s%s: reading at offset %d, %d attempts: %w", s.h.name, s.name, s.pos, s.fails, err)
+	}
+	time.Sleep(time.Duration(s.fails) * 100 * time.Millisecond)
+	return nil
+}
+
+func (s *hdfsStream) Close() error {
+	if s.r == nil {
+		return nil
+	}
+	err := s.r.Close()
+	s.r = nil
+	return err
+}
+
+// ReadAt reads at off. A failed read (other than at the end of the file)
+// is tried again from the start: the client's ReadAt opens a new block
+// read, fetching from the next replica or from the same DataNode once it
+// is back, as a stream does (hdfsStreamRetries).
 func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	n, err := f.r.ReadAt(p, off)
-	if err == nil && n < len(p) {
-		err = io.ErrUnexpectedEOF
+	for attempt := 1; ; attempt++ {
+		n, err := f.r.ReadAt(p, off)
+		if err == nil && n < len(p) {
+			err = io.ErrUnexpectedEOF
+		}
+		if err == nil || err == io.EOF {
+			return n, err
+		}
+		if attempt > hdfsStreamRetries {
+			return n, fmt.Errorf("vfs: %s%s: reading %d bytes at offset %d, %d attempts: %w", f.h.name, f.name, len(p), off, attempt, err)
+		}
+		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
-	return n, err
 }
 func (f *hdfsFile) Close() error { return f.r.Close() }
 func (f *hdfsFile) Size() int64  { return f.size }

@@ -5,7 +5,11 @@
 //
 //	benchtool read-hfile PATH                      every cell of one local HFile
 //	benchtool write-hfile PATH N [ENCODING [CODEC]] N cells into a local HFile with hfile.Writer
-//	benchtool read-snapshot ROOT NAME [WORKERS]    every cell of a snapshot, all versions, split per region
+//	benchtool read-storefiles DIR                  every cell of every HFile under a local root dir's
+//	                                               data/ and archive/, one file after the other, with the
+//	                                               bare HFile iterator (no merge, no read semantics)
+//	benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]
+//	                                               every cell of a snapshot, all versions, split per region
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
 //
@@ -18,9 +22,14 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +39,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // result is one measurement, field for field the oracle's JSON line.
@@ -52,7 +62,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: benchtool read-hfile PATH | write-hfile PATH N [ENCODING [CODEC]] | read-snapshot ROOT NAME [WORKERS] | put ZKQUORUM TABLE N BATCH")
+		return fmt.Errorf("usage: benchtool read-hfile PATH | read-snapshot ROOT NAME [WORKERS] | put ZKQUORUM TABLE N BATCH")
 	}
 	switch args[0] {
 	case "read-hfile":
@@ -80,9 +90,34 @@ func run(args []string) error {
 			return err
 		}
 		return emit(r)
+	case "read-storefiles":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: benchtool read-storefiles DIR")
+		}
+		return warmThenEmit(func() (result, error) { return readStoreFiles(args[1]) })
 	case "read-snapshot":
+		var ra vfs.ReadAheadOptions
+		profile := ""
+		for len(args) > 1 && strings.HasPrefix(args[1], "--") {
+			k, v, _ := strings.Cut(args[1], "=")
+			switch k {
+			case "--readahead":
+				ra.Off = v == "off"
+			case "--chunk":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("--chunk wants a byte count, got %q", v)
+				}
+				ra.Chunk = n
+			case "--cpuprofile":
+				profile = v
+			default:
+				return fmt.Errorf("unknown option %s", args[1])
+			}
+			args = append(args[:1], args[2:]...)
+		}
 		if len(args) < 3 || len(args) > 4 {
-			return fmt.Errorf("usage: benchtool read-snapshot ROOT NAME [WORKERS]")
+			return fmt.Errorf("usage: benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]")
 		}
 		workers := 1
 		if len(args) == 4 {
@@ -92,7 +127,7 @@ func run(args []string) error {
 			}
 			workers = n
 		}
-		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers) })
+		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile) })
 	case "put":
 		if len(args) != 5 {
 			return fmt.Errorf("usage: benchtool put ZKQUORUM TABLE N BATCH")
@@ -159,6 +194,157 @@ func readHFile(path string) (result, error) {
 	defer r.Close()
 	res := result{Op: "read-hfile"}
 	if err := cell.ForEach(r.NewIterator(), res.count); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// readStoreFiles reads every HFile under dir's data/ and archive/ with the
+// bare iterator: the ceiling for a snapshot read of the same files, which
+// adds the merge and HBase's read semantics.
+func readStoreFiles(dir string) (result, error) {
+	var paths []string
+	for _, sub := range []string{"data", "archive"} {
+		err := filepath.WalkDir(filepath.Join(dir, sub), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil
+				}
+				return err
+			}
+			// Store files are <region>/<family>/<hex name>; skip region
+			// metadata (.regioninfo, recovered.edits, .tmp).
+			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") && !strings.Contains(p, "recovered.edits") {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+		if err != nil {
+			return result{}, err
+		}
+	}
+	if len(paths) == 0 {
+		return result{}, fmt.Errorf("no store files under %s/data or %s/archive", dir, dir)
+	}
+	res := result{Op: "read-storefiles"}
+	start := time.Now()
+	for _, p := range paths {
+		r, err := hfile.OpenFile(p)
+		if err != nil {
+			return result{}, err
+		}
+		err = cell.ForEach(r.NewIterator(), res.count)
+		r.Close()
+		if err != nil {
+			return result{}, err
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profile string) (result, error) {
+	ctx := context.Background()
+	if profile != "" {
+		// The profile covers the measured pass only: warmThenEmit runs this
+		// twice and the second file write wins.
+		f, err := os.Create(profile)
+		if err != nil {
+			return result{}, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return result{}, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	start := time.Now()
+	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{ReadAhead: ra})
+	if err != nil {
+		return result{}, err
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		return result{}, err
+	}
+	var cells, bytes atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, sp := range splits {
+		g.Go(func() error {
+			// All versions, as the oracle's bench scan reads them.
+			var part result
+			err := s.ReadSplit(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, part.count)
+			cells.Add(part.Cells)
+			bytes.Add(part.Bytes)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return result{}, err
+	}
+	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers}, nil
+}
+
+// put writes the same rows as the oracle's bench-put (a hashed first byte,
+// then the big-endian row number; family f, qualifier q, 32 zero bytes) so
+// both sides load the same regions equally.
+func put(zk, table string, n int64, batch int) (result, error) {
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	// The same table shape as the oracle's: four regions cut at 0x40,
+	// 0x80 and 0xc0, default family settings.
+	exists, err := c.TableExists(ctx, table)
+	if err != nil {
+		return result{}, err
+	}
+	if !exists {
+		spec := hbase.TableSpec{Name: table, Families: []hbase.Family{{Name: "f"}}, SplitKeys: [][]byte{{0x40}, {0x80}, {0xc0}}}
+		if err := c.CreateTable(ctx, spec); err != nil {
+			return result{}, err
+		}
+	}
+	w := c.NewWriter([]byte(table), hbase.WriterConfig{MaxCellsPerCall: batch})
+	value := make([]byte, 32)
+	res := result{Op: "put"}
+	start := time.Now()
+	const tsBase = 1767225600000 // 2026-01-01, the oracle's Seed.TS_BASE
+	for i := int64(0); i < n; i++ {
+		row := make([]byte, 9)
+		row[0] = byte(uint64(i) * 0x9E3779B97F4A7C15 >> 56)
+		binary.BigEndian.PutUint64(row[1:], uint64(i))
+		cl := cell.Cell{Row: row, Family: []byte("f"), Qualifier: []byte("q"), Timestamp: tsBase, Type: cell.Put, Value: value}
+		if err := w.Write(ctx, cl); err != nil {
+			return result{}, err
+		}
+		res.Cells++
+		res.Bytes += cellBytes(&cl)
+	}
+	if err := w.Close(ctx); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// scan reads a whole live table as the oracle's bench-scan does: 1000 rows
+// per RPC, no block caching.
+func scan(zk, table string) (result, error) {
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
+	if err != nil {
+		return result{}, err
+	}
+	defer c.Close()
+	res := result{Op: "scan"}
+	start := time.Now()
+	if err := cell.ForEach(c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000}), res.count); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()
@@ -267,98 +453,4 @@ func appendPadded(b []byte, v int64, width int) []byte {
 		b = append(b, '0')
 	}
 	return append(b, s...)
-}
-
-func readSnapshot(root, name string, workers int) (result, error) {
-	ctx := context.Background()
-	start := time.Now()
-	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{})
-	if err != nil {
-		return result{}, err
-	}
-	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		return result{}, err
-	}
-	var cells, bytes atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for _, sp := range splits {
-		g.Go(func() error {
-			// All versions, as the oracle's bench scan reads them.
-			var part result
-			err := s.ReadSplit(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, part.count)
-			cells.Add(part.Cells)
-			bytes.Add(part.Bytes)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return result{}, err
-	}
-	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers}, nil
-}
-
-// put writes the same rows as the oracle's bench-put (a hashed first byte,
-// then the big-endian row number; family f, qualifier q, 32 zero bytes) so
-// both sides load the same regions equally.
-func put(zk, table string, n int64, batch int) (result, error) {
-	ctx := context.Background()
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
-	if err != nil {
-		return result{}, err
-	}
-	defer c.Close()
-	// The same table shape as the oracle's: four regions cut at 0x40,
-	// 0x80 and 0xc0, default family settings.
-	exists, err := c.TableExists(ctx, table)
-	if err != nil {
-		return result{}, err
-	}
-	if !exists {
-		spec := hbase.TableSpec{Name: table, Families: []hbase.Family{{Name: "f"}}, SplitKeys: [][]byte{{0x40}, {0x80}, {0xc0}}}
-		if err := c.CreateTable(ctx, spec); err != nil {
-			return result{}, err
-		}
-	}
-	w := c.NewWriter([]byte(table), hbase.WriterConfig{MaxCellsPerCall: batch})
-	value := make([]byte, 32)
-	res := result{Op: "put"}
-	start := time.Now()
-	const tsBase = 1767225600000 // 2026-01-01, the oracle's Seed.TS_BASE
-	for i := int64(0); i < n; i++ {
-		row := make([]byte, 9)
-		row[0] = byte(uint64(i) * 0x9E3779B97F4A7C15 >> 56)
-		binary.BigEndian.PutUint64(row[1:], uint64(i))
-		cl := cell.Cell{Row: row, Family: []byte("f"), Qualifier: []byte("q"), Timestamp: tsBase, Type: cell.Put, Value: value}
-		if err := w.Write(ctx, cl); err != nil {
-			return result{}, err
-		}
-		res.Cells++
-		res.Bytes += cellBytes(&cl)
-	}
-	if err := w.Close(ctx); err != nil {
-		return result{}, err
-	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
-}
-
-// scan reads a whole live table as the oracle's bench-scan does: 1000 rows
-// per RPC, no block caching.
-func scan(zk, table string) (result, error) {
-	ctx := context.Background()
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: zk})
-	if err != nil {
-		return result{}, err
-	}
-	defer c.Close()
-	res := result{Op: "scan"}
-	start := time.Now()
-	if err := cell.ForEach(c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000}), res.count); err != nil {
-		return result{}, err
-	}
-	res.Seconds = time.Since(start).Seconds()
-	return res, nil
 }

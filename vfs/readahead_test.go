@@ -1,0 +1,162 @@
+package vfs
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"testing"
+)
+
+// blocks cuts n bytes into the reads an HFile scan makes: variable-sized
+// blocks, each read together with the next block's 33-byte header, which
+// the following read then skips (so each read starts where the last one
+// ended).
+func scanReads(n int64, seed uint64) [][2]int64 {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var out [][2]int64
+	for off := int64(0); off < n; {
+		size := int64(1000 + rng.IntN(70000))
+		if off+size > n {
+			size = n - off
+		}
+		out = append(out, [2]int64{off, size})
+		off += size
+	}
+	return out
+}
+
+func TestReadAheadServesTheFile(t *testing.T) {
+	data := make([]byte, 3<<20+12345)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	mem := NewMem()
+	mem.WriteFile("/f", data)
+	for _, tc := range []struct {
+		name string
+		opts ReadAheadOptions
+		end  int64
+	}{
+		{"chunks smaller than a read", ReadAheadOptions{Chunk: 4 << 10}, 0},
+		{"64 KB chunks", ReadAheadOptions{Chunk: 64 << 10}, 0},
+		{"chunks larger than the file", ReadAheadOptions{Chunk: 8 << 20}, 0},
+		{"no prefetch", ReadAheadOptions{Chunk: 64 << 10, NoPrefetch: true}, 0},
+		{"stream ends before the file", ReadAheadOptions{Chunk: 1 << 20}, 2 << 20},
+		{"off", ReadAheadOptions{Off: true}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := mem.Open("/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ra := NewReadAhead(f, tc.end, tc.opts)
+			defer ra.Close()
+			// A scan front to back, then a seek backwards and a scan on,
+			// then reads that jump about.
+			reads := scanReads(int64(len(data)), 3)
+			reads = append(reads, [2]int64{1 << 20, 5000}, [2]int64{1<<20 + 5000, 70000}, [2]int64{100, 10}, [2]int64{int64(len(data)) - 10, 10}, [2]int64{2<<20 - 5, 10})
+			for _, r := range reads {
+				p := make([]byte, r[1])
+				n, err := ra.ReadAt(p, r[0])
+				if err != nil || n != len(p) {
+					t.Fatalf("ReadAt(%d, %d) = %d, %v", r[1], r[0], n, err)
+				}
+				if !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+					t.Fatalf("ReadAt(%d, %d) returned other bytes than the file's", r[1], r[0])
+				}
+			}
+			// Past the end: io.EOF with the bytes there are.
+			p := make([]byte, 100)
+			if n, err := ra.ReadAt(p, int64(len(data))-50); n != 50 || err != io.EOF {
+				t.Fatalf("read over the end = %d, %v; want 50, io.EOF", n, err)
+			}
+			st := ra.Stats()
+			if tc.opts.Off {
+				if st.Streams != 0 {
+					t.Fatalf("read-ahead off streamed: %+v", st)
+				}
+				return
+			}
+			// The first scan streams: one positional read to begin with,
+			// then everything from the stream.
+			streamable := int64(len(data))
+			if tc.end > 0 {
+				streamable = tc.end
+			}
+			if st.Streams == 0 || st.StreamBytes < streamable/2 {
+				t.Fatalf("the scan did not stream: %+v", st)
+			}
+			t.Logf("%+v", st)
+		})
+	}
+}
+
+// TestReadAheadBudget checks a stream takes its buffers from the budget,
+// gives them back on Close, and reads positionally (still correctly) when
+// the budget has no room.
+func TestReadAheadBudget(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	mem := NewMem()
+	mem.WriteFile("/f", data)
+	read := func(ra *ReadAhead) {
+		t.Helper()
+		for _, r := range scanReads(int64(len(data)), 4) {
+			p := make([]byte, r[1])
+			if _, err := ra.ReadAt(p, r[0]); err != nil || !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+				t.Fatalf("ReadAt(%d, %d): %v or wrong bytes", r[1], r[0], err)
+			}
+		}
+	}
+	b := NewBudget(256 << 10)
+	f, _ := mem.Open("/f")
+	ra := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 128 << 10, Budget: b})
+	read(ra)
+	if _, peak := b.Used(); peak != 256<<10 {
+		t.Errorf("peak budget use %d, want two 128 KiB chunks", peak)
+	}
+	// A second stream finds the budget taken and reads positionally.
+	ra2 := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 128 << 10, Budget: b})
+	read(ra2)
+	if st := ra2.Stats(); st.Streams != 0 {
+		t.Errorf("a stream started beyond the budget: %+v", st)
+	}
+	ra2.Close()
+	ra.Close()
+	if now, _ := b.Used(); now != 0 {
+		t.Errorf("%d bytes of the budget still taken after Close", now)
+	}
+}
+
+// TestReadAheadFault checks a failed read in the middle of a stream is an
+// error, never short or wrong data.
+func TestReadAheadFault(t *testing.T) {
+	data := bytes.Repeat([]byte("x"), 1<<20)
+	mem := NewMem()
+	mem.WriteFile("/f", data)
+	faulty := NewFaulty(mem, Fault{Op: "read", Offset: 600 << 10})
+	f, err := faulty.Open("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pre := range []bool{true, false} {
+		ra := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 64 << 10, NoPrefetch: !pre})
+		var failed error
+		for _, r := range scanReads(int64(len(data)), 5) {
+			p := make([]byte, r[1])
+			n, err := ra.ReadAt(p, r[0])
+			if err != nil {
+				failed = err
+				break
+			}
+			if n != len(p) {
+				t.Fatalf("short read without an error: %d of %d", n, len(p))
+			}
+		}
+		ra.Close()
+		if !errors.Is(failed, ErrInjected) {
+			t.Errorf("prefetch %v: error %v, want the injected fault", pre, failed)
+		}
+	}
+}
