@@ -57,6 +57,18 @@ type Stats struct {
 	Files int
 	// FileBytes is the total size of those files.
 	FileBytes int64
+	// FilesCountChecked is the number of store files read from their
+	// first cell to their last, whose cell count was checked against the
+	// entry count in their trailer (a mismatch ends the scan with an
+	// error). Files cut by a split bound or a reference are not counted.
+	FilesCountChecked int
+}
+
+// countChecked reports whether a store file iterator that just ended read
+// its whole file and checked the count (see hfile.Iterator.CountChecked).
+func countChecked(it cellIter) bool {
+	c, ok := it.(interface{ CountChecked() bool })
+	return ok && c.CountChecked()
 }
 
 // Scanner iterates over the cells of one split in HBase's cell order,
@@ -379,6 +391,9 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", si.f.where(), err)
 		}
+		if countChecked(it) {
+			sc.stats.FilesCountChecked++
+		}
 		return nil
 	}
 	sc.stats.Examined++
@@ -399,6 +414,9 @@ func (sc *Scanner) advance() bool {
 	if err := top.it.Err(); err != nil {
 		sc.err = fmt.Errorf("snapshot: %s: %w", top.f.where(), err)
 		return false
+	}
+	if countChecked(top.it) {
+		sc.stats.FilesCountChecked++
 	}
 	heap.Pop(&sc.h)
 	return true
