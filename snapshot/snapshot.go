@@ -51,6 +51,10 @@ var (
 	// ErrUnsupported: a valid layout this package does not read (0.94
 	// snapshots, MOB references, unknown manifest versions).
 	ErrUnsupported = errors.New("snapshot: unsupported")
+	// ErrInvalid: the caller named something that cannot be a snapshot or
+	// a root dir (a name with a slash, a root that is a file, a malformed
+	// or unsupported URL), as opposed to a snapshot that is damaged.
+	ErrInvalid = errors.New("snapshot: invalid argument")
 )
 
 // OpenOptions configures Open and List.
@@ -246,7 +250,10 @@ func resolveRoot(root string, opts OpenOptions) (vfs.FS, string, func() error, e
 	loc, err := vfs.Open(root)
 	if err != nil {
 		if errors.Is(err, vfs.ErrUnsupportedScheme) {
-			return nil, "", nil, fmt.Errorf("%w: root %q: %w", ErrUnsupported, root, err)
+			return nil, "", nil, fmt.Errorf("%w: %w: root %q: %w", ErrInvalid, ErrUnsupported, root, err)
+		}
+		if errors.Is(err, vfs.ErrBadLocation) {
+			return nil, "", nil, fmt.Errorf("%w: root %q: %w", ErrInvalid, root, err)
 		}
 		return nil, "", nil, err
 	}
@@ -335,7 +342,10 @@ func Open(ctx context.Context, root, name string, opts OpenOptions) (*Snapshot, 
 
 func open(ctx context.Context, fsys vfs.FS, root, name string) (*Snapshot, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return nil, fmt.Errorf("snapshot: invalid snapshot name %q", name)
+		return nil, fmt.Errorf("%w: snapshot name %q (a snapshot name is one path element)", ErrInvalid, name)
+	}
+	if fi, err := fsys.Stat(root); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%w: root dir %s on %s is not a directory; give the HBase root dir (hbase.rootdir)", ErrInvalid, root, fsys)
 	}
 	dir := path.Join(root, snapshotDirName, name)
 	infoPath := path.Join(dir, snapshotInfoName)
