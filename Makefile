@@ -12,7 +12,7 @@ help:
 	@echo "demo          run the demo job on the bundled snapshot"
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "lint          gofmt check and go vet"
-	@echo "fuzz          run every fuzz target briefly (FUZZTIME, default 10s each)"
+	@echo "fuzz          every fuzz target briefly (FUZZTIME, default 10s), the damage targets longer (LONG_FUZZTIME, default 2m)"
 	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
 	@echo "testenv-down  stop it"
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/snapshot/manifest"
 	"github.com/rekeyhq/rekey/vfs"
 	"google.golang.org/protobuf/proto"
@@ -89,8 +90,11 @@ func rawCellsAt(fsys vfs.FS, root, name string) ([]byte, int, error) {
 	return out, checked, nil
 }
 
+// isClassified: the error is one of the package's classes, or the HFile
+// reader's (a damaged store file).
 func isClassified(err error) bool {
-	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnsupported)
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrUnsupported) ||
+		errors.Is(err, hfile.ErrCorrupt) || errors.Is(err, hfile.ErrUnsupported)
 }
 
 // TestFixtureCountsChecked: reading a whole snapshot checks every store
