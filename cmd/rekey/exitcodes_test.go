@@ -51,6 +51,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"inspect", "snapshot", snap, "nosuch"}, exitUsage, "existing snapshots: enc_none"},
 		{[]string{"inspect", "snapshot", "--cells", "--family", "", snap, "enc_none"}, exitUsage, "family name cannot be empty"},
 		{[]string{"inspect", "snapshot", "--cells", r4, "enc_none"}, exitProblems, "region 01e7d08b7344c3fb4c74b9ddc35d630e"},
+		{[]string{"inspect", "table", "t", "--zk", "127.0.0.1:1", "--cells", "--family", ""}, exitUsage, "family name cannot be empty"},
 		{[]string{"plan", "--regions", "-3", "../../configs/demo.yaml"}, exitUsage, "--regions -3"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
