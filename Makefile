@@ -13,7 +13,7 @@ help:
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
 	@echo "lint          gofmt check and go vet"
-	@echo "fuzz          run every fuzz target briefly (FUZZTIME, default 10s each)"
+	@echo "fuzz          every fuzz target briefly (FUZZTIME, default 10s), the damage targets longer (LONG_FUZZTIME, default 2m)"
 	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
 	@echo "testenv-down  stop it"
 

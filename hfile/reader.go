@@ -24,6 +24,8 @@ type Reader struct {
 	loadOnOpen []byte
 	// midKey holds the 16-byte mid-key metadata of multi-level indexes.
 	midKey []byte
+	// rootSize is the root index block's uncompressed payload size.
+	rootSize int
 	// blocks describes the load-on-open blocks, for inspect.
 	blocks []BlockInfo
 	// checksumType and bytesPerChecksum are the file's: HBase writes every
@@ -186,6 +188,7 @@ func (rd *Reader) open() error {
 			return corruptf(rd.name, rootOff, BlockRootIndex, "entry %d points at offset %d size %d, outside the block section", i, e.Offset, e.Size)
 		}
 	}
+	rd.rootSize = len(p)
 	if err := rd.checkRootIndex(rootOff, len(p)); err != nil {
 		return err
 	}
@@ -369,6 +372,8 @@ func (rd *Reader) DataIndex() ([]IndexEntry, error) {
 	// A corrupt index could make blocks point at each other; no real file
 	// has more index entries than 33-byte blocks fit in it.
 	budget := rd.size / headerSize
+	// The index blocks' payloads add up to the trailer's total.
+	idxBytes := uint64(rd.rootSize)
 	var walk func(e IndexEntry, level int) error
 	walk = func(e IndexEntry, level int) error {
 		if budget--; budget < 0 {
@@ -382,6 +387,7 @@ func (rd *Reader) DataIndex() ([]IndexEntry, error) {
 		if err != nil {
 			return err
 		}
+		idxBytes += uint64(len(p))
 		x, err := parseNonRootIndex(p)
 		if err != nil {
 			return corruptf(rd.name, e.Offset, want, "%v", err)
@@ -408,6 +414,20 @@ func (rd *Reader) DataIndex() ([]IndexEntry, error) {
 		if err := walk(e, 1); err != nil {
 			return nil, err
 		}
+	}
+	// Cross-check the leaves as the root of a one-level index is checked
+	// at open: every data block once, in order, first to last.
+	t := &rd.trailer
+	if idxBytes != t.UncompressedDataIndexSize {
+		return nil, corruptf(rd.name, int64(t.LoadOnOpenOffset), BlockRootIndex, "the %d-level data index is %d bytes but the trailer says %d", levels, idxBytes, t.UncompressedDataIndexSize)
+	}
+	for i := 1; i < len(out); i++ {
+		if out[i].Offset <= out[i-1].Offset {
+			return nil, corruptf(rd.name, int64(t.LoadOnOpenOffset), BlockRootIndex, "leaf entry %d (offset %d) does not follow entry %d (offset %d)", i, out[i].Offset, i-1, out[i-1].Offset)
+		}
+	}
+	if len(out) > 0 && (out[0].Offset != t.FirstDataBlockOffset || out[len(out)-1].Offset != t.LastDataBlockOffset) {
+		return nil, corruptf(rd.name, int64(t.LoadOnOpenOffset), BlockRootIndex, "data blocks indexed from offset %d to %d, but the trailer says %d to %d", out[0].Offset, out[len(out)-1].Offset, t.FirstDataBlockOffset, t.LastDataBlockOffset)
 	}
 	return out, nil
 }

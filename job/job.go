@@ -30,9 +30,12 @@
 package job
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -165,13 +168,30 @@ func Parse(path string, data []byte) (*Job, error) {
 	d := &decoder{file: path}
 	j := &Job{Path: path}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return nil, &Error{File: path, Problems: []Problem{yamlProblem(err)}}
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &Error{File: path, Problems: []Problem{{Line: 1, Col: 1, Msg: "empty job file (expected a mapping with source, target, source_layout, target_layout, entity)"}}}
 	}
+	// A job file is one document: a second one would be ignored, and with
+	// it whatever its author meant to change.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		return nil, &Error{File: path, Problems: []Problem{{Line: line, Col: 1, Msg: "a second YAML document (after ---): a job file holds one"}}}
+	} else if err != io.EOF {
+		return nil, &Error{File: path, Problems: []Problem{yamlProblem(err)}}
+	}
+	if p := unknownTags(&doc); len(p) > 0 {
+		return nil, &Error{File: path, Problems: p}
+	}
 	top := doc.Content[0]
+	have := 0 // of source_layout, target_layout and entity
 	d.mapping(top, "", map[string]func(*yaml.Node, string){
 		"source": func(n *yaml.Node, p string) {
 			d.mapping(n, p, map[string]func(*yaml.Node, string){
@@ -195,9 +215,10 @@ func Parse(path string, data []byte) (*Job, error) {
 				"create":       func(n *yaml.Node, p string) { d.create(n, p, &j.Target.Create) },
 			}, "table")
 		},
-		"source_layout": func(n *yaml.Node, p string) { j.Spec.Source = d.layout(n, p) },
-		"target_layout": func(n *yaml.Node, p string) { j.Spec.Target = d.layout(n, p) },
+		"source_layout": func(n *yaml.Node, p string) { j.Spec.Source = d.layout(n, p); have++ },
+		"target_layout": func(n *yaml.Node, p string) { j.Spec.Target = d.layout(n, p); have++ },
 		"entity": func(n *yaml.Node, p string) {
+			have++
 			j.Spec.Entity = d.strList(n, p)
 			j.Spec.EntityPos = pos(n)
 		},
@@ -243,6 +264,12 @@ func Parse(path string, data []byte) (*Job, error) {
 	// once; drop compile errors that only echo a shape error (the same
 	// option, or another option of a component that had one).
 	shape := d.problems
+	if have < 3 {
+		// Without the layouts and the entity there is nothing to compile;
+		// its errors would only restate the missing sections, at no line.
+		sortProblems(d.problems)
+		return nil, &Error{File: path, Problems: d.problems}
+	}
 	prog, err := transform.Compile(j.Spec)
 	var se transform.SpecErrors
 	switch {
@@ -257,10 +284,7 @@ func Parse(path string, data []byte) (*Job, error) {
 	}
 	j.Program = prog
 	if len(d.problems) > 0 {
-		sort.SliceStable(d.problems, func(a, b int) bool {
-			pa, pb := d.problems[a], d.problems[b]
-			return pa.Line < pb.Line || pa.Line == pb.Line && pa.Col < pb.Col
-		})
+		sortProblems(d.problems)
 		return nil, &Error{File: path, Problems: d.problems}
 	}
 	dir := filepath.Dir(path)
@@ -275,6 +299,35 @@ func Parse(path string, data []byte) (*Job, error) {
 		j.Sink.Staging = resolve(dir, j.Sink.Staging)
 	}
 	return j, nil
+}
+
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(a, b int) bool {
+		pa, pb := ps[a], ps[b]
+		return pa.Line < pb.Line || pa.Line == pb.Line && pa.Col < pb.Col
+	})
+}
+
+// unknownTags refuses YAML tags other than the standard scalar and
+// collection ones: a custom tag (!env, !include) would be read as plain
+// text, which is not what its author meant.
+func unknownTags(n *yaml.Node) []Problem {
+	var out []Problem
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		switch n.Tag {
+		case "", "!!str", "!!int", "!!bool", "!!null", "!!float", "!!map", "!!seq":
+		default:
+			if n.Kind != yaml.DocumentNode && n.Kind != yaml.AliasNode {
+				out = append(out, Problem{Line: n.Line, Col: n.Column, Msg: fmt.Sprintf("YAML tag %s is not supported in job files (write the value plainly)", n.Tag)})
+			}
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
 }
 
 // echoes reports whether a compile error about field repeats a shape
@@ -516,7 +569,7 @@ func (d *decoder) component(n *yaml.Node, path string) transform.ComponentSpec {
 	d.mapping(n, path, map[string]func(*yaml.Node, string){
 		"type":  at("type", func(n *yaml.Node, p string) { c.Type = d.str(n, p) }),
 		"field": at("field", func(n *yaml.Node, p string) { c.Field = d.str(n, p) }),
-		"width": at("width", func(n *yaml.Node, p string) { c.Width = int(clamp(d.integer(n, p))) }),
+		"width": at("width", func(n *yaml.Node, p string) { c.Width = d.smallInt(n, p, "width") }),
 		"pad":   at("pad", func(n *yaml.Node, p string) { c.Pad = d.byteOpt(n, p) }),
 		"sep": at("sep", func(n *yaml.Node, p string) {
 			c.Sep = d.byteOpt(n, p)
@@ -532,7 +585,7 @@ func (d *decoder) component(n *yaml.Node, path string) transform.ComponentSpec {
 			c.Bytes = b
 		}),
 		"of":      at("of", func(n *yaml.Node, p string) { c.Of = d.strList(n, p) }),
-		"buckets": at("buckets", func(n *yaml.Node, p string) { c.Buckets = int(clamp(d.integer(n, p))) }),
+		"buckets": at("buckets", func(n *yaml.Node, p string) { c.Buckets = d.smallInt(n, p, "buckets") }),
 		"unit":    at("unit", func(n *yaml.Node, p string) { c.Unit = d.str(n, p) }),
 		"seconds": at("seconds", func(n *yaml.Node, p string) { c.Seconds = d.integer(n, p) }),
 		"format":  at("format", func(n *yaml.Node, p string) { c.Format = d.str(n, p) }),
@@ -546,15 +599,17 @@ func (d *decoder) component(n *yaml.Node, path string) transform.ComponentSpec {
 	return c
 }
 
-// clamp keeps an integer option inside int32 so later range checks report
-// the value rather than an overflowed one.
-func clamp(v int64) int64 {
-	const limit = 1 << 31
-	switch {
-	case v > limit:
-		return limit
-	case v < -limit:
-		return -limit
+// smallInt reads an integer option that must fit an int32; a larger one
+// is reported with the value as written (not a clamped or wrapped one).
+func (d *decoder) smallInt(n *yaml.Node, path, what string) int {
+	before := len(d.problems)
+	v := d.integer(n, path)
+	if len(d.problems) > before {
+		return 0
 	}
-	return v
+	if v > math.MaxInt32 || v < math.MinInt32 {
+		d.errorf(n, path, "%s %s is out of range", what, n.Value)
+		return 0
+	}
+	return int(v)
 }

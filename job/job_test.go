@@ -68,6 +68,14 @@ func TestParseErrors(t *testing.T) {
 		{"empty root", "root: snaps", "root: \"\"", []string{`a.yaml:2:9: source.root: empty (expected the HBase root directory`}},
 		{"null name", "name: s1", "name:", []string{`source.name: expected a string, got`}},
 		{"entity unknown", "entity: [user]", "entity: [usr]", []string{`a.yaml:15:9: entity[0]: field "usr" is not read from the old key`}},
+		{"width out of range", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 99999999999}", []string{`a.yaml:11:41: target_layout.row[0].width: width 99999999999 is out of range`}},
+		{"width over the row key limit", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 65536}", []string{`target_layout.row[0].width: width 65536 is above HBase's row key limit of 32767 bytes`}},
+		{"fixed widths add up over the limit", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 32767}", []string{`target_layout.row: the fixed-width components add up to 32775 bytes, above HBase's row key limit of 32767 bytes`}},
+		{"literal over the limit", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 6}\n    - {type: literal, hex: \"" + strings.Repeat("ab", 32768) + "\"}", []string{`a 32768-byte literal is above HBase's row key limit`}},
+		{"buckets out of range", "{field: user, type: fixed, width: 6}", "{type: salt, of: user, buckets: 99999999999}\n    - {field: user, type: fixed, width: 6}", []string{`buckets 99999999999 is out of range`}},
+		{"second document", "sink: {kind: puts, batch: 1000}\n", "sink: {kind: puts, batch: 1000}\n---\nentity: [other]\n", []string{`a.yaml:20:1: a second YAML document (after ---): a job file holds one`}},
+		{"custom tag", "name: s1", "name: !env SNAP", []string{`a.yaml:3:9: YAML tag !env is not supported`}},
+		{"binary tag", "table: ns:new_t", "table: !!binary bnM6bmV3X3Q=", []string{`YAML tag !!binary is not supported`}},
 		{"two errors at once", "  qualifier: [{field: ts, type: int, width: 8}]\n", "  qualifier: [{field: ts, type: int, width: 9}]\n  extra: 1\n", []string{"width 9 is not allowed", `unknown option "extra"`}},
 	}
 	for _, tc := range tests {
@@ -85,6 +93,26 @@ func TestParseErrors(t *testing.T) {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error\n%s\ndoes not contain\n%s", err, w)
 				}
+			}
+		})
+	}
+}
+
+// TestWholeFileMistakes: files that are not a job at all are reported by
+// what is wrong with them at their line, not by the layouts they lack.
+func TestWholeFileMistakes(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"top-level list", "- source\n- target\n", "a.yaml:1:1: expected a mapping (key: value lines), got a list"},
+		{"misspelled section", strings.Replace(good, "source:", "sourse:", 1), `a.yaml:1:1: sourse: unknown option "sourse"`},
+		{"only unknown keys", "foo: 1\nbar: 2\n", `a.yaml:1:1: foo: unknown option "foo"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("a.yaml", []byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), ":0:0:") || strings.Contains(err.Error(), "no components") {
+				t.Fatalf("error %v reports the missing layouts instead of the mistake", err)
 			}
 		})
 	}

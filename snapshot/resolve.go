@@ -160,6 +160,15 @@ func (s *Snapshot) resolve(r *Region, family []byte, sf *StoreFile) (*resolvedFi
 		return nil, fmt.Errorf("%w: snapshot %s: region %s family %s: store file %s (target %s of table %s:%s, region %s) is missing; looked in %s",
 			ErrNotFound, s.info.Name, r.EncodedName, family, sf.Name, t.hfile, t.ns, t.table, t.region, strings.Join(locs, ", "))
 	}
+	if !found.Mode().IsRegular() {
+		// A FIFO blocks the reader and a device reads garbage.
+		return nil, fmt.Errorf("%w: snapshot %s: region %s family %s: store file %s: %s is not a regular file (%s)", ErrCorrupt, s.info.Name, r.EncodedName, family, sf.Name, at, found.Mode().Type())
+	}
+	// The manifest records the size of the file it names (for links and
+	// references, of the file they point at); 0 means not recorded (v1).
+	if sf.Size > 0 && found.Size() != sf.Size {
+		return nil, fmt.Errorf("%w: snapshot %s: region %s family %s: store file %s: %s is %d bytes on disk but the manifest records %d bytes (truncated, replaced or damaged)", ErrCorrupt, s.info.Name, r.EncodedName, family, sf.Name, at, found.Size(), sf.Size)
+	}
 	sortName := sf.Name
 	if sf.Reference == nil {
 		if _, isLink := parseLink(sf.Name); !isLink {

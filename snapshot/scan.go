@@ -63,6 +63,18 @@ type Stats struct {
 	// only; opening a file reads its trailer and load-on-open section
 	// positionally besides).
 	ReadAhead vfs.ReadAheadStats
+	// FilesCountChecked is the number of store files read from their
+	// first cell to their last, whose cell count was checked against the
+	// entry count in their trailer (a mismatch ends the scan with an
+	// error). Files cut by a split bound or a reference are not counted.
+	FilesCountChecked int
+}
+
+// countChecked reports whether a store file iterator that just ended read
+// its whole file and checked the count (see hfile.Iterator.CountChecked).
+func countChecked(it cellIter) bool {
+	c, ok := it.(interface{ CountChecked() bool })
+	return ok && c.CountChecked()
 }
 
 // Scanner iterates over the cells of one split in HBase's cell order,
@@ -456,6 +468,9 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("snapshot: %s: %w", si.f.where(), err)
 		}
+		if countChecked(it) {
+			sc.stats.FilesCountChecked++
+		}
 		return nil
 	}
 	sc.stats.Examined++
@@ -476,6 +491,9 @@ func (sc *Scanner) advance() bool {
 	if err := top.it.Err(); err != nil {
 		sc.err = fmt.Errorf("snapshot: %s: %w", top.f.where(), err)
 		return false
+	}
+	if countChecked(top.it) {
+		sc.stats.FilesCountChecked++
 	}
 	heap.Pop(&sc.h)
 	sc.minChild = 0

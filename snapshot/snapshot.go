@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -15,6 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/snapshot/manifest"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -45,6 +51,10 @@ var (
 	// ErrUnsupported: a valid layout this package does not read (0.94
 	// snapshots, MOB references, unknown manifest versions).
 	ErrUnsupported = errors.New("snapshot: unsupported")
+	// ErrInvalid: the caller named something that cannot be a snapshot or
+	// a root dir (a name with a slash, a root that is a file, a malformed
+	// or unsupported URL), as opposed to a snapshot that is damaged.
+	ErrInvalid = errors.New("snapshot: invalid argument")
 )
 
 // OpenOptions configures Open and List.
@@ -255,7 +265,10 @@ func resolveRoot(root string, opts OpenOptions) (vfs.FS, string, func() error, e
 	loc, err := vfs.Open(root)
 	if err != nil {
 		if errors.Is(err, vfs.ErrUnsupportedScheme) {
-			return nil, "", nil, fmt.Errorf("%w: root %q: %w", ErrUnsupported, root, err)
+			return nil, "", nil, fmt.Errorf("%w: %w: root %q: %w", ErrInvalid, ErrUnsupported, root, err)
+		}
+		if errors.Is(err, vfs.ErrBadLocation) {
+			return nil, "", nil, fmt.Errorf("%w: root %q: %w", ErrInvalid, root, err)
 		}
 		return nil, "", nil, err
 	}
@@ -355,7 +368,10 @@ func Open(ctx context.Context, root, name string, opts OpenOptions) (*Snapshot, 
 
 func open(ctx context.Context, fsys vfs.FS, root, name string) (*Snapshot, error) {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return nil, fmt.Errorf("snapshot: invalid snapshot name %q", name)
+		return nil, fmt.Errorf("%w: snapshot name %q (a snapshot name is one path element)", ErrInvalid, name)
+	}
+	if fi, err := fsys.Stat(root); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("%w: root dir %s on %s is not a directory; give the HBase root dir (hbase.rootdir)", ErrInvalid, root, fsys)
 	}
 	dir := path.Join(root, snapshotDirName, name)
 	infoPath := path.Join(dir, snapshotInfoName)
@@ -451,6 +467,10 @@ func (s *Snapshot) loadV2(ctx context.Context) (*manifest.TableSchema, []*manife
 		m, err := manifest.DecodeDataManifest(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("snapshot %s: %s: %w", s.info.Name, mp, err)
+		}
+		if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+			num, _, _ := protowire.ConsumeTag(u)
+			return nil, nil, fmt.Errorf("%w: snapshot %s: %s has an unknown top-level field %d (damaged, or written by a newer HBase)", ErrCorrupt, s.info.Name, mp, num)
 		}
 		return m.TableSchema, m.RegionManifests, nil
 	}
@@ -676,6 +696,9 @@ func parseFamily(cf *manifest.ColumnFamilySchema) (Family, error) {
 func (s *Snapshot) setRegions(rms []*manifest.SnapshotRegionManifest) error {
 	seen := map[string]bool{}
 	for _, rm := range rms {
+		if err := unknownFields(rm); err != nil {
+			return err
+		}
 		ri := rm.RegionInfo
 		if ri.GetReplicaId() != 0 {
 			continue
@@ -693,6 +716,11 @@ func (s *Snapshot) setRegions(rms []*manifest.SnapshotRegionManifest) error {
 		seen[enc] = true
 		r := Region{EncodedName: enc, RegionID: ri.GetRegionId(), StartKey: ri.StartKey, EndKey: ri.EndKey}
 		for _, ff := range rm.FamilyFiles {
+			if s.table.Family(ff.FamilyName) == nil {
+				// HBase opens no store for a family the schema lacks, so
+				// its files would be skipped: refuse rather than lose them.
+				return fmt.Errorf("%w: region %s lists %d store file(s) under family %q, which is not in the table schema (families: %s)", ErrCorrupt, enc, len(ff.StoreFiles), ff.FamilyName, s.familyNames())
+			}
 			fam := FamilyFiles{Family: ff.FamilyName}
 			for _, sf := range ff.StoreFiles {
 				e := StoreFile{Name: sf.GetName(), Size: int64(sf.GetFileSize())}
@@ -714,5 +742,139 @@ func (s *Snapshot) setRegions(rms []*manifest.SnapshotRegionManifest) error {
 	sort.Slice(s.regions, func(i, j int) bool {
 		return string(s.regions[i].StartKey) < string(s.regions[j].StartKey)
 	})
+	if err := checkTiling(s.regions); err != nil {
+		return err
+	}
+	for i := range s.regions {
+		if err := checkReferences(&s.regions[i]); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func (s *Snapshot) familyNames() string {
+	var names []string
+	for _, f := range s.table.Families {
+		names = append(names, string(f.Name))
+	}
+	return strings.Join(names, ", ")
+}
+
+// unknownFields refuses a region manifest with fields this reader does not
+// know. The manifest carries no checksum, and a damaged field number turns
+// a store file, a family or a key into an unknown field that protobuf
+// would skip without a word; HBase 2.x writes no fields beyond these.
+func unknownFields(rm *manifest.SnapshotRegionManifest) error {
+	where := func() string {
+		return fmt.Sprintf("region %s", rm.GetRegionInfo().GetRegionEncodedName())
+	}
+	check := func(m proto.Message, what string) error {
+		if u := m.ProtoReflect().GetUnknown(); len(u) > 0 {
+			num, _, _ := protowire.ConsumeTag(u)
+			return fmt.Errorf("%w: %s: the manifest's %s has an unknown field %d (damaged, or written by a newer HBase)", ErrCorrupt, where(), what, num)
+		}
+		return nil
+	}
+	if err := check(rm, "region manifest"); err != nil {
+		return err
+	}
+	if rm.RegionInfo == nil {
+		return fmt.Errorf("%w: a region manifest has no region info", ErrCorrupt)
+	}
+	if err := check(rm.RegionInfo, "region info"); err != nil {
+		return err
+	}
+	for _, ff := range rm.FamilyFiles {
+		if err := check(ff, fmt.Sprintf("family %q entry", ff.FamilyName)); err != nil {
+			return err
+		}
+		for _, sf := range ff.StoreFiles {
+			if err := check(sf, fmt.Sprintf("store file %q entry", sf.GetName())); err != nil {
+				return err
+			}
+			if sf.Reference != nil {
+				if err := check(sf.Reference, fmt.Sprintf("store file %q reference", sf.GetName())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkTiling refuses regions that do not cover the key space exactly once,
+// as a table's regions do: the first starts at the empty key, each ends
+// where the next starts, the last ends at the empty key. A gap or an
+// overlap would drop or double cells without an error.
+func checkTiling(rs []Region) error {
+	if len(rs) == 0 {
+		return fmt.Errorf("%w: the manifest lists no regions (every table has at least one)", ErrCorrupt)
+	}
+	name := func(r *Region) string {
+		return fmt.Sprintf("region %s [%s, %s)", r.EncodedName, keyText(r.StartKey), keyText(r.EndKey))
+	}
+	if len(rs[0].StartKey) != 0 {
+		return fmt.Errorf("%w: regions do not cover the table: the first, %s, does not start at the empty key", ErrCorrupt, name(&rs[0]))
+	}
+	for i := range rs {
+		r := &rs[i]
+		if len(r.EndKey) > 0 && bytes.Compare(r.StartKey, r.EndKey) >= 0 {
+			return fmt.Errorf("%w: %s starts at or after its end", ErrCorrupt, name(r))
+		}
+		if i+1 == len(rs) {
+			if len(r.EndKey) != 0 {
+				return fmt.Errorf("%w: regions do not cover the table: the last, %s, does not end at the empty key", ErrCorrupt, name(r))
+			}
+			break
+		}
+		next := &rs[i+1]
+		switch c := bytes.Compare(r.EndKey, next.StartKey); {
+		case len(r.EndKey) == 0 || c > 0:
+			return fmt.Errorf("%w: regions overlap: %s and %s", ErrCorrupt, name(r), name(next))
+		case c < 0:
+			return fmt.Errorf("%w: regions leave a gap: %s and %s", ErrCorrupt, name(r), name(next))
+		}
+	}
+	return nil
+}
+
+// checkReferences holds a region's split references to its bounds: only a
+// split writes bottom halves, and the daughter holding one ends at the split
+// row; a top half starts at or after the region's start (at it for a split,
+// at a parent's start for a merge) and before its end.
+func checkReferences(r *Region) error {
+	for _, ff := range r.Families {
+		for _, sf := range ff.Files {
+			ref := sf.Reference
+			if ref == nil {
+				continue
+			}
+			var sk cell.Cell
+			if err := cell.ParseKey(ref.SplitKey, &sk); err != nil {
+				return fmt.Errorf("%w: region %s family %s: reference %s: split key: %v", ErrCorrupt, r.EncodedName, ff.Family, sf.Name, err)
+			}
+			bad := false
+			if ref.Top {
+				bad = bytes.Compare(sk.Row, r.StartKey) < 0 || (len(r.EndKey) > 0 && bytes.Compare(sk.Row, r.EndKey) >= 0)
+			} else {
+				bad = len(r.EndKey) == 0 || !bytes.Equal(sk.Row, r.EndKey)
+			}
+			if bad {
+				half := map[bool]string{true: "top", false: "bottom"}[ref.Top]
+				return fmt.Errorf("%w: region %s [%s, %s) family %s: reference %s is the %s half at row %s, which does not fit the region", ErrCorrupt, r.EncodedName, keyText(r.StartKey), keyText(r.EndKey), ff.Family, sf.Name, half, keyText(sk.Row))
+			}
+		}
+	}
+	return nil
+}
+
+// keyText shows a row key in errors: quoted when printable, else hex.
+func keyText(k []byte) string {
+	for _, c := range k {
+		if c < 0x20 || c > 0x7e {
+			return "0x" + hex.EncodeToString(k)
+		}
+	}
+	return strconv.Quote(string(k))
 }

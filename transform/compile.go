@@ -251,10 +251,23 @@ func (cc *compiler) layout(path string, specs []ComponentSpec, source bool) *Lay
 		default:
 			l.fixedLen += w
 		}
+		if w := c.encodedWidth(); w > 0 {
+			l.minLen += w
+		}
 		l.comps = append(l.comps, c)
+	}
+	oneTooLong := false // already reported on its own
+	for i := range l.comps {
+		oneTooLong = oneTooLong || l.comps[i].encodedWidth() > MaxRowKeyLength
+	}
+	if strings.HasSuffix(path, ".row") && l.minLen > MaxRowKeyLength && !oneTooLong && len(specs) > 0 {
+		cc.errorf(specs[0].Pos, path, "the fixed-width components add up to %d bytes, above HBase's row key limit of %d bytes", l.minLen, MaxRowKeyLength)
 	}
 	return l
 }
+
+// inRow reports whether a component path is in a row layout.
+func inRow(path string) bool { return strings.Contains(path, ".row[") }
 
 // checkComponent validates the options of one component and fills in
 // defaults; it reports false when the component cannot be compiled at all.
@@ -277,6 +290,8 @@ func (cc *compiler) checkComponent(c *component, s *ComponentSpec, path string, 
 	case Fixed:
 		if s.Width < 1 || s.Width > 1<<16 {
 			bad("width", "width %d is not allowed (expected 1 to 65536 bytes)", s.Width)
+		} else if inRow(path) && s.Width > MaxRowKeyLength {
+			bad("width", "width %d is above HBase's row key limit of %d bytes", s.Width, MaxRowKeyLength)
 		}
 	case String:
 		if s.Escape && !s.HasSep {
@@ -297,6 +312,8 @@ func (cc *compiler) checkComponent(c *component, s *ComponentSpec, path string, 
 	case Literal:
 		if len(s.Bytes) == 0 {
 			bad("bytes", "a literal needs bytes (expected bytes: \"text\" or hex: \"00ff\")")
+		} else if inRow(path) && len(s.Bytes) > MaxRowKeyLength {
+			bad("bytes", "a %d-byte literal is above HBase's row key limit of %d bytes", len(s.Bytes), MaxRowKeyLength)
 		}
 		if s.Field != "" {
 			bad("field", "a literal has no field")

@@ -179,7 +179,15 @@ type Layout struct {
 	// fixedLen is the encoded length when every component has a fixed
 	// width, else -1.
 	fixedLen int
+	// minLen is the sum of the fixed-width components' lengths: the least
+	// any key of the layout takes.
+	minLen int
 }
+
+// MaxRowKeyLength is HBase's limit on a row key (Short.MAX_VALUE bytes):
+// a Put with a longer row fails, and a job refuses or rejects such rows
+// under its bad_keys policy.
+const MaxRowKeyLength = 32767
 
 // Len returns the number of components.
 func (l *Layout) Len() int { return len(l.comps) }

@@ -441,6 +441,14 @@ func (p *Program) layoutWarnings(negatives map[int]bool) []Warning {
 		return c.typ.String()
 	}
 
+	// Row key limit: fixed parts that take much of HBase's limit leave
+	// little room for the variable-length ones; a longer new row is then
+	// rejected (or fails the job) under bad_keys. (A layout whose fixed
+	// parts alone pass the limit does not compile.)
+	if p.dstRow.fixedLen < 0 && p.dstRow.minLen > MaxRowKeyLength/2 {
+		warn("row-key-limit", "the new row's fixed-width components take %d bytes, leaving %d for its variable-length ones before HBase's %d-byte row key limit; longer new rows are rejected under bad_keys", p.dstRow.minLen, MaxRowKeyLength-p.dstRow.minLen, MaxRowKeyLength)
+	}
+
 	// Hotspot: the first component that varies decides which region a
 	// write goes to; if it follows the clock, every write goes to the last
 	// (or first) region.

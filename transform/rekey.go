@@ -64,6 +64,9 @@ func (r *Rekey) apply(c *cell.Cell) error {
 	if r.row, err = p.dstRow.build(r.row[:0], &r.rec); err != nil {
 		return fmt.Errorf("new row for %s: %w", cellName(c), err)
 	}
+	if len(r.row) > MaxRowKeyLength {
+		return fmt.Errorf("%w: new row for %s is %d bytes, above HBase's row key limit of %d", ErrBadKey, cellName(c), len(r.row), MaxRowKeyLength)
+	}
 	if c.Type == cell.DeleteFamily || c.Type == cell.DeleteFamilyVersion {
 		// A family delete covers a whole old row; it can be carried only
 		// when one old row becomes one new row with its columns unchanged.

@@ -118,6 +118,50 @@ func TestRejects(t *testing.T) {
 	}
 }
 
+// TestRowKeyLimit: a new row over HBase's 32767-byte limit is refused
+// per cell as a bad key (so bad_keys decides: reject or fail), never
+// emitted, and a row of exactly the limit passes.
+func TestRowKeyLimit(t *testing.T) {
+	p, err := Compile(Spec{
+		Source: LayoutSpec{Row: []ComponentSpec{{Field: "k", Type: "string"}}},
+		Target: LayoutSpec{Row: []ComponentSpec{{Type: "literal", Bytes: []byte("pre:")}, {Field: "k", Type: "string"}}},
+		Entity: []string{"k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.New()
+	var emitted []int
+	emit := func(c cell.Cell) { emitted = append(emitted, len(c.Row)) }
+	if err := r.Map(testCell(strings.Repeat("x", MaxRowKeyLength-4), "q", 1), emit); err != nil {
+		t.Fatalf("a row of exactly %d bytes: %v", MaxRowKeyLength, err)
+	}
+	err = r.Map(testCell(strings.Repeat("x", MaxRowKeyLength-3), "q", 1), emit)
+	if !errors.Is(err, ErrBadKey) || !strings.Contains(err.Error(), "32768 bytes, above HBase's row key limit of 32767") {
+		t.Fatalf("err = %v, want ErrBadKey naming the length", err)
+	}
+	if len(emitted) != 1 || emitted[0] != MaxRowKeyLength {
+		t.Fatalf("emitted rows of %v bytes, want only [%d]", emitted, MaxRowKeyLength)
+	}
+	// plan warns when the fixed parts leave little room.
+	p2, err := Compile(Spec{
+		Source: LayoutSpec{Row: []ComponentSpec{{Field: "k", Type: "string", Sep: 0, HasSep: true}, {Field: "k2", Type: "string"}}},
+		Target: LayoutSpec{Row: []ComponentSpec{{Field: "k", Type: "fixed", Width: 20000}, {Field: "k2", Type: "string"}}},
+		Entity: []string{"k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := p2.NewPlanner(PlanOptions{}).Report(true)
+	found := false
+	for _, w := range rep.Warnings {
+		found = found || w.Code == "row-key-limit" && strings.Contains(w.Message, "take 20000 bytes, leaving 12767")
+	}
+	if !found {
+		t.Fatalf("no row-key-limit warning in %+v", rep.Warnings)
+	}
+}
+
 func TestSaltChecksOldKeys(t *testing.T) {
 	spec := Spec{
 		Source: LayoutSpec{Row: []ComponentSpec{{Type: "salt", Field: "s", Of: []string{"k"}, Buckets: 8}, {Type: "string", Field: "k"}}},

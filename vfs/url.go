@@ -12,6 +12,11 @@ import (
 // read or write (s3://, gs://, ...).
 var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
 
+// ErrBadLocation is matched by Open's errors for a location that is
+// malformed as written (empty, unparsable, a file URL with a host or
+// without a path): the caller named something wrong, not a damaged file.
+var ErrBadLocation = errors.New("vfs: malformed location")
+
 // Location is a file system and an absolute, slash-separated path in it,
 // resolved from what a user wrote: a local path, a file:// URL or an
 // hdfs:// URL.
@@ -40,7 +45,7 @@ func (l *Location) Close() error {
 // scheme is ErrUnsupportedScheme.
 func Open(where string) (*Location, error) {
 	if where == "" {
-		return nil, errors.New("vfs: empty path")
+		return nil, fmt.Errorf("%w: empty path", ErrBadLocation)
 	}
 	if !strings.Contains(where, "://") && !strings.HasPrefix(where, "file:") && !strings.HasPrefix(where, "hdfs:") {
 		abs, err := filepath.Abs(where)
@@ -51,19 +56,19 @@ func Open(where string) (*Location, error) {
 	}
 	u, err := url.Parse(where)
 	if err != nil {
-		return nil, fmt.Errorf("vfs: %q: %w", where, err)
+		return nil, fmt.Errorf("%w: %q: %w", ErrBadLocation, where, err)
 	}
 	switch u.Scheme {
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("vfs: %q: a file URL's host must be empty or localhost (did you mean file:///%s%s?)", where, u.Host, u.Path)
+			return nil, fmt.Errorf("%w: %q: a file URL's host must be empty or localhost (did you mean file:///%s%s?)", ErrBadLocation, where, u.Host, u.Path)
 		}
 		p := u.Path
 		if p == "" {
 			p = u.Opaque
 		}
 		if p == "" {
-			return nil, fmt.Errorf("vfs: %q: no path", where)
+			return nil, fmt.Errorf("%w: %q: no path", ErrBadLocation, where)
 		}
 		abs, err := filepath.Abs(p)
 		if err != nil {

@@ -85,9 +85,23 @@ type Local struct{}
 // String implements FS.
 func (Local) String() string { return "local" }
 
-// Open implements FS.
+// ErrNotRegular is matched by errors for a path that names a FIFO, a
+// device, a socket or anything else but a regular file or directory:
+// opening a FIFO would block and a device reads endless bytes, so Open
+// refuses them before opening.
+var ErrNotRegular = errors.New("vfs: not a regular file")
+
+// Open implements FS. It refuses directories and anything that is not a
+// regular file, checked before the open (a FIFO blocks in open) and again
+// on the opened file.
 func (Local) Open(name string) (File, error) {
-	f, err := os.Open(filepath.FromSlash(name))
+	p := filepath.FromSlash(name)
+	if st, err := os.Stat(p); err != nil {
+		return nil, err
+	} else if err := regular(name, st); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +110,22 @@ func (Local) Open(name string) (File, error) {
 		f.Close()
 		return nil, err
 	}
-	if st.IsDir() {
+	if err := regular(name, st); err != nil {
 		f.Close()
-		return nil, &iofs.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
+		return nil, err
 	}
 	return &localFile{f: f, size: st.Size(), name: name}, nil
+}
+
+// regular refuses directories and non-regular files.
+func regular(name string, st iofs.FileInfo) error {
+	if st.IsDir() {
+		return &iofs.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
+	}
+	if !st.Mode().IsRegular() {
+		return &iofs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, st.Mode().Type())}
+	}
+	return nil
 }
 
 // Stat implements FS.

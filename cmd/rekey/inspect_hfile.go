@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -51,7 +52,7 @@ func init() {
 func openHFileArg(arg string) (*hfile.Reader, func(), error) {
 	loc, err := vfs.Open(arg)
 	if err != nil {
-		if errors.Is(err, vfs.ErrUnsupportedScheme) {
+		if errors.Is(err, vfs.ErrUnsupportedScheme) || errors.Is(err, vfs.ErrBadLocation) {
 			return nil, nil, usageError{err}
 		}
 		return nil, nil, err
@@ -59,7 +60,13 @@ func openHFileArg(arg string) (*hfile.Reader, func(), error) {
 	f, err := loc.FS.Open(loc.Path)
 	if err != nil {
 		loc.Close()
-		return nil, nil, fmt.Errorf("opening %s: %w", arg, err)
+		err = fmt.Errorf("opening %s: %w", arg, err)
+		// A path that is missing, a directory or not a regular file was
+		// named wrong; the file is not damaged.
+		if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, vfs.ErrNotRegular) || isDirErr(loc, err) {
+			return nil, nil, usageError{err}
+		}
+		return nil, nil, err
 	}
 	r, err := hfile.Open(f, f.Size(), arg)
 	if err != nil {
@@ -70,7 +77,16 @@ func openHFileArg(arg string) (*hfile.Reader, func(), error) {
 	return r, func() { f.Close(); loc.Close() }, nil
 }
 
+// isDirErr reports whether opening failed because the path is a directory.
+func isDirErr(loc *vfs.Location, err error) bool {
+	fi, serr := loc.FS.Stat(loc.Path)
+	return serr == nil && fi.IsDir()
+}
+
 func runInspectHFile(cmd *cobra.Command, args []string) error {
+	if inspectHFileFlags.cells && inspectHFileFlags.cellsOnly {
+		return usageError{errors.New("--cells and --cells-only exclude each other: --cells prints the summary and the cells, --cells-only the cells alone")}
+	}
 	r, done, err := openHFileArg(args[0])
 	if err != nil {
 		return err

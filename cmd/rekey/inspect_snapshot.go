@@ -65,13 +65,20 @@ func runInspectSnapshot(cmd *cobra.Command, args []string) error {
 	if !fl.cells && (fl.raw || fl.maxVersions != 0 || fl.now != "" || len(fl.families) > 0) {
 		return usageError{errors.New("--raw, --max-versions, --now and --family only apply with --cells")}
 	}
+	// pflag turns --family "" into no families at all, which would mean
+	// every family: refuse it rather than widen the scan.
+	if cmd.Flags().Changed("family") && len(fl.families) == 0 {
+		return usageError{errors.New(`--family "": a family name cannot be empty`)}
+	}
+	for _, f := range fl.families {
+		if f == "" {
+			return usageError{errors.New(`--family "": a family name cannot be empty`)}
+		}
+	}
 	ctx := cmd.Context()
 	s, err := snapshot.Open(ctx, args[0], args[1], snapshot.OpenOptions{})
 	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return usageError{err}
-		}
-		return err
+		return openError(err)
 	}
 	defer s.Close()
 	out := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<16)
@@ -106,6 +113,16 @@ func runInspectSnapshot(cmd *cobra.Command, args []string) error {
 		writeSnapshotText(s, out)
 	}
 	return out.Flush()
+}
+
+// openError classifies an error from snapshot.Open for the exit code: a
+// root or snapshot that is missing or misnamed is the caller's (2); any
+// other failure means the snapshot is damaged or unreadable (1).
+func openError(err error) error {
+	if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrInvalid) {
+		return usageError{err}
+	}
+	return err
 }
 
 func parseNow(v string) (time.Time, error) {

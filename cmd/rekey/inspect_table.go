@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,6 +76,10 @@ func runInspectTable(cmd *cobra.Command, args []string) error {
 	}
 	if fl.maxVersions < 0 || fl.limit < 0 {
 		return usageError{errors.New("--max-versions and --limit must be >= 0")}
+	}
+	// pflag turns --family "" into no families, which would mean all.
+	if cmd.Flags().Changed("family") && (len(fl.families) == 0 || slices.Contains(fl.families, "")) {
+		return usageError{errors.New(`--family "": a family name cannot be empty`)}
 	}
 	if !fl.cells && (fl.raw || fl.maxVersions != 0 || fl.start != "" || fl.stop != "" || fl.limit != 0 || len(fl.families) > 0) {
 		return usageError{errors.New("--raw, --max-versions, --start, --stop, --limit and --family only apply with --cells")}

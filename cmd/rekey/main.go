@@ -11,11 +11,16 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by every subcommand.
+// Exit codes shared by every subcommand. The rule: 2 when the user named
+// something wrong or missing (a flag, an argument, a job file option, a
+// path, root dir or snapshot that does not exist or is not what it must
+// be), 1 when the input is damaged or the work found problems (a corrupt
+// HFile or manifest, a missing store file, rejected keys, failed
+// verification), 0 when done.
 const (
 	exitOK       = 0 // done
-	exitProblems = 1 // done, with problems reported (failed verification, rejected keys)
-	exitUsage    = 2 // usage or configuration error
+	exitProblems = 1 // input damaged, or done with problems reported
+	exitUsage    = 2 // the user named something wrong or missing
 	// exitInterrupted (3, in run.go): stopped by a signal, resumable.
 )
 

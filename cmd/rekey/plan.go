@@ -76,6 +76,12 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	if f.sample < 0 {
 		return usageError{fmt.Errorf("--sample %d: expected 0 or more cells", f.sample)}
 	}
+	if f.regions < 0 {
+		return usageError{fmt.Errorf("--regions %d: expected 0 (as many as the snapshot has) or more", f.regions)}
+	}
+	if f.maxRowSize <= 0 || f.maxCellSize <= 0 {
+		return usageError{fmt.Errorf("--max-row-size %d / --max-cell-size %d: expected sizes above 0", f.maxRowSize, f.maxCellSize)}
+	}
 	j, err := job.Load(path)
 	if err != nil {
 		return usageError{err}
@@ -92,7 +98,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	} else {
 		snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
 		if err != nil {
-			if errors.Is(err, snapshot.ErrNotFound) {
+			if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrInvalid) {
 				return usageError{fmt.Errorf("%s: source snapshot: %w (--offline checks the layouts without it)", path, err)}
 			}
 			return fmt.Errorf("%s: source snapshot: %w", path, err)

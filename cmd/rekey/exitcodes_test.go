@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExitCodes holds every subcommand to one rule: 2 when the user named
+// something wrong or missing, 1 when the input is damaged, 0 when done.
+func TestExitCodes(t *testing.T) {
+	const snap = "../../testdata/snapshots/enc_none"
+	const hf = snap + "/data/default/enc_none/01e7d08b7344c3fb4c74b9ddc35d630e/a/619ecc521c714b9cbdbad653d05fb486"
+	dir := t.TempDir()
+	// A damaged copy of the HFile: the trailer claims an empty file.
+	b, err := os.ReadFile(hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[23544] = 0x29
+	damaged := filepath.Join(dir, "damaged.hfile")
+	os.WriteFile(damaged, b, 0o644)
+	// A damaged snapshot: one region boundary moved.
+	r4 := filepath.Join(dir, "r4")
+	if err := os.CopyFS(r4, os.DirFS(snap)); err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(r4, ".hbase-snapshot/enc_none/data.manifest")
+	m, _ := os.ReadFile(mp)
+	m[1288] = '0'
+	os.WriteFile(mp, m, 0o644)
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"inspect", "nosuch"}, exitUsage, `unknown subcommand "nosuch"`},
+		{[]string{"inspect"}, exitUsage, "name what to inspect"},
+		{[]string{"inspect", "hfile", filepath.Join(dir, "nosuch")}, exitUsage, "no such file"},
+		{[]string{"inspect", "hfile", dir}, exitUsage, "is a directory"},
+		{[]string{"inspect", "hfile", "/dev/null"}, exitUsage, "not a regular file"},
+		{[]string{"inspect", "hfile", "s3://bucket/x"}, exitUsage, `scheme "s3"`},
+		{[]string{"inspect", "hfile", "file://tmp/x"}, exitUsage, "host must be empty or localhost"},
+		{[]string{"inspect", "hfile", "--cells", "--cells-only", hf}, exitUsage, "exclude each other"},
+		{[]string{"inspect", "hfile", "--cells-only", damaged}, exitProblems, "corrupt"},
+		{[]string{"inspect", "snapshot", filepath.Join(dir, "nosuch"), "enc_none"}, exitUsage, "does not exist"},
+		{[]string{"inspect", "snapshot", hf, "enc_none"}, exitUsage, "is not a directory"},
+		{[]string{"inspect", "snapshot", snap, "a/b"}, exitUsage, "snapshot name"},
+		{[]string{"inspect", "snapshot", snap, "nosuch"}, exitUsage, "existing snapshots: enc_none"},
+		{[]string{"inspect", "snapshot", "--cells", "--family", "", snap, "enc_none"}, exitUsage, "family name cannot be empty"},
+		{[]string{"inspect", "snapshot", "--cells", r4, "enc_none"}, exitProblems, "region 01e7d08b7344c3fb4c74b9ddc35d630e"},
+		{[]string{"inspect", "table", "t", "--zk", "127.0.0.1:1", "--cells", "--family", ""}, exitUsage, "family name cannot be empty"},
+		{[]string{"plan", "--regions", "-3", "../../configs/demo.yaml"}, exitUsage, "--regions -3"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, out, errOut := runRekey(t, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.msg) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errOut, tc.code, tc.msg)
+			}
+			if tc.code == exitProblems && out != "" {
+				t.Fatalf("damaged input printed %d bytes of cells", len(out))
+			}
+		})
+	}
+}
