@@ -76,11 +76,14 @@ type Job struct {
 	Spec    transform.Spec
 	Program *transform.Program
 	BadKeys BadKeys
-	// Sink, Run and Verify are the raw sink:, run: and verify: sections, and
-	// Source.Scan the raw source.scan: section, or nil: the pipeline and
-	// verify packages decode them (reporting problems with Errorf, so their
-	// errors carry the same file, line and column as the rest).
-	Sink, Run, Verify *yaml.Node
+	// Sink and Run are the raw sink: and run: sections, and Source.Scan the
+	// raw source.scan: section, or nil: the pipeline package decodes them
+	// (reporting problems with Errorf, so their errors carry the same file,
+	// line and column as the rest).
+	Sink, Run *yaml.Node
+	// Verify is the verify: section, decoded and validated (zero when
+	// absent).
+	Verify Verify
 }
 
 // Errorf returns an *Error about node n of this job file (field is the
@@ -226,7 +229,7 @@ func Parse(path string, data []byte) (*Job, error) {
 		},
 		"sink":   func(n *yaml.Node, p string) { j.Sink = n },
 		"run":    func(n *yaml.Node, p string) { j.Run = n },
-		"verify": func(n *yaml.Node, p string) { j.Verify = n },
+		"verify": func(n *yaml.Node, p string) { d.decodeVerify(n, p, &j.Verify) },
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
 	// Compile even when the file's shape is wrong, so all mistakes show at

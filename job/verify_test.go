@@ -1,0 +1,67 @@
+package job
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rekeyhq/rekey/transform"
+)
+
+func TestParseVerify(t *testing.T) {
+	src := good + `verify:
+  heaviest: 50
+  sample: 2000
+  seed: 7
+  entities: ["user=u00001", "user=u00002"]
+  find_worst: true
+  against: {snapshot: {root: snaps2, name: new_snap}}
+  target_ttl: {d: 30d, e: 90m}
+  retries: 2
+  backoff: 250ms
+  workers: 8
+`
+	j, err := Parse("/jobs/a.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := j.Verify
+	if v.Heaviest != 50 || v.Sample != 2000 || v.Seed != 7 || !v.FindWorst || v.All || v.Retries != 2 || v.Backoff != 250*time.Millisecond || v.Workers != 8 {
+		t.Errorf("verify = %+v", v)
+	}
+	if strings.Join(v.Entities, ";") != "user=u00001;user=u00002" || len(v.EntityPos) != 2 || v.EntityPos[1] != (transform.Pos{Line: 23, Col: 29}) {
+		t.Errorf("entities %q at %v", v.Entities, v.EntityPos)
+	}
+	if v.Against.Root != "/jobs/snaps2" || v.Against.Name != "new_snap" || v.Against.Table != "" {
+		t.Errorf("against = %+v", v.Against)
+	}
+	if v.TargetTTL["d"] != 30*24*time.Hour || v.TargetTTL["e"] != 90*time.Minute {
+		t.Errorf("target_ttl = %v", v.TargetTTL)
+	}
+}
+
+func TestParseVerifyErrors(t *testing.T) {
+	for _, tc := range []struct{ name, section, want string }{
+		{"unknown key", "verify: {heavyest: 5}", `a.yaml:19:10: verify.heavyest: unknown option "heavyest" (expected one of: against, all, backoff,`},
+		{"negative", "verify: {sample: -1}", `a.yaml:19:18: verify.sample: -1 is out of range`},
+		{"bad duration", "verify: {backoff: soon}", `a.yaml:19:19: verify.backoff: "soon" is not a duration`},
+		{"bad ttl", "verify: {target_ttl: {d: -3d}}", `a.yaml:19:26: verify.target_ttl.d: "-3d" is not a duration`},
+		{"both sides", "verify: {against: {table: t, snapshot: {root: r, name: n}}}", `verify.against: give either table or snapshot, not both`},
+		{"snapshot without name", "verify: {against: {snapshot: {root: r}}}", `verify.against.snapshot.name: missing required option "name"`},
+		{"unknown against", "verify: {against: {tabel: t}}", `verify.against.tabel: unknown option "tabel"`},
+		{"bad bool", "verify: {all: maybe}", `verify.all: expected true or false`},
+		{"not a mapping", "verify: 5", `verify: expected a mapping`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("a.yaml", []byte(good+tc.section+"\n"))
+			var je *Error
+			if !errors.As(err, &je) {
+				t.Fatalf("Parse = %v, want *job.Error", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error\n%s\ndoes not contain\n%s", err, tc.want)
+			}
+		})
+	}
+}
