@@ -15,7 +15,7 @@ import (
 const (
 	exitOK       = 0 // done
 	exitProblems = 1 // done, with problems reported (failed verification, rejected keys)
-	exitUsage    = 2 // usage or configuration error
+	exitUsage    = 2 // usage or configuration error; for verify, any error
 )
 
 // usageError marks an error as the caller's fault (bad flag, bad job file),
@@ -54,7 +54,8 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "rekey:", err)
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	var fe failed
+	if errors.As(err, &ue) || errors.As(err, &fe) || isCobraUsage(err) {
 		return exitUsage
 	}
 	return exitProblems

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+)
+
+// identityJob writes a job that maps the demo snapshot onto itself (with
+// the given families: mapping), so the snapshot is its own new side.
+func identityJob(t *testing.T, root, families string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := `source: {root: ` + filepath.Join(root, "testdata", "snapshots", "demo_events") + `, name: demo_events}
+target: {table: events_copy}
+source_layout:
+  row: [{field: user, type: string}]
+  qualifier: [{field: ts, type: int, width: 8}]
+target_layout:
+  row: [{field: user, type: string}]
+  qualifier: [{field: ts, type: int, width: 8}]
+entity: [user]
+` + families
+	p := filepath.Join(dir, "copy.yaml")
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// oracleCounts reads HBase's dump of the demo snapshot: cells per user.
+func oracleCounts(t *testing.T, root string) map[string]int64 {
+	t.Helper()
+	dump, err := os.ReadFile(filepath.Join(root, "testdata", "snapshots", "demo_events.cells"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(dump)), "\n") {
+		row, _, _ := strings.Cut(line, "\t")
+		b, err := hex.DecodeString(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[string(b)]++
+	}
+	return out
+}
+
+type verifyReport struct {
+	Summary struct {
+		Entities      int   `json:"entities"`
+		Mismatched    int   `json:"mismatched"`
+		CellsCompared int64 `json:"cells_compared"`
+		OldBytesRead  int64 `json:"old_bytes_read"`
+		OldBytesAll   int64 `json:"old_bytes_total"`
+	}
+	Entities []struct {
+		Entity   string
+		ChosenBy []string `json:"chosen_by"`
+		Old, New struct {
+			Cells  int64
+			Digest string
+		}
+		Match      bool
+		Mismatches map[string]int64
+	}
+	Redo []struct{ Entity, Key string }
+}
+
+func decodeReport(t *testing.T, out string) verifyReport {
+	t.Helper()
+	var r verifyReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("report JSON: %v\n%.2000s", err, out)
+	}
+	return r
+}
+
+// TestVerifyAllMatchesItself: the demo snapshot against itself, every
+// entity: all match, and the cells compared are the oracle's.
+func TestVerifyAllMatchesItself(t *testing.T) {
+	root := demoSnapshot(t)
+	want := oracleCounts(t, root)
+	job := identityJob(t, root, "")
+	snaps := filepath.Join(root, "testdata", "snapshots", "demo_events")
+	code, out, errOut := runRekey(t, "verify", job, "--all", "--snapshot", "demo_events", "--snapshot-root", snaps, "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s\n%.3000s", code, errOut, out)
+	}
+	r := decodeReport(t, out)
+	var total int64
+	for _, n := range want {
+		total += n
+	}
+	if r.Summary.Entities != len(want) || r.Summary.Mismatched != 0 || r.Summary.CellsCompared != 2*total {
+		t.Fatalf("summary %+v; oracle: %d users, %d cells", r.Summary, len(want), total)
+	}
+	for _, e := range r.Entities {
+		if n := want[strings.TrimPrefix(e.Entity, "user=")]; e.Old.Cells != n || e.New.Cells != n || !e.Match {
+			t.Errorf("%s: old %d new %d match %v, oracle %d", e.Entity, e.Old.Cells, e.New.Cells, e.Match, n)
+		}
+	}
+}
+
+// TestVerifyMismatchReportAndOnly: a job that renames the family does not
+// match its own snapshot; every differing cell is classified, the report's
+// redo list drives --only, and the HTML page parses and fetches nothing.
+func TestVerifyMismatchReportAndOnly(t *testing.T) {
+	root := demoSnapshot(t)
+	want := oracleCounts(t, root)
+	job := identityJob(t, root, "families: {e: x}\n")
+	snaps := filepath.Join(root, "testdata", "snapshots", "demo_events")
+	dir := t.TempDir()
+	page, rep := filepath.Join(dir, "report.html"), filepath.Join(dir, "report.json")
+	code, out, errOut := runRekey(t, "verify", job, "--find-worst", "--heaviest", "3", "--sample", "5", "--seed", "9",
+		"--snapshot", "demo_events", "--snapshot-root", snaps, "--html", page, "--out", rep)
+	if code != exitProblems {
+		t.Fatalf("exit %d, want %d: %s\n%s", code, exitProblems, errOut, out)
+	}
+	if !strings.Contains(out, "MISMATCH") || !strings.Contains(out, "entities checked") {
+		t.Errorf("text report:\n%s", out)
+	}
+	b, err := os.ReadFile(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decodeReport(t, string(b))
+	// The heaviest user by the oracle's count is checked first.
+	var top string
+	for u, n := range want {
+		if n > want[top] || n == want[top] && u < top {
+			top = u
+		}
+	}
+	if r.Entities[0].Entity != "user="+top {
+		t.Errorf("worst entity %s, want user=%s (%d cells)", r.Entities[0].Entity, top, want[top])
+	}
+	if r.Summary.Entities < 5 || r.Summary.Entities > 11 || r.Summary.Mismatched != r.Summary.Entities || len(r.Redo) != r.Summary.Entities {
+		t.Errorf("summary %+v, %d to redo", r.Summary, len(r.Redo))
+	}
+	for _, e := range r.Entities {
+		n := want[strings.TrimPrefix(e.Entity, "user=")]
+		if e.Mismatches["missing_in_new"] != n || e.Mismatches["extra_in_new"] != n {
+			t.Errorf("%s: %v, want %d missing and %d extra", e.Entity, e.Mismatches, n, n)
+		}
+	}
+
+	// --only re-checks exactly the entities to redo.
+	code, out, errOut = runRekey(t, "verify", job, "--only", rep, "--snapshot", "demo_events", "--snapshot-root", snaps, "--json")
+	if code != exitProblems {
+		t.Fatalf("--only: exit %d: %s", code, errOut)
+	}
+	again := decodeReport(t, out)
+	if again.Summary.Entities != r.Summary.Entities {
+		t.Errorf("--only checked %d entities, the report had %d to redo", again.Summary.Entities, r.Summary.Entities)
+	}
+	for _, e := range again.Entities {
+		if len(e.ChosenBy) != 1 || e.ChosenBy[0] != "only" {
+			t.Errorf("%s chosen by %v", e.Entity, e.ChosenBy)
+		}
+	}
+
+	checkHTML(t, page, r.Summary.Entities)
+}
+
+// checkHTML parses the page as a browser would and checks it is whole and
+// self-contained: a chart with two bars per entity, a table row per
+// entity, mismatches marked, and no URL to fetch.
+func checkHTML(t *testing.T, path string, entities int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("HTML does not parse: %v", err)
+	}
+	var rects, rows, marks int
+	var fetches []string
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch n.Data {
+			case "rect":
+				rects++
+			case "tr":
+				rows++
+			case "script", "link", "img", "iframe":
+				fetches = append(fetches, n.Data)
+			}
+			for _, a := range n.Attr {
+				if (a.Key == "src" || a.Key == "href") && a.Val != "" {
+					fetches = append(fetches, a.Key+"="+a.Val)
+				}
+				if a.Key == "class" && a.Val == "bad" {
+					marks++
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	if rects != 2*entities || rows != entities+1 || marks != entities {
+		t.Errorf("HTML: %d bars, %d table rows, %d marked; want %d, %d, %d", rects, rows, marks, 2*entities, entities+1, entities)
+	}
+	if len(fetches) > 0 {
+		t.Errorf("HTML fetches %v", fetches)
+	}
+	if !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) || !bytes.Contains(b, []byte("</html>")) {
+		t.Error("HTML page not whole")
+	}
+}
+
+func TestVerifyUsageErrors(t *testing.T) {
+	root := demoSnapshot(t)
+	job := identityJob(t, root, "")
+	for name, args := range map[string][]string{
+		"no sketch":      {"verify", job, "--snapshot", "demo_events", "--snapshot-root", filepath.Join(root, "testdata", "snapshots", "demo_events")},
+		"bad entity":     {"verify", job, "--entity", "usr=u1"},
+		"bad ttl":        {"verify", job, "--entity", "user=u1", "--target-ttl", "d"},
+		"missing report": {"verify", job, "--only", filepath.Join(t.TempDir(), "none.json")},
+		"no cluster":     {"verify", job, "--entity", "user=u00001", "--zk", ""},
+	} {
+		t.Setenv("REKEY_ZK", "")
+		if code, _, errOut := runRekey(t, args...); code != exitUsage {
+			t.Errorf("%s: exit %d, want %d (%s)", name, code, exitUsage, errOut)
+		}
+	}
+}
