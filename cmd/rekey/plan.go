@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
-	"github.com/rekeyhq/rekey/job"
 )
 
 // planFlags are the options of rekey plan.
