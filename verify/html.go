@@ -44,10 +44,10 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		})
 	}
 	d.Height = 20 + n*30
-	return page.Execute(w, d)
+	return pageTmpl.Execute(w, d)
 }
 
-var page = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

@@ -2,11 +2,14 @@ package verify
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"math"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,7 +27,8 @@ type Reader interface {
 	// order. The cell is valid only during the call.
 	Read(ctx context.Context, r transform.KeyRange, fn func(*cell.Cell) error) error
 	// BytesRead is the bytes this reader has fetched so far: file bytes for
-	// a snapshot, cell bytes returned by the servers for a live table.
+	// a snapshot (pages fetched, not served from its cache), cell bytes
+	// returned by the servers for a live table.
 	BytesRead() int64
 	// Live says the side may change while it is read (a live table), so a
 	// mismatch is re-read before it is declared.
@@ -52,7 +56,7 @@ func OpenSnapshot(ctx context.Context, root, name string, now time.Time) (*Snaps
 	if err != nil {
 		return nil, fmt.Errorf("verify: snapshot root %s: %w", root, err)
 	}
-	cfs := &countingFS{FS: loc.FS}
+	cfs := newCountingFS(loc.FS)
 	s, err := snapshot.Open(ctx, loc.Path, name, snapshot.OpenOptions{FS: cfs})
 	if err != nil {
 		loc.Close()
@@ -142,10 +146,44 @@ func (s *SnapshotReader) Close() error {
 	return err
 }
 
-// countingFS counts the bytes read through it.
+// countingFS counts the bytes fetched through it, and keeps the most
+// recently read pages of every file in memory. Verifying entities one range
+// at a time seeks each store file again and again, mostly into blocks a
+// neighbouring entity just read; the snapshot reader keeps no block cache,
+// so without this every entity would fetch its blocks anew (measured: a
+// sample of 1000 entities read four times the snapshot's size).
 type countingFS struct {
 	vfs.FS
 	n atomic.Int64
+
+	mu    sync.Mutex
+	pages map[pageKey]*list.Element
+	lru   list.List // of *page, most recent first
+	max   int       // pages kept
+}
+
+// pageSize is the unit cached. A miss fetches the whole run of missing
+// pages a read covers in one ReadAt, so small pages cost no extra round
+// trips; they only keep what is fetched close to the blocks asked for.
+const pageSize = 4 << 10
+
+// cachePages bounds the cache: 16384 pages of 4 KiB, 64 MiB.
+const cachePages = 16384
+
+type pageKey struct {
+	file string
+	idx  int64
+}
+
+type page struct {
+	key   pageKey
+	data  []byte
+	err   error
+	ready chan struct{} // closed once data or err is set
+}
+
+func newCountingFS(fsys vfs.FS) *countingFS {
+	return &countingFS{FS: fsys, pages: map[pageKey]*list.Element{}, max: cachePages}
 }
 
 func (c *countingFS) Open(name string) (vfs.File, error) {
@@ -153,20 +191,124 @@ func (c *countingFS) Open(name string) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return countingFile{File: f, n: &c.n}, nil
+	return &countingFile{File: f, fs: c}, nil
 }
 
 func (c *countingFS) Stat(name string) (iofs.FileInfo, error) { return c.FS.Stat(name) }
 
-type countingFile struct {
-	vfs.File
-	n *atomic.Int64
+// claim returns the pages first..last of file, cached or in flight, and
+// for those neither it registers new pages that the caller must fetch
+// (owned[i] is true). Workers verifying neighbouring entities often want the
+// same page at once: one fetches it and the others wait for it.
+func (c *countingFS) claim(file string, first, last int64) (pages []*page, owned []bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for idx := first; idx <= last; idx++ {
+		k := pageKey{file, idx}
+		if e, ok := c.pages[k]; ok {
+			c.lru.MoveToFront(e)
+			pages = append(pages, e.Value.(*page))
+			owned = append(owned, false)
+			continue
+		}
+		p := &page{key: k, ready: make(chan struct{})}
+		c.pages[k] = c.lru.PushFront(p)
+		pages = append(pages, p)
+		owned = append(owned, true)
+	}
+	for c.lru.Len() > c.max {
+		e := c.lru.Back()
+		c.lru.Remove(e)
+		delete(c.pages, e.Value.(*page).key)
+	}
+	return pages, owned
 }
 
-func (f countingFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := f.File.ReadAt(p, off)
-	f.n.Add(int64(n))
-	return n, err
+// fail forgets pages whose fetch failed, so the next reader tries again.
+func (c *countingFS) fail(ps []*page) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range ps {
+		if e, ok := c.pages[p.key]; ok && e.Value.(*page) == p {
+			c.lru.Remove(e)
+			delete(c.pages, p.key)
+		}
+	}
+}
+
+type countingFile struct {
+	vfs.File
+	fs *countingFS
+}
+
+// ReadAt serves p from cached pages, fetching each run of missing pages
+// with one read (the last page of a file is short). Like every vfs.File, it
+// returns a short read only with an error.
+func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	size := f.File.Size()
+	if off < 0 {
+		return 0, fmt.Errorf("verify: %s: negative offset %d", f.Name(), off)
+	}
+	end := min(off+int64(len(p)), size)
+	if end <= off {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	first, last := off/pageSize, (end-1)/pageSize
+	pages, owned := f.fs.claim(f.Name(), first, last)
+	// Fetch the runs this call owns before waiting for any other, so two
+	// readers never wait on each other.
+	var ferr error
+	for i := 0; i < len(pages); {
+		if !owned[i] {
+			i++
+			continue
+		}
+		j := i
+		for j < len(pages) && owned[j] {
+			j++
+		}
+		start := pages[i].key.idx * pageSize
+		buf := make([]byte, min(int64(j-i)*pageSize, size-start))
+		n, err := f.File.ReadAt(buf, start)
+		f.fs.n.Add(int64(n))
+		if n < len(buf) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			err = fmt.Errorf("verify: %s: reading %d bytes at %d: %w", f.Name(), len(buf), start, err)
+			ferr = err
+			f.fs.fail(pages[i:j])
+		}
+		for k := i; k < j; k++ {
+			if err != nil {
+				pages[k].err = err
+			} else {
+				lo := int64(k-i) * pageSize
+				pages[k].data = buf[lo:min(lo+pageSize, int64(len(buf)))]
+			}
+			close(pages[k].ready)
+		}
+		i = j
+	}
+	if ferr != nil {
+		return 0, ferr
+	}
+	done := 0
+	for _, pg := range pages {
+		<-pg.ready
+		if pg.err != nil {
+			return done, pg.err
+		}
+		pos := off + int64(done)
+		done += copy(p[done:], pg.data[pos-pg.key.idx*pageSize:])
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
 }
 
 // TableReader reads row ranges of a live table with the HBase client, every
