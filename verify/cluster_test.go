@@ -333,9 +333,13 @@ func TestVerifyAgainstCluster(t *testing.T) {
 	extra := f.cellOf(t, "dev-07", "w", 1)
 	extra.Qualifier, extra.Value = []byte("x"), []byte("stray")
 	put(extra)
-	newer := f.cellOf(t, "dev-06", "v", 0)
-	newer.Timestamp, newer.Value = time.Now().Add(time.Hour).UnixMilli(), []byte("dual write")
-	put(newer)
+	// Two dual writes to one column of dev-06: with VERSIONS 3 they push
+	// the oldest old version out of sight, which is not a mismatch.
+	for h := 1; h <= 2; h++ {
+		newer := f.cellOf(t, "dev-06", "v", 0)
+		newer.Timestamp, newer.Value = time.Now().Add(time.Duration(h)*time.Hour).UnixMilli(), []byte("dual write")
+		put(newer)
+	}
 
 	t.Run("every mismatch caught and named", func(t *testing.T) {
 		res, err := verify.Compare(ctx, f.config(t, old), f.targets(t, f.devices...))
@@ -359,8 +363,8 @@ func TestVerifyAgainstCluster(t *testing.T) {
 			if w != nil && fmt.Sprint(r.Mismatches) != fmt.Sprint(w) {
 				t.Errorf("%s: mismatches %v, want %v", dev, r.Mismatches, w)
 			}
-			if dev == "dev-06" && r.Newer != 1 {
-				t.Errorf("dev-06: %d cells newer than the snapshot, want 1", r.Newer)
+			if dev == "dev-06" && (r.Newer != 2 || r.Superseded != 1) {
+				t.Errorf("dev-06: %d cells newer than the snapshot, %d superseded; want 2 and 1", r.Newer, r.Superseded)
 			}
 			if w != nil && r.Reads != 2 {
 				t.Errorf("%s: new side read %d times, want 2 (one retry)", dev, r.Reads)
