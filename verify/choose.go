@@ -174,11 +174,13 @@ func (c *Choice) AddCensus(cs *Census, k, n int, all bool) error {
 		c.AddSketch(cs.Sketch, k, n)
 		return nil
 	}
-	for _, e := range cs.Exact.Heaviest(entity.ByCells, k) {
-		c.Add(e.Key, ByHeaviestCells)
-	}
-	for _, e := range cs.Exact.Heaviest(entity.ByBytes, k) {
-		c.Add(e.Key, ByHeaviestBytes)
+	if k > 0 {
+		for _, e := range cs.Exact.Heaviest(entity.ByCells, k) {
+			c.Add(e.Key, ByHeaviestCells)
+		}
+		for _, e := range cs.Exact.Heaviest(entity.ByBytes, k) {
+			c.Add(e.Key, ByHeaviestBytes)
+		}
 	}
 	for i, e := range cs.Sketch.Sample() {
 		if i >= n {

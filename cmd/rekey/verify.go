@@ -218,22 +218,26 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	}
 	defer old.Close()
 
-	// The heaviest and the sample, unless only named entities were asked
-	// for.
-	explicit := f.only != "" || len(f.entities) > 0
+	// The heaviest and the sample. Entities named on the command line (or
+	// --only) are all that is checked unless a flag asks for more: the job
+	// file's choice is for a routine run.
+	if f.only != "" || len(f.entities) > 0 {
+		if !set("find-worst") && !set("all") {
+			f.findWorst, f.all = false, false
+		}
+		if !set("heaviest") && !set("sample") {
+			f.heaviest, f.sample = 0, 0
+		}
+	}
 	if f.findWorst || f.all {
 		cs, err := verify.Count(ctx, old, j.Program, 10_000_000, max(f.heaviest, 1), f.sample, f.seed)
 		if err != nil {
 			return failed{err}
 		}
-		k, n := f.heaviest, f.sample
-		if explicit && !set("heaviest") && !set("sample") {
-			k, n = 0, 0
-		}
-		if err := choice.AddCensus(cs, k, n, f.all); err != nil {
+		if err := choice.AddCensus(cs, f.heaviest, f.sample, f.all); err != nil {
 			return usageError{err}
 		}
-	} else if !explicit && (f.heaviest > 0 || f.sample > 0) {
+	} else if f.heaviest > 0 || f.sample > 0 {
 		path := f.sketch
 		if path == "" {
 			path = filepath.Join(stateDir(j.Path), entity.SketchFile)
