@@ -24,6 +24,7 @@ import (
 //	  all: false               # every entity
 //	  against:                 # the new side; default the target table
 //	    snapshot: {root: hdfs://nn:8020/hbase, name: new_snap}
+//	    # or staging: /data/stage   (a run's staging folder: STAGING/hfiles/REGION/FAMILY/*)
 //	  target_ttl: {d: 30d}     # TTL of new families, to tell expired cells
 //	  retries: 3               # re-reads of a live table before a mismatch
 //	  backoff: 1s
@@ -47,11 +48,13 @@ type Verify struct {
 	Workers   int
 }
 
-// Against names the new side of a verification: a snapshot of the target
-// (Root and Name) or a live table (Table).
+// Against names the new side of a verification: a live table (Table), a
+// snapshot of the target (Root and Name) or a staging folder of HFiles not
+// yet bulk-loaded (Staging). At most one is set.
 type Against struct {
 	Table      string
 	Root, Name string
+	Staging    string
 }
 
 // decodeVerify reads the verify: section into v.
@@ -98,6 +101,9 @@ func (d *decoder) decodeVerify(n *yaml.Node, path string, v *Verify) {
 						d.errorf(n, p, "%q is not a table name (expected [namespace:]name of letters, digits, _ . -)", v.Against.Table)
 					}
 				},
+				"staging": func(n *yaml.Node, p string) {
+					v.Against.Staging = resolve(filepath.Dir(d.file), d.nonEmpty(n, p, "the run's staging folder"))
+				},
 				"snapshot": func(n *yaml.Node, p string) {
 					d.mapping(n, p, map[string]func(*yaml.Node, string){
 						"root": func(n *yaml.Node, p string) {
@@ -108,8 +114,14 @@ func (d *decoder) decodeVerify(n *yaml.Node, path string, v *Verify) {
 					}, "root", "name")
 				},
 			})
-			if v.Against.Table != "" && v.Against.Name != "" {
-				d.errorf(n, p, "give either table or snapshot, not both")
+			set := 0
+			for _, x := range []string{v.Against.Table, v.Against.Name, v.Against.Staging} {
+				if x != "" {
+					set++
+				}
+			}
+			if set > 1 {
+				d.errorf(n, p, "give one of table, snapshot and staging")
 			}
 		},
 		"target_ttl": func(n *yaml.Node, p string) {

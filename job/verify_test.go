@@ -33,6 +33,9 @@ func TestParseVerify(t *testing.T) {
 	if strings.Join(v.Entities, ";") != "user=u00001;user=u00002" || len(v.EntityPos) != 2 || v.EntityPos[1] != (transform.Pos{Line: 23, Col: 29}) {
 		t.Errorf("entities %q at %v", v.Entities, v.EntityPos)
 	}
+	if j2, err := Parse("/jobs/b.yaml", []byte(good+"verify: {against: {staging: stage}}\n")); err != nil || j2.Verify.Against.Staging != "/jobs/stage" {
+		t.Errorf("staging: %v", err)
+	}
 	if v.Against.Root != "/jobs/snaps2" || v.Against.Name != "new_snap" || v.Against.Table != "" {
 		t.Errorf("against = %+v", v.Against)
 	}
@@ -47,7 +50,8 @@ func TestParseVerifyErrors(t *testing.T) {
 		{"negative", "verify: {sample: -1}", `a.yaml:19:18: verify.sample: -1 is out of range`},
 		{"bad duration", "verify: {backoff: soon}", `a.yaml:19:19: verify.backoff: "soon" is not a duration`},
 		{"bad ttl", "verify: {target_ttl: {d: -3d}}", `a.yaml:19:26: verify.target_ttl.d: "-3d" is not a duration`},
-		{"both sides", "verify: {against: {table: t, snapshot: {root: r, name: n}}}", `verify.against: give either table or snapshot, not both`},
+		{"both sides", "verify: {against: {table: t, snapshot: {root: r, name: n}}}", `verify.against: give one of table, snapshot and staging`},
+		{"table and staging", "verify: {against: {table: t, staging: s}}", `verify.against: give one of table, snapshot and staging`},
 		{"snapshot without name", "verify: {against: {snapshot: {root: r}}}", `verify.against.snapshot.name: missing required option "name"`},
 		{"unknown against", "verify: {against: {tabel: t}}", `verify.against.tabel: unknown option "tabel"`},
 		{"bad bool", "verify: {all: maybe}", `verify.all: expected true or false`},

@@ -29,6 +29,7 @@ type verifyFlags struct {
 	sketch           string
 	table            string
 	snapRoot, snap   string
+	staging          string
 	ttl              []string
 	retries          int
 	backoff          time.Duration
@@ -53,7 +54,7 @@ func init() {
 		Use:   "verify JOB",
 		Short: "Compare the new table with the old snapshot, entity by entity, worst entities first",
 		Long: `verify compares, per entity, the old snapshot of a job with its new side (the
-target table, or a snapshot of it): rows, cells, bytes and an order-independent
+target table, a snapshot of it, or the HFiles a run staged): rows, cells, bytes and an order-independent
 digest of the cells, with old cells mapped through the job's transform. It
 reads only the chosen entities' key ranges on both sides; with a salted new
 layout the salt is computed from the entity.
@@ -76,6 +77,7 @@ Examples:
   rekey verify job.yaml --html report.html --out report.json
   rekey verify job.yaml --only report.json             # re-check what failed
   rekey verify job.yaml --snapshot new_snap --snapshot-root hdfs://nn:8020/hbase
+  rekey verify job.yaml --staging /data/stage --all   # staged HFiles, before bulk load
 
 Exit status: 0 every entity matches, 1 a mismatch, 2 an error (bad job file or
 flags, unreadable snapshot, cluster unreachable).`,
@@ -99,6 +101,7 @@ flags, unreadable snapshot, cluster unreachable).`,
 	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default <job>.rekey/entities.json)")
 	fl.StringVar(&f.table, "table", "", "compare against this live table (default: the job's target table)")
 	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table")
+	fl.StringVar(&f.staging, "staging", "", "compare against the HFiles a run staged in this folder (STAGING/hfiles/REGION/FAMILY/*), before bulk load")
 	fl.StringVar(&f.snapRoot, "snapshot-root", "", "root directory of --snapshot (default: the job's source root)")
 	fl.StringArrayVar(&f.ttl, "target-ttl", nil, "TTL of a new family, FAMILY=DURATION (e.g. d=30d), to tell expired cells from missing ones (repeatable)")
 	fl.IntVar(&f.retries, "retries", -1, "re-reads of a live table before a mismatch is declared (default: the job's, else 3)")
@@ -254,18 +257,37 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 
 	// The new side.
 	snapRoot, snapName := v.Against.Root, v.Against.Name
-	table := v.Against.Table
+	table, staging := v.Against.Table, v.Against.Staging
+	given := 0
+	for _, s := range []string{f.snap, f.table, f.staging} {
+		if s != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return usageError{errors.New("give one of --table, --snapshot and --staging")}
+	}
 	if f.snap != "" {
-		snapName, snapRoot, table = f.snap, f.snapRoot, ""
+		snapName, snapRoot, table, staging = f.snap, f.snapRoot, "", ""
 		if snapRoot == "" {
 			snapRoot = j.Source.Root
 		}
 	}
 	if f.table != "" {
-		table, snapName = f.table, ""
+		table, snapName, staging = f.table, "", ""
+	}
+	if f.staging != "" {
+		staging, snapName, table = f.staging, "", ""
 	}
 	var newSide verify.Reader
-	if snapName != "" {
+	if staging != "" {
+		sr, err := verify.OpenStaging(strings.TrimSuffix(staging, "/") + "/hfiles")
+		if err != nil {
+			return failed{fmt.Errorf("new side: %w", err)}
+		}
+		defer sr.Close()
+		newSide = sr
+	} else if snapName != "" {
 		ns, err := verify.OpenSnapshot(ctx, snapRoot, snapName, time.Time{})
 		if err != nil {
 			if errors.Is(err, snapshot.ErrNotFound) {
