@@ -292,3 +292,28 @@ func hexOf(b []byte) string {
 	}
 	return string(out)
 }
+
+// FuzzEntityKey: no entity key, however malformed, panics the range or
+// name functions; a key they accept gives ranges that are not empty.
+func FuzzEntityKey(f *testing.F) {
+	p, err := Compile(specs2())
+	if err != nil {
+		f.Fatal(err)
+	}
+	k, _ := p.ParseEntity("org=a/b,acct=-3")
+	f.Add(k)
+	f.Add([]byte{0, 1})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, key []byte) {
+		_ = p.FormatEntity(key)
+		for _, fn := range []func([]byte) (KeyRange, error){p.SourceRange, p.TargetRange} {
+			r, err := fn(key)
+			if err != nil {
+				continue
+			}
+			if len(r.Stop) > 0 && bytes.Compare(r.Start, r.Stop) >= 0 {
+				t.Fatalf("empty range %s for key %x", r, key)
+			}
+		}
+	})
+}
