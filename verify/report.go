@@ -48,6 +48,10 @@ type Summary struct {
 	OldBytesRead int64 `json:"old_bytes_read"`
 	NewBytesRead int64 `json:"new_bytes_read"`
 	OldBytesAll  int64 `json:"old_bytes_total,omitempty"`
+	// CountBytesRead is what the one pass over the old snapshot read, when
+	// --find-worst or --all made one (its pages then serve the comparison,
+	// which reads little more).
+	CountBytesRead int64 `json:"find_worst_bytes_read,omitempty"`
 }
 
 // Redo is one entity to write again.
@@ -161,6 +165,9 @@ func (r *Report) SummaryLine() string {
 		s.Entities, s.Mismatched, s.CellsCompared, s.Newer, humanBytes(s.OldBytesRead), humanBytes(s.NewBytesRead), r.Seconds)
 	if s.OldBytesAll > 0 {
 		line += fmt.Sprintf(" (old: %.1f%% of the snapshot)", 100*float64(s.OldBytesRead)/float64(s.OldBytesAll))
+	}
+	if s.CountBytesRead > 0 {
+		line += fmt.Sprintf(", after one pass over the old snapshot reading %s", humanBytes(s.CountBytesRead))
 	}
 	if len(s.Mismatches) > 0 {
 		line += "; " + ClassList(s.Mismatches)

@@ -232,6 +232,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 			f.heaviest, f.sample = 0, 0
 		}
 	}
+	var countBytes int64
 	if f.findWorst || f.all {
 		cs, err := verify.Count(ctx, old, j.Program, 10_000_000, max(f.heaviest, 1), f.sample, f.seed)
 		if err != nil {
@@ -240,6 +241,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		if err := choice.AddCensus(cs, f.heaviest, f.sample, f.all); err != nil {
 			return usageError{err}
 		}
+		countBytes = cs.BytesRead
 	} else if f.heaviest > 0 || f.sample > 0 {
 		path := f.sketch
 		if path == "" {
@@ -335,6 +337,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	rep.Seconds = time.Since(started).Seconds()
 	rep.Summary.OldBytesRead = old.BytesRead() - oldBefore
 	rep.Summary.NewBytesRead = newSide.BytesRead() - newBefore
+	rep.Summary.CountBytesRead = countBytes
 	for _, r := range old.Snapshot().Regions() {
 		rep.Summary.OldBytesAll += r.Bytes()
 	}

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"image/color"
+	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,6 +171,75 @@ func TestVerifyMismatchReportAndOnly(t *testing.T) {
 	}
 
 	checkHTML(t, page, r.Summary.Entities)
+	checkRendered(t, page)
+}
+
+// checkRendered opens the page in headless Chromium, when one is installed
+// (Debian: apt-get install chromium), and checks the chart is drawn: the
+// screenshot holds the old bars' blue and the mismatched new bars' red.
+// REKEY_REQUIRE_BROWSER=1 makes a missing browser a failure.
+func checkRendered(t *testing.T, page string) {
+	t.Helper()
+	var bin string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		if os.Getenv("REKEY_REQUIRE_BROWSER") == "1" {
+			t.Fatal("no headless browser (chromium) to render the report")
+		}
+		t.Log("no chromium: the report was parsed as HTML but not rendered")
+		return
+	}
+	shot := filepath.Join(t.TempDir(), "report.png")
+	// No network: every host resolves to nothing, so a page that fetched
+	// anything would render without it.
+	cmd := exec.Command(bin, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1000,900", "--screenshot="+shot, "file://"+page)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	near := func(c color.Color, r0, g0, b0 int) bool {
+		r, g, b, _ := c.RGBA()
+		d := func(x uint32, y int) int { return int(x>>8) - y }
+		return abs(d(r, r0)) < 24 && abs(d(g, g0)) < 24 && abs(d(b, b0)) < 24
+	}
+	var blue, red int
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			c := img.At(x, y)
+			if near(c, 0x5b, 0x8d, 0xef) {
+				blue++
+			}
+			if near(c, 0xb0, 0x00, 0x20) {
+				red++
+			}
+		}
+	}
+	t.Logf("rendered: %d blue, %d red pixels", blue, red)
+	if blue < 1000 || red < 1000 {
+		t.Errorf("rendered report: %d blue (old bar) and %d red (mismatch) pixels, want the chart drawn", blue, red)
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
 }
 
 // checkHTML parses the page as a browser would and checks it is whole and
