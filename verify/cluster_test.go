@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/verify"
 )
@@ -440,4 +442,116 @@ func TestVerifyAgainstCluster(t *testing.T) {
 			t.Errorf("dev-04 with a one-day TTL: %v", res[0].Mismatches)
 		}
 	})
+}
+
+// TestVerifyRekeyPresetReadsOldSideWhole: in the re-key preset
+// (configs/rekey.yaml) the old row starts with the time, so an entity's
+// old cells lie all over the table: the old side is read once, whole, and
+// the new side (user first) still by each entity's range.
+func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
+	st := testenv.Require(t)
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	j, err := job.Load(filepath.Join("..", "configs", "rekey.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	src, snap, dst := "verify_rk_src_"+suffix, "verify_rk_snap_"+suffix, "verify_rk_dst_"+suffix
+	if err := c.CreateTable(ctx, hbase.TableSpec{Name: src, Families: []hbase.Family{{Name: "cf"}}, SplitKeys: [][]byte{[]byte(fmt.Sprintf("%013d", tsBase+20_000))}}); err != nil {
+		t.Fatal(err)
+	}
+	defer dropTable(c, src)
+	w := c.NewWriter([]byte(src), hbase.WriterConfig{})
+	for e := 0; e < 600; e++ {
+		user := 1 + e%30
+		ts := tsBase + int64(e)*100
+		row := []byte(fmt.Sprintf("%013d#%d", ts, user))
+		w.Write(ctx, cell.Cell{Row: row, Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: ts, Type: cell.Put, Value: []byte(fmt.Sprint(e))})
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Snapshot(ctx, snap, src); err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSnapshot(ctx, snap)
+
+	// The preset's rule: new row = user as 8 bytes | "E" | Long.MAX_VALUE -
+	// ts; family cf becomes a.
+	perUser := map[int]int64{}
+	var target []cell.Cell
+	var ofUser7 cell.Cell
+	for _, sc := range parseDump(t, testenv.Oracle(t, "dump-snapshot", st.RootDir, snap)) {
+		tsText, userText, _ := strings.Cut(string(sc.Row), "#")
+		ts, _ := strconv.ParseInt(tsText, 10, 64)
+		user, _ := strconv.Atoi(userText)
+		perUser[user]++
+		nc := sc
+		nc.Row = append(append(binary.BigEndian.AppendUint64(nil, uint64(user)), 'E'), revTS(ts)...)
+		nc.Family = []byte("a")
+		target = append(target, nc)
+		if user == 7 {
+			ofUser7 = nc
+		}
+	}
+	if err := c.CreateTable(ctx, hbase.TableSpec{Name: dst, Families: []hbase.Family{{Name: "a"}}, SplitKeys: [][]byte{binary.BigEndian.AppendUint64(nil, 15)}}); err != nil {
+		t.Fatal(err)
+	}
+	defer dropTable(c, dst)
+	w = c.NewWriter([]byte(dst), hbase.WriterConfig{})
+	if err := w.Write(ctx, target...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	old, err := verify.OpenSnapshot(ctx, st.RootDir, snap, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	var targets []verify.Target
+	for _, u := range []string{"3", "7", "20"} {
+		k, err := j.Program.ParseEntity("user=" + u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, verify.Target{Key: k, ChosenBy: []string{verify.ByName}})
+	}
+	cfg := verify.Config{Program: j.Program, Old: old, New: verify.NewTableReader(c, dst), Retries: -1}
+	res, err := verify.Compare(ctx, cfg, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		var u int
+		fmt.Sscanf(r.Entity, "user=%d", &u)
+		if !r.Match || r.Old.Cells != perUser[u] || r.New.Cells != perUser[u] || !r.Old.FullScan || r.New.FullScan {
+			t.Errorf("%s: match %v, old %d new %d cells (oracle %d), full scans old %v new %v", r.Entity, r.Match, r.Old.Cells, r.New.Cells, perUser[u], r.Old.FullScan, r.New.FullScan)
+		}
+	}
+
+	del := ofUser7
+	del.Type, del.Value = cell.Delete, nil
+	if err := c.Delete(ctx, []byte(dst), del.Row, []cell.Cell{del}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = verify.Compare(ctx, cfg, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if (r.Entity == "user=7") == r.Match {
+			t.Errorf("%s: match %v %v", r.Entity, r.Match, r.Mismatches)
+		}
+		if r.Entity == "user=7" && (r.Mismatches[verify.MissingInNew] != 1 || len(r.First) != 1 || r.First[0].Old != string(cell.AppendDump(nil, &ofUser7))) {
+			t.Errorf("user=7: %v %v, want the deleted cell missing", r.Mismatches, r.First)
+		}
+	}
 }

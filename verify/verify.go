@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -115,6 +114,11 @@ type Side struct {
 	// range that are not this entity's.
 	Rejected   int64 `json:"rejected,omitempty"`
 	Unreadable int64 `json:"unreadable,omitempty"`
+	// FullScan says this side's layout gives an entity no single key range
+	// (its entity fields do not lead the row), so the side was read whole
+	// and Range is the whole table: redoing the entity there means
+	// filtering a full read by its key.
+	FullScan bool `json:"full_scan,omitempty"`
 }
 
 // Range is a row range in printable and hex forms; an empty stop is the
@@ -195,31 +199,252 @@ type Target struct {
 	ChosenBy []string
 }
 
-// Compare verifies each target entity, reading only its ranges on both
-// sides, and returns one result per target in the targets' order. An error
-// (a read that fails, a layout with no entity range) stops the comparison.
+// Compare verifies each target entity and returns one result per target,
+// in the targets' order. Each side is read over the entities' own key
+// ranges; a side whose layout gives an entity no single range (its entity
+// fields do not lead the row, as in a re-key that moves a timestamp first)
+// is read whole, once, collecting the chosen entities' cells in that pass.
+// An error (a read that fails) stops the comparison.
 func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error) {
 	cfg.fill()
 	if cfg.Program == nil || cfg.Old == nil || cfg.New == nil {
 		return nil, errors.New("verify: Config needs Program, Old and New")
 	}
-	out := make([]Result, len(targets))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Workers)
-	for i := range targets {
-		g.Go(func() error {
-			r, err := compareOne(ctx, &cfg, targets[i])
-			if err != nil {
-				return fmt.Errorf("verify: entity %s: %w", cfg.Program.FormatEntity(targets[i].Key), err)
+	p := cfg.Program
+	c := &comparison{cfg: &cfg, targets: targets, res: make([]Result, len(targets)), keys: map[string]int{}}
+	var err error
+	if c.oldR, err = ranges(targets, p.SourceRange); err != nil {
+		return nil, err
+	}
+	if c.newR, err = ranges(targets, p.TargetRange); err != nil {
+		return nil, err
+	}
+	all := make([]int, len(targets))
+	for i, t := range targets {
+		all[i] = i
+		c.keys[string(t.Key)] = i
+		c.res[i] = Result{Entity: p.FormatEntity(t.Key), Key: hex.EncodeToString(t.Key), ChosenBy: t.ChosenBy}
+	}
+
+	olds := make([]tally, len(targets))
+	if err := c.visitOld(ctx, all, func(i int, cl *cell.Cell) { olds[i].add(cl) }); err != nil {
+		return nil, err
+	}
+	for i := range olds {
+		rej := c.res[i].Old.Rejected
+		c.res[i].Old = olds[i].side
+		c.res[i].Old.Rejected = rej
+		c.res[i].Old.Digest = olds[i].d.String()
+		c.res[i].Old.Range, c.res[i].Old.FullScan = sideRange(c.oldR, i)
+	}
+
+	pending, wait := all, cfg.Backoff
+	for attempt := 0; ; attempt++ {
+		news := make([]tally, len(targets))
+		newer := make([]int64, len(targets))
+		for _, i := range pending {
+			c.res[i].New.Unreadable = 0
+		}
+		snapMs := c.snapMs()
+		if err := c.visitNew(ctx, pending, func(i int, cl *cell.Cell) {
+			if snapMs != 0 && cl.Timestamp > snapMs {
+				newer[i]++
+				return
 			}
-			out[i] = r
+			news[i].add(cl)
+		}); err != nil {
+			return nil, err
+		}
+		var still []int
+		for _, i := range pending {
+			r := &c.res[i]
+			unr := r.New.Unreadable
+			r.New = news[i].side
+			r.New.Unreadable = unr
+			r.New.Digest = news[i].d.String()
+			r.New.Range, r.New.FullScan = sideRange(c.newR, i)
+			r.Newer = newer[i]
+			r.Reads++
+			if r.New.Cells == r.Old.Cells && news[i].d == olds[i].d && unr == 0 {
+				r.Match = true
+				continue
+			}
+			still = append(still, i)
+		}
+		pending = still
+		if len(pending) == 0 || !cfg.New.Live() || attempt >= cfg.Retries {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	if len(pending) > 0 {
+		if err := c.classify(ctx, pending); err != nil {
+			return nil, err
+		}
+	}
+	return c.res, nil
+}
+
+// comparison is the state of one Compare.
+type comparison struct {
+	cfg        *Config
+	targets    []Target
+	res        []Result
+	keys       map[string]int        // entity key -> target index
+	oldR, newR []*transform.KeyRange // nil: that side has no entity range
+}
+
+// ranges returns each target's range, or nil for all of them when the
+// layout has none (ErrNoEntityRange).
+func ranges(targets []Target, fn func([]byte) (transform.KeyRange, error)) ([]*transform.KeyRange, error) {
+	out := make([]*transform.KeyRange, len(targets))
+	for i, t := range targets {
+		r, err := fn(t.Key)
+		if errors.Is(err, transform.ErrNoEntityRange) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
+
+func sideRange(rs []*transform.KeyRange, i int) (Range, bool) {
+	if rs == nil {
+		return rangeOf(transform.KeyRange{}), true
+	}
+	return rangeOf(*rs[i]), false
+}
+
+func (c *comparison) snapMs() int64 {
+	if c.cfg.SnapshotTime.IsZero() {
+		return 0
+	}
+	return c.cfg.SnapshotTime.UnixMilli()
+}
+
+// visitOld calls fn(i, mapped cell) for every old cell of the entities in
+// idx. In range mode fn runs for different entities at once, never for one
+// entity at once; it must touch only entity i's state.
+func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(int, *cell.Cell)) error {
+	p := c.cfg.Program
+	if c.oldR == nil {
+		want := c.wanted(idx)
+		rk := p.New()
+		var ent []byte
+		return c.cfg.Old.Read(ctx, transform.KeyRange{}, func(cl *cell.Cell) error {
+			var err error
+			if ent, err = rk.SourceEntity(ent[:0], cl); err != nil {
+				return nil // not any entity's: the run rejects it
+			}
+			i, ok := want[string(ent)]
+			if !ok {
+				return nil
+			}
+			out, err := rk.Apply(cl)
+			if err != nil {
+				c.res[i].Old.Rejected++
+				return nil
+			}
+			fn(i, &out)
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
+	return c.each(ctx, idx, func(ctx context.Context, i int) error {
+		key, r := c.targets[i].Key, *c.oldR[i]
+		rk := p.New()
+		var ent []byte
+		err := c.cfg.Old.Read(ctx, r, func(cl *cell.Cell) error {
+			var err error
+			if ent, err = rk.SourceEntity(ent[:0], cl); err != nil {
+				c.res[i].Old.Rejected++
+				return nil
+			}
+			if !bytes.Equal(ent, key) {
+				// The range holds exactly this entity's keys; another
+				// entity here means the layout and the range disagree.
+				return fmt.Errorf("old range %s holds a cell of entity %s (%s)", r, p.FormatEntity(ent), cl)
+			}
+			out, err := rk.Apply(cl)
+			if err != nil {
+				c.res[i].Old.Rejected++
+				return nil
+			}
+			fn(i, &out)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("verify: entity %s: %w", p.FormatEntity(key), err)
+		}
+		return nil
+	})
+}
+
+// visitNew calls fn(i, cell) for every new cell of the entities in idx
+// (newer ones included: fn tells them apart). A cell in an entity's range
+// that is not that entity's counts as unreadable for it.
+func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, *cell.Cell)) error {
+	p := c.cfg.Program
+	if c.newR == nil {
+		want := c.wanted(idx)
+		rk := p.New()
+		var ent []byte
+		return c.cfg.New.Read(ctx, transform.KeyRange{}, func(cl *cell.Cell) error {
+			var err error
+			if ent, err = rk.TargetEntity(ent[:0], cl); err != nil {
+				return nil // a whole-table read cannot say whose it is
+			}
+			if i, ok := want[string(ent)]; ok {
+				fn(i, cl)
+			}
+			return nil
+		})
 	}
-	return out, nil
+	return c.each(ctx, idx, func(ctx context.Context, i int) error {
+		key := c.targets[i].Key
+		rk := p.New()
+		var ent []byte
+		err := c.cfg.New.Read(ctx, *c.newR[i], func(cl *cell.Cell) error {
+			var err error
+			ent, err = rk.TargetEntity(ent[:0], cl)
+			if err != nil || !bytes.Equal(ent, key) {
+				c.res[i].New.Unreadable++
+				return nil
+			}
+			fn(i, cl)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("verify: entity %s: %w", p.FormatEntity(key), err)
+		}
+		return nil
+	})
+}
+
+// wanted maps the entity keys of idx to their indexes.
+func (c *comparison) wanted(idx []int) map[string]int {
+	m := make(map[string]int, len(idx))
+	for _, i := range idx {
+		m[string(c.targets[i].Key)] = i
+	}
+	return m
+}
+
+// each runs fn for every index, Workers at a time.
+func (c *comparison) each(ctx context.Context, idx []int, fn func(context.Context, int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(c.cfg.Workers)
+	for _, i := range idx {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
 }
 
 // digest sums per-cell hashes: addition commutes, so the order cells are
@@ -283,143 +508,60 @@ func (t *tally) add(c *cell.Cell) {
 	t.scratch = t.d.add(c, t.scratch)
 }
 
-// readOld reads the entity's old cells, mapped, calling fn for each.
-func readOld(ctx context.Context, cfg *Config, key []byte, r transform.KeyRange, fn func(*cell.Cell)) (rejected int64, err error) {
-	rk := cfg.Program.New()
-	var ent []byte
-	err = cfg.Old.Read(ctx, r, func(c *cell.Cell) error {
-		ent, err = rk.SourceEntity(ent[:0], c)
-		if err != nil {
-			rejected++
-			return nil
-		}
-		if !bytes.Equal(ent, key) {
-			// The range holds exactly this entity's keys; another entity
-			// here means the layout and the range disagree.
-			return fmt.Errorf("old range %s holds a cell of entity %s (%s)", r, cfg.Program.FormatEntity(ent), c)
-		}
-		out, err := rk.Apply(c)
-		if err != nil {
-			rejected++
-			return nil
-		}
-		fn(&out)
-		return nil
-	})
-	return rejected, err
-}
-
-// readNew reads the entity's new cells, calling fn for each cell of the
-// entity older than the snapshot and newer for the rest.
-func readNew(ctx context.Context, cfg *Config, key []byte, r transform.KeyRange, fn, newer func(*cell.Cell)) (unreadable int64, err error) {
-	rk := cfg.Program.New()
-	snapMs := int64(0)
-	if !cfg.SnapshotTime.IsZero() {
-		snapMs = cfg.SnapshotTime.UnixMilli()
-	}
-	var ent []byte
-	err = cfg.New.Read(ctx, r, func(c *cell.Cell) error {
-		ent, err = rk.TargetEntity(ent[:0], c)
-		if err != nil || !bytes.Equal(ent, key) {
-			unreadable++
-			return nil
-		}
-		if snapMs != 0 && c.Timestamp > snapMs {
-			newer(c)
-			return nil
-		}
-		fn(c)
-		return nil
-	})
-	return unreadable, err
-}
-
-func compareOne(ctx context.Context, cfg *Config, t Target) (Result, error) {
-	p := cfg.Program
-	res := Result{Entity: p.FormatEntity(t.Key), Key: hex.EncodeToString(t.Key), ChosenBy: t.ChosenBy}
-	oldR, err := p.SourceRange(t.Key)
-	if err != nil {
-		return res, err
-	}
-	newR, err := p.TargetRange(t.Key)
-	if err != nil {
-		return res, err
-	}
-	var old tally
-	rej, err := readOld(ctx, cfg, t.Key, oldR, old.add)
-	if err != nil {
-		return res, err
-	}
-	old.side.Rejected = rej
-	old.side.Range, old.side.Digest = rangeOf(oldR), old.d.String()
-	res.Old = old.side
-
-	wait := cfg.Backoff
-	for {
-		var nw tally
-		var newer int64
-		res.Reads++
-		unr, err := readNew(ctx, cfg, t.Key, newR, nw.add, func(*cell.Cell) { newer++ })
-		if err != nil {
-			return res, err
-		}
-		nw.side.Unreadable = unr
-		nw.side.Range, nw.side.Digest = rangeOf(newR), nw.d.String()
-		res.New, res.Newer = nw.side, newer
-		if nw.side.Cells == old.side.Cells && nw.d == old.d && unr == 0 {
-			res.Match = true
-			return res, nil
-		}
-		if !cfg.New.Live() || res.Reads > cfg.Retries {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	if err := classify(ctx, cfg, t.Key, oldR, newR, &res); err != nil {
-		return res, err
-	}
-	return res, nil
-}
-
 // oldCell is one old cell held while classifying.
 type oldCell struct {
 	c    cell.Cell
 	seen bool
 }
 
-// classify reads both sides again, holding the old cells by key, and
-// sorts every difference into its class.
-func classify(ctx context.Context, cfg *Config, key []byte, oldR, newR transform.KeyRange, res *Result) error {
-	res.Mismatches = map[Class]int64{}
-	held := map[string]*oldCell{}
-	cols := map[string]bool{}
-	var id []byte
-	tooBig := false
-	if _, err := readOld(ctx, cfg, key, oldR, func(c *cell.Cell) {
-		if tooBig || len(held) >= cfg.MaxDiffCells {
-			tooBig = true
+// held is what classification keeps of one entity.
+type held struct {
+	cells     map[string]*oldCell
+	cols      map[string]bool
+	newerCols map[string]bool
+	tooBig    bool
+	diffs     []Difference
+	id        []byte
+}
+
+// classify reads both sides again for the entities that differ, holding
+// their old cells by key, and sorts every difference into its class.
+func (c *comparison) classify(ctx context.Context, idx []int) error {
+	cfg := c.cfg
+	hs := make([]*held, len(c.targets))
+	for _, i := range idx {
+		hs[i] = &held{cells: map[string]*oldCell{}, cols: map[string]bool{}, newerCols: map[string]bool{}}
+	}
+	// The first pass counted the rejected old cells; this one must not
+	// count them again.
+	rejected := make([]int64, len(c.targets))
+	for _, i := range idx {
+		rejected[i] = c.res[i].Old.Rejected
+	}
+	defer func() {
+		for _, i := range idx {
+			c.res[i].Old.Rejected = rejected[i]
+		}
+	}()
+	if err := c.visitOld(ctx, idx, func(i int, cl *cell.Cell) {
+		h := hs[i]
+		if h.tooBig || len(h.cells) >= cfg.MaxDiffCells {
+			h.tooBig = true
 			return
 		}
-		id = appendCellID(id[:0], c)
-		held[string(id)] = &oldCell{c: c.Clone()}
-		id = columnID(id[:0], c)
-		cols[string(id)] = true
+		h.id = appendCellID(h.id[:0], cl)
+		h.cells[string(h.id)] = &oldCell{c: cl.Clone()}
+		h.id = columnID(h.id[:0], cl)
+		h.cols[string(h.id)] = true
 	}); err != nil {
 		return err
 	}
-	if tooBig {
-		res.Mismatches[Unclassified] = abs(res.Old.Cells-res.New.Cells) + 1
-		return nil
+	for _, i := range idx {
+		c.res[i].Mismatches = map[Class]int64{}
+		c.res[i].New.Unreadable = 0
 	}
-	var diffs []Difference
-	var mu sync.Mutex
-	note := func(cl Class, o, n *cell.Cell) {
-		res.Mismatches[cl]++
+	note := func(i int, cl Class, o, n *cell.Cell) {
+		c.res[i].Mismatches[cl]++
 		d := Difference{Class: cl}
 		if o != nil {
 			d.Old = string(cell.AppendDump(nil, o))
@@ -427,73 +569,85 @@ func classify(ctx context.Context, cfg *Config, key []byte, oldR, newR transform
 		if n != nil {
 			d.New = string(cell.AppendDump(nil, n))
 		}
-		mu.Lock()
-		diffs = append(diffs, d)
-		mu.Unlock()
+		hs[i].diffs = append(hs[i].diffs, d)
 	}
-	newerCols := map[string]bool{}
-	unr, err := readNew(ctx, cfg, key, newR, func(c *cell.Cell) {
-		id = appendCellID(id[:0], c)
-		if o := held[string(id)]; o != nil && !o.seen {
+	snapMs := c.snapMs()
+	if err := c.visitNew(ctx, idx, func(i int, cl *cell.Cell) {
+		h := hs[i]
+		if h.tooBig {
+			return
+		}
+		if snapMs != 0 && cl.Timestamp > snapMs {
+			h.id = columnID(h.id[:0], cl)
+			h.newerCols[string(h.id)] = true
+			return
+		}
+		h.id = appendCellID(h.id[:0], cl)
+		if o := h.cells[string(h.id)]; o != nil && !o.seen {
 			o.seen = true
-			if !bytes.Equal(o.c.Value, c.Value) {
-				note(ValueDiffers, &o.c, c)
+			if !bytes.Equal(o.c.Value, cl.Value) {
+				note(i, ValueDiffers, &o.c, cl)
 			}
 			return
 		}
-		id = columnID(id[:0], c)
-		if cols[string(id)] {
-			note(ExtraVersions, nil, c)
+		h.id = columnID(h.id[:0], cl)
+		if h.cols[string(h.id)] {
+			note(i, ExtraVersions, nil, cl)
 		} else {
-			note(ExtraInNew, nil, c)
+			note(i, ExtraInNew, nil, cl)
 		}
-	}, func(c *cell.Cell) {
-		id = columnID(id[:0], c)
-		newerCols[string(id)] = true
-	})
-	if err != nil {
+	}); err != nil {
 		return err
-	}
-	if unr > 0 {
-		res.Mismatches[UnreadableInNew] += unr
 	}
 	now := cfg.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	for _, o := range held {
-		if o.seen {
+	for _, i := range idx {
+		h, res := hs[i], &c.res[i]
+		if unr := res.New.Unreadable; unr > 0 {
+			res.Mismatches[UnreadableInNew] += unr
+		}
+		if h.tooBig {
+			res.Mismatches = map[Class]int64{Unclassified: abs(res.Old.Cells-res.New.Cells) + 1}
+			res.Match = false
 			continue
 		}
-		id = columnID(id[:0], &o.c)
-		if newerCols[string(id)] {
-			res.Superseded++
-			continue
+		for _, o := range h.cells {
+			if o.seen {
+				continue
+			}
+			h.id = columnID(h.id[:0], &o.c)
+			if h.newerCols[string(h.id)] {
+				res.Superseded++
+				continue
+			}
+			if ttl, ok := cfg.TargetTTL[string(o.c.Family)]; ok && ttl > 0 && o.c.Timestamp < now.Add(-ttl).UnixMilli() {
+				note(i, ExpiredByTTL, &o.c, nil)
+				continue
+			}
+			note(i, MissingInNew, &o.c, nil)
 		}
-		if ttl, ok := cfg.TargetTTL[string(o.c.Family)]; ok && ttl > 0 && o.c.Timestamp < now.Add(-ttl).UnixMilli() {
-			note(ExpiredByTTL, &o.c, nil)
-			continue
+		for cl, n := range res.Mismatches {
+			if n == 0 {
+				delete(res.Mismatches, cl)
+			}
 		}
-		note(MissingInNew, &o.c, nil)
+		diffs := h.diffs
+		sort.Slice(diffs, func(a, b int) bool {
+			x, y := diffs[a].Old+diffs[a].New, diffs[b].Old+diffs[b].New
+			if x != y {
+				return x < y
+			}
+			return diffs[a].Class < diffs[b].Class
+		})
+		if len(diffs) > cfg.Examples {
+			diffs = diffs[:cfg.Examples]
+		}
+		res.First = diffs
+		// Only superseded cells (and newer ones) differ: the sides agree.
+		res.Match = len(res.Mismatches) == 0
 	}
-	for cl, n := range res.Mismatches {
-		if n == 0 {
-			delete(res.Mismatches, cl)
-		}
-	}
-	sort.Slice(diffs, func(i, j int) bool {
-		a, b := diffs[i].Old+diffs[i].New, diffs[j].Old+diffs[j].New
-		if a != b {
-			return a < b
-		}
-		return diffs[i].Class < diffs[j].Class
-	})
-	if len(diffs) > cfg.Examples {
-		diffs = diffs[:cfg.Examples]
-	}
-	res.First = diffs
-	// Only superseded cells (and newer ones) differ: the tables agree.
-	res.Match = len(res.Mismatches) == 0
 	return nil
 }
 
