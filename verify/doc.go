@@ -6,7 +6,9 @@
 // sides: on the old side the snapshot's store files are sought to the range
 // the old layout gives the entity; on the new side the range the new layout
 // gives it, with a salt computed from the entity, never a scan of every
-// bucket (transform.Program.SourceRange and TargetRange). Old cells are
+// bucket (transform.Program.SourceRange and TargetRange). A side whose
+// layout does not lead with the entity (a re-key that puts the time first)
+// is read whole, once, picking out the chosen entities' cells. Old cells are
 // mapped through the job's transform, and each side yields rows, cells,
 // bytes and an order-independent digest of the mapped cells. Sides that
 // disagree are read again cell by cell and every difference is classified:
