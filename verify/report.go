@@ -129,10 +129,15 @@ func ReadReport(rd io.Reader) (*Report, error) {
 // Differences of mismatched entities follow the table.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "entity\told rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n")
+	// Numbers align right; the entity column, padded here, reads left.
+	width := len("entity")
+	for i := range r.Entities {
+		width = max(width, len(r.Entities[i].Entity))
+	}
+	fmt.Fprintf(tw, "%-*s\told rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity")
 	for i := range r.Entities {
 		e := &r.Entities[i]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", e.Entity, e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
+		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", width, e.Entity, e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
 			e.New.Cells-e.Old.Cells, e.Old.Bytes, e.New.Bytes, e.Newer, e.Verdict())
 	}
 	if err := tw.Flush(); err != nil {
