@@ -22,27 +22,27 @@ func reportFixture() *Report {
 	rng := func(s, e string) Range { return rangeOf(kr(s, e)) }
 	res := []Result{
 		{Entity: "user=u00001", Key: "7530303030310001", ChosenBy: []string{ByHeaviestCells, BySample},
-			Old: Side{Range: rng("u00001", "u00001\x00"), Rows: 1, Cells: 500, Bytes: 24000, Digest: "aa"},
-			New: Side{Range: rng("u00001", "u00002"), Rows: 3, Cells: 500, Bytes: 24000, Digest: "aa"},
+			Old:   Side{Range: rng("u00001", "u00001\x00"), Rows: 1, Cells: 500, Bytes: 24000, Digest: "aa"},
+			New:   Side{Range: rng("u00001", "u00002"), Rows: 3, Cells: 500, Bytes: 24000, Digest: "aa"},
 			Match: true, Reads: 1},
 		{Entity: "user=u00002", Key: "7530303030320001", ChosenBy: []string{ByName},
-			Old: Side{Range: rng("u00002", "u00002\x00"), Rows: 1, Cells: 40, Bytes: 1900, Digest: "bb"},
-			New: Side{Range: rng("u00002", "u00003"), Rows: 2, Cells: 38, Bytes: 1810, Digest: "cc"},
+			Old:        Side{Range: rng("u00002", "u00002\x00"), Rows: 1, Cells: 40, Bytes: 1900, Digest: "bb"},
+			New:        Side{Range: rng("u00002", "u00003"), Rows: 2, Cells: 38, Bytes: 1810, Digest: "cc"},
 			Mismatches: map[Class]int64{MissingInNew: 2, ValueDiffers: 1},
 			First: []Difference{
 				{Class: MissingInNew, Old: "753030303032\te\t01\t5\tPut\t76\n"},
 				{Class: ValueDiffers, Old: "753030303032\te\t02\t5\tPut\t76\n", New: "753030303032\te\t02\t5\tPut\t77\n"},
 			}, Reads: 4},
 		{Entity: "user=u00003", Key: "7530303030330001", ChosenBy: []string{BySample},
-			Old: Side{Range: rng("u00003", "u00003\x00"), Rows: 1, Cells: 10, Bytes: 480, Digest: "dd"},
-			New: Side{Range: rng("u00003", "u00004"), Rows: 1, Cells: 10, Bytes: 480, Digest: "dd"},
+			Old:   Side{Range: rng("u00003", "u00003\x00"), Rows: 1, Cells: 10, Bytes: 480, Digest: "dd"},
+			New:   Side{Range: rng("u00003", "u00004"), Rows: 1, Cells: 10, Bytes: 480, Digest: "dd"},
 			Newer: 3, Match: true, Reads: 1},
 	}
 	r := NewReport(res)
 	r.Job, r.Old, r.New, r.Entity = "jobs/demo.yaml", "snapshot demo_events", "table events_by_day", []string{"user"}
 	r.Started = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	r.Seconds = 1.25
-	r.Summary.OldBytesRead, r.Summary.NewBytesRead, r.Summary.OldBytesAll = 65536, 26190, 1 << 20
+	r.Summary.OldBytesRead, r.Summary.NewBytesRead, r.Summary.OldBytesAll = 65536, 26190, 1<<20
 	return r
 }
 
