@@ -65,8 +65,9 @@ type Config struct {
 	// 2*Backoff, ... before declaring a mismatch [3, 1s].
 	Retries int
 	Backoff time.Duration
-	// MaxDiffCells bounds the old cells of one entity held in memory to
-	// classify its differences [2,000,000]; a larger entity that differs is
+	// MaxDiffCells bounds the old cells held in memory, all entities
+	// together, to classify differences [2,000,000]: entities that differ
+	// are classified in batches that fit, and one larger than the bound is
 	// reported Unclassified with its counts.
 	MaxDiffCells int
 	// Examples is how many differing cells to show per entity [5].
@@ -282,10 +283,37 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 		}
 		wait *= 2
 	}
-	if len(pending) > 0 {
-		if err := c.classify(ctx, pending); err != nil {
-			return nil, err
+	// Classify in batches whose old cells fit MaxDiffCells together, so
+	// memory stays bounded however many entities differ (say, every one
+	// after a wrong family mapping). A side read whole is read once per
+	// batch.
+	var batch []int
+	var inBatch int64
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
 		}
+		err := c.classify(ctx, batch)
+		batch, inBatch = nil, 0
+		return err
+	}
+	for _, i := range pending {
+		n := c.res[i].Old.Cells
+		if n > int64(cfg.MaxDiffCells) {
+			// Too big to hold: say so with its counts.
+			c.res[i].Mismatches = map[Class]int64{Unclassified: abs(c.res[i].Old.Cells-c.res[i].New.Cells) + 1}
+			continue
+		}
+		if inBatch+n > int64(cfg.MaxDiffCells) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		batch = append(batch, i)
+		inBatch += n
+	}
+	if err := flush(); err != nil {
+		return nil, err
 	}
 	return c.res, nil
 }
