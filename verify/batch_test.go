@@ -78,3 +78,58 @@ func TestClassifyInBoundedBatches(t *testing.T) {
 		}
 	}
 }
+
+// Count (--find-worst, --all) counts every entity of the bundled snapshot
+// as HBase's dump does, its four regions read in parallel and merged.
+func TestCountMatchesOracle(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join("..", "testdata", "snapshots", "demo_events")
+	dump, err := os.ReadFile(filepath.Join("..", "testdata", "snapshots", "demo_events.cells"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perUser := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(dump)), "\n") {
+		row, _, _ := strings.Cut(line, "\t")
+		b, _ := hex.DecodeString(row)
+		perUser[string(b)]++
+	}
+	p, err := transform.Compile(transform.Spec{
+		Source: transform.LayoutSpec{Row: []transform.ComponentSpec{{Type: "string", Field: "user"}}},
+		Target: transform.LayoutSpec{Row: []transform.ComponentSpec{{Type: "string", Field: "user"}}},
+		Entity: []string{"user"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := verify.OpenSnapshot(ctx, root, "demo_events", time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	cs, err := verify.Count(ctx, old, p, verify.CountOptions{K: 10, N: 20, Seed: 5, Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Exact.Len() != len(perUser) || cs.Rejected != 0 {
+		t.Fatalf("%d entities, %d rejected; oracle: %d users", cs.Exact.Len(), cs.Rejected, len(perUser))
+	}
+	for u, n := range perUser {
+		k, _ := p.ParseEntity("user=" + u)
+		if got, _ := cs.Exact.Get(k); got.Cells != n {
+			t.Errorf("user=%s: %d cells, oracle %d", u, got.Cells, n)
+		}
+	}
+	if len(cs.Sketch.Sample()) != 20 {
+		t.Errorf("sample of %d, want 20", len(cs.Sketch.Sample()))
+	}
+	// The merged sketch ranks the heaviest as the exact counts do, each
+	// count an upper bound within its error (merging regions adds what an
+	// entity may have had where a full summary no longer held it).
+	exact := cs.Exact.Heaviest(0, 10)
+	for i, c := range cs.Sketch.Heaviest(0) {
+		if string(c.Key) != string(exact[i].Key) || c.Cells < exact[i].Cells || c.Cells-c.Error > exact[i].Cells {
+			t.Errorf("sketch #%d: %x %d (error %d), exact %x %d", i, c.Key, c.Cells, c.Error, exact[i].Key, exact[i].Cells)
+		}
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"sync"
 
-	"github.com/rekeyhq/rekey/cell"
+	"golang.org/x/sync/errgroup"
+
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -109,47 +111,91 @@ type Census struct {
 	BytesRead int64
 }
 
+// CountOptions size a Count.
+type CountOptions struct {
+	// Limit is how many entities are counted exactly [10,000,000].
+	Limit int
+	// K, N and Seed size the sketch: the K heaviest, a sample of N.
+	K, N int
+	Seed uint64
+	// Workers read this many regions at once [2].
+	Workers int
+}
+
 // Count reads the whole old snapshot once and counts every entity:
-// exactly, for up to limit entities, and in a sketch of the k heaviest and
-// a sample of n. It is --find-worst and --all.
-func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, limit, k, n int, seed uint64) (*Census, error) {
-	cs := &Census{Exact: entity.NewExact(limit), Sketch: entity.NewSketch(k, n, seed)}
-	before := old.BytesRead()
-	rk := p.New()
-	var cur, ent []byte
-	var cells, bytes_ int64
-	have := false
-	flush := func() {
-		if have {
-			cs.Exact.Add(cur, 0, cells, bytes_)
-			cs.Sketch.Add(cur, cells, bytes_)
-		}
-		cells, bytes_ = 0, 0
+// exactly, for up to Limit entities, and in a sketch of the K heaviest and
+// a sample of N. It is --find-worst and --all. Regions are read by Workers
+// at once, each into its own counters, merged as each region ends (an
+// entity that spans regions is summed).
+func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o CountOptions) (*Census, error) {
+	if o.Limit <= 0 {
+		o.Limit = 10_000_000
 	}
-	err := old.Read(ctx, transform.KeyRange{}, func(c *cell.Cell) error {
-		cs.Cells++
-		var err error
-		ent, err = rk.SourceEntity(ent[:0], c)
-		if err != nil {
-			cs.Rejected++
-			return nil
-		}
-		// Add once per run of one entity's cells, not per cell.
-		if !have || !bytes.Equal(ent, cur) {
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	cs := &Census{Exact: entity.NewExact(o.Limit), Sketch: entity.NewSketch(o.K, o.N, o.Seed)}
+	before := old.BytesRead()
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Workers)
+	for _, sp := range old.splits {
+		g.Go(func() error {
+			ex, sk := entity.NewExact(o.Limit), entity.NewSketch(o.K, o.N, o.Seed)
+			var cells, rejected int64
+			rk := p.New()
+			var cur, ent []byte
+			var n, b int64
+			have := false
+			flush := func() {
+				if have && n > 0 {
+					ex.Add(cur, 0, n, b)
+					sk.Add(cur, n, b)
+				}
+				n, b = 0, 0
+			}
+			sc, err := old.snap.NewScanner(gctx, sp, old.opts)
+			if err != nil {
+				return err
+			}
+			for sc.Next() {
+				c := sc.Cell()
+				cells++
+				if ent, err = rk.SourceEntity(ent[:0], c); err != nil {
+					rejected++
+					continue
+				}
+				// One Add per run of an entity's cells, not per cell.
+				if !have || !bytes.Equal(ent, cur) {
+					flush()
+					cur = append(cur[:0], ent...)
+					have = true
+				}
+				out, err := rk.Apply(c)
+				if err != nil {
+					rejected++
+					continue
+				}
+				n++
+				b += cellSize(&out)
+			}
 			flush()
-			cur = append(cur[:0], ent...)
-			have = true
-		}
-		out, err := rk.Apply(c)
-		if err != nil {
-			cs.Rejected++
+			if err := sc.Close(); err != nil {
+				return fmt.Errorf("verify: counting split %s: %w", sp.ID, err)
+			}
+			if err := sc.Err(); err != nil {
+				return fmt.Errorf("verify: counting split %s: %w", sp.ID, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			cs.Exact.Merge(ex)
+			cs.Sketch.Merge(sk)
+			cs.Cells += cells
+			cs.Rejected += rejected
 			return nil
-		}
-		cells++
-		bytes_ += cellSize(&out)
-		return nil
-	})
-	flush()
+		})
+	}
+	err := g.Wait()
 	cs.BytesRead = old.BytesRead() - before
 	if err != nil {
 		return nil, err

@@ -106,7 +106,7 @@ func TestVerifySpeed(t *testing.T) {
 		total += r.Bytes()
 	}
 	t0 := time.Now()
-	cs, err := verify.Count(ctx, old, p, 10_000_000, 100, 1000, 1)
+	cs, err := verify.Count(ctx, old, p, verify.CountOptions{K: 100, N: 1000, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -234,7 +234,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	}
 	var countBytes int64
 	if f.findWorst || f.all {
-		cs, err := verify.Count(ctx, old, j.Program, 10_000_000, max(f.heaviest, 1), f.sample, f.seed)
+		cs, err := verify.Count(ctx, old, j.Program, verify.CountOptions{K: max(f.heaviest, 1), N: f.sample, Seed: f.seed, Workers: max(f.workers, 2)})
 		if err != nil {
 			return failed{err}
 		}
