@@ -100,9 +100,11 @@ func (c *Config) fill() {
 type Side struct {
 	// Range is the row range read.
 	Range Range `json:"range"`
-	// Rows, Cells and Bytes count the entity's rows and its cells (old
-	// cells after mapping, so both sides' bytes compare directly; new cells
-	// newer than the snapshot excluded).
+	// Rows counts the entity's rows in this side's own layout (old rows on
+	// the old side, so they differ from the new side's when the layout
+	// splits or merges rows). Cells and Bytes count its cells, old cells
+	// after mapping, so both sides' bytes compare directly; new cells newer
+	// than the snapshot are excluded.
 	Rows  int64 `json:"rows"`
 	Cells int64 `json:"cells"`
 	Bytes int64 `json:"bytes"`
@@ -228,7 +230,7 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 	}
 
 	olds := make([]tally, len(targets))
-	if err := c.visitOld(ctx, all, func(i int, cl *cell.Cell) { olds[i].add(cl) }); err != nil {
+	if err := c.visitOld(ctx, all, func(i int, cl *cell.Cell, oldRow []byte) { olds[i].add(cl, oldRow) }); err != nil {
 		return nil, err
 	}
 	for i := range olds {
@@ -252,7 +254,7 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 				newer[i]++
 				return
 			}
-			news[i].add(cl)
+			news[i].add(cl, cl.Row)
 		}); err != nil {
 			return nil, err
 		}
@@ -361,7 +363,7 @@ func (c *comparison) snapMs() int64 {
 // visitOld calls fn(i, mapped cell) for every old cell of the entities in
 // idx. In range mode fn runs for different entities at once, never for one
 // entity at once; it must touch only entity i's state.
-func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(int, *cell.Cell)) error {
+func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, mapped *cell.Cell, oldRow []byte)) error {
 	p := c.cfg.Program
 	if c.oldR == nil {
 		want := c.wanted(idx)
@@ -381,7 +383,7 @@ func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(int, *cell
 				c.res[i].Old.Rejected++
 				return nil
 			}
-			fn(i, &out)
+			fn(i, &out, cl.Row)
 			return nil
 		})
 	}
@@ -405,7 +407,7 @@ func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(int, *cell
 				c.res[i].Old.Rejected++
 				return nil
 			}
-			fn(i, &out)
+			fn(i, &out, cl.Row)
 			return nil
 		})
 		if err != nil {
@@ -526,10 +528,13 @@ type tally struct {
 	scratch []byte
 }
 
-func (t *tally) add(c *cell.Cell) {
-	if !bytes.Equal(c.Row, t.lastRow) || t.side.Cells == 0 {
+// add counts cell c, which lies in row (the old row for an old cell, whose
+// mapped row c.Row may differ): rows arrive in order, so a change of row is
+// a new row.
+func (t *tally) add(c *cell.Cell, row []byte) {
+	if !bytes.Equal(row, t.lastRow) || t.side.Cells == 0 {
 		t.side.Rows++
-		t.lastRow = append(t.lastRow[:0], c.Row...)
+		t.lastRow = append(t.lastRow[:0], row...)
 	}
 	t.side.Cells++
 	t.side.Bytes += cellSize(c)
@@ -571,7 +576,7 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 			c.res[i].Old.Rejected = rejected[i]
 		}
 	}()
-	if err := c.visitOld(ctx, idx, func(i int, cl *cell.Cell) {
+	if err := c.visitOld(ctx, idx, func(i int, cl *cell.Cell, _ []byte) {
 		h := hs[i]
 		if h.tooBig || len(h.cells) >= cfg.MaxDiffCells {
 			h.tooBig = true

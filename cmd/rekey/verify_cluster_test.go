@@ -99,8 +99,24 @@ verify: {find_worst: true, heaviest: 5, sample: 10, retries: 1, backoff: 10ms}
 	}
 	// The job file's choice: 5 heaviest by cells, 5 by bytes (the same
 	// users here), 10 sampled, some in both.
-	if n := decodeReport(t, out).Summary.Entities; n < 10 || n > 15 {
+	clean := decodeReport(t, out)
+	if n := clean.Summary.Entities; n < 10 || n > 15 {
 		t.Errorf("the job's verify section chose %d entities, want 10 to 15", n)
+	}
+	// Rows are each side's own: one old row per user, one new row per
+	// user and day.
+	days := map[string]map[string]bool{}
+	for _, tc := range target {
+		u := "user=" + string(tc.Row[:6])
+		if days[u] == nil {
+			days[u] = map[string]bool{}
+		}
+		days[u][string(tc.Row)] = true
+	}
+	for _, e := range clean.Entities {
+		if e.Old.Rows != 1 || e.New.Rows != int64(len(days[e.Entity])) {
+			t.Errorf("%s: %d old rows, %d new rows; want 1 and %d", e.Entity, e.Old.Rows, e.New.Rows, len(days[e.Entity]))
+		}
 	}
 
 	// Break one cell.

@@ -68,6 +68,7 @@ type verifyReport struct {
 		Entity   string
 		ChosenBy []string `json:"chosen_by"`
 		Old, New struct {
+			Rows   int64
 			Cells  int64
 			Digest string
 		}
