@@ -60,6 +60,10 @@ type Redo struct {
 	Key    string `json:"key"`
 	Old    Range  `json:"old_range"`
 	New    Range  `json:"new_range"`
+	// FilterByEntity says the old layout gives the entity no key range
+	// (Old is the whole table): redo it by reading the whole snapshot and
+	// keeping the cells whose entity key is Key.
+	FilterByEntity bool `json:"filter_by_entity,omitempty"`
 }
 
 // NewReport orders results worst first and totals them.
@@ -95,7 +99,7 @@ func NewReport(results []Result) *Report {
 		for c, n := range e.Mismatches {
 			s.Mismatches[c] += n
 		}
-		r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range})
+		r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan})
 	}
 	if r.Redo == nil {
 		r.Redo = []Redo{}
