@@ -554,4 +554,8 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 			t.Errorf("user=7: %v %v, want the deleted cell missing", r.Mismatches, r.First)
 		}
 	}
+	// Its redo entry says the old side must be filtered by entity.
+	if rep := verify.NewReport(res); len(rep.Redo) != 1 || rep.Redo[0].Entity != "user=7" || !rep.Redo[0].FilterByEntity || rep.Redo[0].New.StartHex == "" {
+		t.Errorf("redo %+v", rep.Redo)
+	}
 }
