@@ -202,8 +202,8 @@ type Target struct {
 	ChosenBy []string
 }
 
-// Compare verifies each target entity and returns one result per target,
-// in the targets' order. Each side is read over the entities' own key
+// Compare verifies each target entity (each key once) and returns one
+// result per target, in the targets' order. Each side is read over the entities' own key
 // ranges; a side whose layout gives an entity no single range (its entity
 // fields do not lead the row, as in a re-key that moves a timestamp first)
 // is read whole, once, collecting the chosen entities' cells in that pass.
@@ -225,6 +225,9 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 	all := make([]int, len(targets))
 	for i, t := range targets {
 		all[i] = i
+		if _, dup := c.keys[string(t.Key)]; dup {
+			return nil, fmt.Errorf("verify: entity %s is listed twice (Choice lists each once)", p.FormatEntity(t.Key))
+		}
 		c.keys[string(t.Key)] = i
 		c.res[i] = Result{Entity: p.FormatEntity(t.Key), Key: hex.EncodeToString(t.Key), ChosenBy: t.ChosenBy}
 	}
@@ -325,7 +328,7 @@ type comparison struct {
 	cfg        *Config
 	targets    []Target
 	res        []Result
-	keys       map[string]int        // entity key -> target index
+	keys       map[string]int        // entity key -> target index, to refuse duplicates
 	oldR, newR []*transform.KeyRange // nil: that side has no entity range
 }
 
