@@ -43,9 +43,11 @@ type Verify struct {
 	Against Against
 	// TargetTTL maps new family names to their TTL.
 	TargetTTL map[string]time.Duration
-	Retries   int
-	Backoff   time.Duration
-	Workers   int
+	// Retries is how often a live table is re-read before a mismatch is
+	// declared; nil when not given (0 means no re-reads).
+	Retries *int
+	Backoff time.Duration
+	Workers int
 }
 
 // Against names the new side of a verification: a live table (Table), a
@@ -135,7 +137,10 @@ func (d *decoder) decodeVerify(n *yaml.Node, path string, v *Verify) {
 				v.TargetTTL[k.Value] = d.duration(val, p+"."+k.Value)
 			}
 		},
-		"retries": func(n *yaml.Node, p string) { v.Retries = count(n, p) },
+		"retries": func(n *yaml.Node, p string) {
+			r := count(n, p)
+			v.Retries = &r
+		},
 		"backoff": func(n *yaml.Node, p string) { v.Backoff = d.duration(n, p) },
 		"workers": func(n *yaml.Node, p string) {
 			v.Workers = count(n, p)

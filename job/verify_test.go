@@ -28,7 +28,7 @@ func TestParseVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := j.Verify
-	if v.Heaviest != 50 || v.Sample != 2000 || v.Seed != 7 || !v.FindWorst || v.All || v.Retries != 2 || v.Backoff != 250*time.Millisecond || v.Workers != 8 {
+	if v.Heaviest != 50 || v.Sample != 2000 || v.Seed != 7 || !v.FindWorst || v.All || v.Retries == nil || *v.Retries != 2 || v.Backoff != 250*time.Millisecond || v.Workers != 8 {
 		t.Errorf("verify = %+v", v)
 	}
 	if strings.Join(v.Entities, ";") != "user=u00001;user=u00002" || len(v.EntityPos) != 2 || v.EntityPos[1] != (transform.Pos{Line: 23, Col: 29}) {

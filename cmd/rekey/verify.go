@@ -152,8 +152,8 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	if !set("all") {
 		f.all = v.All
 	}
-	if !set("retries") {
-		f.retries = v.Retries
+	if !set("retries") && v.Retries != nil {
+		f.retries = *v.Retries
 	}
 	if !set("backoff") {
 		f.backoff = v.Backoff
@@ -322,8 +322,11 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		SnapshotTime: old.Snapshot().Info().CreationTime,
 		TargetTTL:    ttl, Workers: f.workers, Retries: f.retries, Backoff: f.backoff,
 	}
-	if f.retries == 0 && set("retries") {
-		cfg.Retries = -1 // no re-reads
+	switch {
+	case f.retries == 0:
+		cfg.Retries = -1 // asked for no re-reads
+	case f.retries < 0:
+		cfg.Retries = 0 // not given: the default
 	}
 	oldBefore, newBefore := old.BytesRead(), newSide.BytesRead()
 	results, err := verify.Compare(ctx, cfg, choice.Targets())
