@@ -279,3 +279,30 @@ func (c *Client) DeleteSnapshot(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// DescribeTable returns a table's families with their attributes, as the
+// master's descriptor holds them (the names HBase's shell prints: VERSIONS,
+// TTL, COMPRESSION, ...). A missing table is a *TableNotFoundError.
+func (c *Client) DescribeTable(ctx context.Context, table string) (*TableSpec, error) {
+	var resp pb.GetTableDescriptorsResponse
+	req := &pb.GetTableDescriptorsRequest{TableNames: []*pb.TableName{tableName(table)}}
+	if err := c.masterCall(ctx, "GetTableDescriptors", req, &resp); err != nil {
+		return nil, fmt.Errorf("hbase: describe table %s: %w", table, err)
+	}
+	if len(resp.GetTableSchema()) == 0 {
+		return nil, fmt.Errorf("hbase: describe table %s: %w", table, &TableNotFoundError{Table: table})
+	}
+	s := resp.GetTableSchema()[0]
+	spec := &TableSpec{Name: table, Attributes: map[string]string{}}
+	for _, a := range s.GetAttributes() {
+		spec.Attributes[string(a.GetFirst())] = string(a.GetSecond())
+	}
+	for _, f := range s.GetColumnFamilies() {
+		fam := Family{Name: string(f.GetName()), Attributes: map[string]string{}}
+		for _, a := range f.GetAttributes() {
+			fam.Attributes[string(a.GetFirst())] = string(a.GetSecond())
+		}
+		spec.Families = append(spec.Families, fam)
+	}
+	return spec, nil
+}

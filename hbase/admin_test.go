@@ -16,7 +16,32 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/hfile"
 )
+
+// bulkFileOf describes an HFile for BulkLoad, its bounds read back with
+// the hfile package: the rows of its first key and of its LASTKEY.
+func bulkFileOf(t *testing.T, p string, r io.ReaderAt, size int64) BulkFile {
+	t.Helper()
+	rd, err := hfile.Open(r, size, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	fk, ok1 := rd.FirstKey()
+	lk, ok2 := rd.LastKey()
+	if !ok1 || !ok2 {
+		t.Fatalf("%s: empty HFile", p)
+	}
+	var first, last cell.Cell
+	if err := cell.ParseKey(fk, &first); err != nil {
+		t.Fatal(err)
+	}
+	if err := cell.ParseKey(lk, &last); err != nil {
+		t.Fatal(err)
+	}
+	return BulkFile{Path: p, Family: bytes.Clone(first.Family), FirstRow: bytes.Clone(first.Row), LastRow: bytes.Clone(last.Row)}
+}
 
 func TestClusterAdmin(t *testing.T) {
 	c, _ := testClient(t)
@@ -171,11 +196,7 @@ func TestClusterBulkLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rd.Close()
-		bf := BulkFile{Path: dst}
-		if err := bf.BoundsFromHFile(rd, rd.Stat().Size()); err != nil {
-			t.Fatal(err)
-		}
-		return bf
+		return bulkFileOf(t, dst, rd, rd.Stat().Size())
 	}
 
 	// A file that spans two regions is refused before anything is loaded.

@@ -5,55 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/rekeyhq/rekey/cell"
-
 	"github.com/rekeyhq/rekey/hbase/pb"
 	"github.com/rekeyhq/rekey/hbase/rpc"
-	"github.com/rekeyhq/rekey/hfile"
 )
 
 // BulkFile is one HFile to bulk load: its family, its path as the region
 // servers see it (same file system as hbase.rootdir, so the load is a
-// rename), and its first and last row keys (from the HFile's first key and
-// LASTKEY file info).
+// rename), and its first and last row keys. The bounds are data the caller
+// supplies: whoever wrote the file knows them (hfile.Writer's Stats), and
+// a file read back can give them (hfile.Reader's FirstKey and LastKey).
 type BulkFile struct {
 	Family   []byte
 	Path     string
 	FirstRow []byte
 	LastRow  []byte
-}
-
-// BoundsFromHFile sets f.FirstRow and f.LastRow from the HFile read through
-// r (size bytes): the row of its first key (first root index entry) and of
-// its LASTKEY file info. The region check of BulkLoad relies on them.
-func (f *BulkFile) BoundsFromHFile(r io.ReaderAt, size int64) error {
-	rd, err := hfile.Open(r, size, f.Path)
-	if err != nil {
-		return fmt.Errorf("hbase: bulk load: %w", err)
-	}
-	defer rd.Close()
-	fk, ok1 := rd.FirstKey()
-	lk, ok2 := rd.LastKey()
-	if !ok1 || !ok2 {
-		return fmt.Errorf("hbase: bulk load: %s: empty HFile (no first key or LASTKEY); HBase refuses to load it", f.Path)
-	}
-	var first, last cell.Cell
-	if err := cell.ParseKey(fk, &first); err != nil {
-		return fmt.Errorf("hbase: bulk load: %s: first key: %w", f.Path, err)
-	}
-	if err := cell.ParseKey(lk, &last); err != nil {
-		return fmt.Errorf("hbase: bulk load: %s: LASTKEY: %w", f.Path, err)
-	}
-	f.FirstRow = append([]byte(nil), first.Row...)
-	f.LastRow = append([]byte(nil), last.Row...)
-	if len(f.Family) == 0 {
-		f.Family = append([]byte(nil), first.Family...)
-	}
-	return nil
 }
 
 // SpanError reports an HFile whose rows do not lie inside one region of the

@@ -64,6 +64,6 @@
 // PrepareBulkLoad gives a staging token; BulkLoadHFile moves a region's
 // files in (assign_seq_num=true) under that token; CleanupBulkLoad removes
 // the staging directory. Files must lie inside one region: BulkLoad checks
-// each file's first and last row (BulkFile.BoundsFromHFile reads them from
-// the HFile) against the current regions before loading anything.
+// each file's first and last row (given by the caller, who wrote the file)
+// against the current regions before loading anything.
 package hbase

@@ -109,14 +109,13 @@ func timeRange(min, max int64) *pb.TimeRange {
 }
 
 // Scanner streams the cells of a scan, region after region. It follows the
-// iterator contract of rekey's readers:
+// cell.Iterator contract:
 //
 //	sc := client.Scan(ctx, table, &hbase.Scan{...})
-//	defer sc.Close()
 //	for sc.Next() {
 //		c := sc.Cell() // valid until the next call to Next
 //	}
-//	if err := sc.Err(); err != nil { ... }
+//	if err := sc.Close(); err != nil { ... } // the scan's error, if any
 //
 // Exhaustion is not an error. Cells come in scan order: rows ascending, and
 // within a row in HBase's cell order. Rows are never assembled in memory:
@@ -182,6 +181,14 @@ func (c *Client) Scan(ctx context.Context, table []byte, s *Scan) *Scanner {
 // Next advances to the next cell. It returns false at the end of the scan
 // or on error (see Err).
 func (s *Scanner) Next() bool {
+	if s.next() {
+		return true
+	}
+	s.cur = nil
+	return false
+}
+
+func (s *Scanner) next() bool {
 	for {
 		if s.err != nil {
 			return false
@@ -233,11 +240,14 @@ func (s *Scanner) Restarts() int { return s.restarts }
 // Err returns the error that ended the scan, if any.
 func (s *Scanner) Err() error { return s.err }
 
-// Close releases the server-side scanner. It is safe to call more than
-// once and after an error.
+// Close releases the server-side scanner (best effort: a server that cannot
+// be reached lets the scanner's lease expire) and returns the error that
+// ended the scan, if any. It is safe to call more than once and after an
+// error.
 func (s *Scanner) Close() error {
 	s.finish()
-	return nil
+	s.cur = nil
+	return s.err
 }
 
 // finish stops the scan and closes the server-side scanner, best effort.
@@ -455,3 +465,5 @@ func (s *Scanner) armRenew() {
 	}
 	s.renew = time.AfterFunc(ttl/2, renewFn)
 }
+
+var _ cell.Iterator = (*Scanner)(nil)

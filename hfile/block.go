@@ -169,6 +169,19 @@ func verifyChecksums(h *blockHeader, block []byte) error {
 	return nil
 }
 
+// checksumName names a checksum type code as HBase's ChecksumType does.
+func checksumName(t byte) string {
+	switch t {
+	case checksumNull:
+		return "NULL"
+	case checksumCRC32:
+		return "CRC32"
+	case checksumCRC32C:
+		return "CRC32C"
+	}
+	return fmt.Sprintf("type %d", t)
+}
+
 // String summarises a header for inspect output and errors.
 func (h *blockHeader) String() string {
 	return fmt.Sprintf("%s onDisk=%d uncompressed=%d prev=%d checksum=%d/%d", h.typ, h.onDiskSize(), h.uncompressedSize, h.prevOffset, h.checksumType, h.bytesPerChecksum)

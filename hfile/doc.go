@@ -1,5 +1,5 @@
-// Package hfile reads HBase HFiles: format v3 (any minor) and v2 minor >= 2,
-// as HBase 1.x and 2.x write them, with every data block encoding HBase 2.x
+// Package hfile reads and writes HBase HFiles. It reads format v3 (any
+// minor) and v2 minor >= 2, as HBase 1.x and 2.x write them, with every data block encoding HBase 2.x
 // has (NONE, PREFIX, DIFF, FAST_DIFF, ROW_INDEX_V1) and the codecs NONE, GZ,
 // SNAPPY, LZ4, ZSTD and BZIP2. Older formats (v1, v2.0/2.1), encryption,
 // PREFIX_TREE and LZO are rejected with ErrUnsupported; bytes that are not a
@@ -65,4 +65,24 @@
 // SeekGE walks the block index (root, intermediate, leaf) to the one data
 // block that can hold the target and scans forward from there. Iterators
 // reuse their buffers: a steady-state scan allocates nothing per cell.
+//
+// # Writing
+//
+// Writer writes HFile v3 as HBase 2.x's bulk-load path does
+// (HFileOutputFormat2 over StoreFileWriter): data blocks of a chosen size in
+// any of the encodings above, compressed with NONE, GZ, SNAPPY, LZ4 or ZSTD,
+// CRC32C checksums, inline leaf index blocks and intermediate levels once
+// the index outgrows one block, an optional ROW or ROWCOL compound bloom
+// filter, and the file info a bulk-loaded file carries (BULKLOAD_TIMESTAMP,
+// BULKLOAD_SOURCE_TASK, MAJOR_COMPACTION_KEY, TIMERANGE, LASTKEY, ...).
+//
+//	w, err := hfile.NewWriter(f, hfile.WriterOptions{Encoding: hfile.EncodingFastDiff, Codec: hfile.CodecSnappy, Bloom: hfile.BloomRow})
+//	for _, c := range sortedCells {
+//		if err := w.Append(&c); err != nil { ... } // out of order: ErrOutOfOrder
+//	}
+//	err = w.Close()             // index, bloom meta, file info, trailer
+//	s := w.Stats()              // s.FirstRow, s.LastRow: the bulk-load bounds
+//
+// Append copies what it keeps and allocates nothing per cell once its
+// buffers have grown.
 package hfile

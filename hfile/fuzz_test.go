@@ -98,7 +98,7 @@ func FuzzBlockHeader(f *testing.F) {
 func blockSeeds(f *testing.F, enc Encoding) {
 	for i, o := range []writeOpts{{}, {tags: true, mvcc: true}, {tags: true, tagsCompressed: true, mvcc: true}} {
 		o.enc = enc
-		e := &blockEncoder{o: &o}
+		e := &testBlockEncoder{o: &o}
 		e.dict.clear()
 		cells := genCells(uint64(i), 25, o.tags, o.mvcc)
 		for j := range cells {

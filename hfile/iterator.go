@@ -1,18 +1,19 @@
 package hfile
 
 import (
+	"io"
+
 	"github.com/rekeyhq/rekey/cell"
 )
 
-// Iterator walks the cells of one HFile in order. It is a pull iterator:
-//
-//   - First, SeekGE and Next position it and report whether it now points
-//     at a cell; false means exhausted or failed, and Err tells which
-//     (nil at clean exhaustion).
-//   - Cell returns the current cell. Its slices point into the iterator's
-//     block buffers and stay valid only until the next positioning call;
-//     a caller that keeps a cell calls Clone.
-//   - Close releases the buffers; the iterator must not be used after.
+// Iterator walks the cells of one HFile in order. It follows the
+// cell.Iterator contract (a new iterator's first Next moves to the file's
+// first cell; Cell's slices point into the iterator's block buffers and stay
+// valid until the next positioning call; Err is nil at a clean end; Close is
+// required and returns the first error) and adds two positioning calls:
+// First, and SeekGE, which report like Next whether a cell is now current.
+// Next after a false return keeps returning false until First or SeekGE
+// repositions the iterator.
 //
 // In steady state (blocks no larger than ones already seen) iteration
 // allocates nothing per cell or per block.
@@ -26,6 +27,12 @@ type Iterator struct {
 	cur   cell.Cell
 	err   error
 	valid bool
+	// started is set by the first positioning call; closed by Close.
+	started, closed bool
+	// data, when set, serves the data block reads (a read-ahead stream over
+	// the same file); index blocks always come from the reader's own
+	// ReaderAt.
+	data io.ReaderAt
 	// blockOff and blockType locate the current data block for errors;
 	// nextOff is where the block after it starts.
 	blockOff  int64
@@ -33,11 +40,28 @@ type Iterator struct {
 	nextOff   int64
 	// seekKey serializes SeekGE's target for index comparisons.
 	seekKey cell.Cell
+	// fromStart is true while every cell since the file's first has been
+	// read in order; counted is how many. Reaching the end that way checks
+	// counted against the trailer's entry count (countChecked).
+	fromStart    bool
+	counted      uint64
+	countChecked bool
 }
 
 // NewIterator returns an unpositioned iterator over the file's cells.
-func (rd *Reader) NewIterator() *Iterator {
-	it := &Iterator{r: rd}
+func (rd *Reader) NewIterator() *Iterator { return rd.NewStreamIterator(nil) }
+
+// NewStreamIterator is NewIterator with data blocks read from data instead
+// of the reader's own ReaderAt: a read-ahead stream over the same file
+// (vfs.ReadAhead), so that a scan streams the file front to back while the
+// index blocks a seek walks stay positional reads. data must serve exactly
+// the bytes of the file the Reader was opened on; nil means the reader's.
+// The iterator does not close data.
+func (rd *Reader) NewStreamIterator(data io.ReaderAt) *Iterator {
+	if data == nil {
+		data = rd.r
+	}
+	it := &Iterator{r: rd, data: data}
 	it.bb.peekOff = -1
 	for i := range it.idx {
 		it.idx[i].off, it.idx[i].bb.peekOff = -1, -1
@@ -60,12 +84,21 @@ func (it *Iterator) Cell() *cell.Cell {
 // Err returns the error that stopped the iterator, nil at clean exhaustion.
 func (it *Iterator) Err() error { return it.err }
 
-// Close releases the iterator's buffers.
+// CountChecked reports whether the iterator reached the end of the file
+// having read every cell from the first one (after First, or a SeekGE that
+// landed on the first cell), so that the number of cells read was checked
+// against the trailer's entry count. A mismatch is reported by Err as
+// ErrCorrupt: it means cells were skipped or invented, which no per-block
+// checksum can notice when the trailer or the index is what is damaged.
+func (it *Iterator) CountChecked() bool { return it.countChecked }
+
+// Close releases the iterator's buffers and returns the error that stopped
+// it, if any.
 func (it *Iterator) Close() error {
-	it.valid = false
+	it.valid, it.started, it.closed = false, true, true
 	it.bb, it.idx = blockBuf{}, [4]idxCache{}
 	it.dec.key, it.dec.tagBuf, it.dec.data = nil, nil, nil
-	return nil
+	return it.err
 }
 
 func (it *Iterator) fail(err error) bool {
@@ -76,17 +109,24 @@ func (it *Iterator) fail(err error) bool {
 
 // First positions the iterator at the file's first cell.
 func (it *Iterator) First() bool {
-	it.err, it.valid = nil, false
+	if it.closed {
+		return false
+	}
+	it.err, it.valid, it.started = nil, false, true
+	it.fromStart, it.counted, it.countChecked = true, 0, false
 	t := &it.r.trailer
 	if t.EntryCount == 0 && len(it.r.root) == 0 {
-		return false
+		return it.end()
 	}
 	it.nextOff = t.FirstDataBlockOffset
 	return it.nextBlock(0)
 }
 
-// Next advances to the next cell.
+// Next advances to the next cell; on a new iterator, to the first.
 func (it *Iterator) Next() bool {
+	if !it.started {
+		return it.First()
+	}
 	if !it.valid {
 		return false
 	}
@@ -101,10 +141,26 @@ func (it *Iterator) step() bool {
 		return it.fail(corruptf(it.r.name, it.blockOff, it.blockType, "%v", err))
 	}
 	if ok {
+		it.counted++
 		it.valid = true
 		return true
 	}
 	return it.nextBlock(0)
+}
+
+// end is reached when the data section is exhausted: a pass that read the
+// whole file checks its cell count against the trailer's.
+func (it *Iterator) end() bool {
+	it.valid = false
+	if !it.fromStart {
+		return false
+	}
+	it.fromStart = false
+	if n := it.r.trailer.EntryCount; it.counted != n {
+		return it.fail(corruptf(it.r.name, -1, 0, "read %d cells from the first data block at %d to the last at %d, but the trailer counts %d", it.counted, it.r.trailer.FirstDataBlockOffset, it.r.trailer.LastDataBlockOffset, n))
+	}
+	it.countChecked = true
+	return false
 }
 
 // nextBlock loads data blocks from it.nextOff on until one yields a cell or
@@ -114,7 +170,7 @@ func (it *Iterator) nextBlock(size int) bool {
 	last := it.r.trailer.LastDataBlockOffset
 	for it.nextOff <= last {
 		off := it.nextOff
-		h, p, err := it.r.readBlock(&it.bb, off, size)
+		h, p, err := it.r.readBlock(it.data, &it.bb, off, size)
 		size = 0
 		if err != nil {
 			return it.fail(err)
@@ -136,11 +192,12 @@ func (it *Iterator) nextBlock(size int) bool {
 			return it.fail(corruptf(it.r.name, off, h.typ, "%v", err))
 		}
 		if ok {
+			it.counted++
 			it.valid = true
 			return true
 		}
 	}
-	return false
+	return it.end()
 }
 
 // idxCache remembers one decoded index block.
@@ -156,10 +213,15 @@ type idxCache struct {
 // blocks first jump to the row by their row index). A seek forward within
 // the current block just scans on.
 func (it *Iterator) SeekGE(key *cell.Cell) bool {
-	it.err = nil
+	if it.closed {
+		return false
+	}
+	it.err, it.started = nil, true
+	it.countChecked = false
 	rd := it.r
 	if len(rd.root) == 0 {
 		it.valid = false
+		it.fromStart = false
 		return false
 	}
 	levels := int(rd.trailer.NumDataIndexLevels)
@@ -193,11 +255,12 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return it.scanTo(key)
 	}
 	it.valid = false
+	it.fromStart = false
 	t := &rd.trailer
 	if e.Offset < t.FirstDataBlockOffset || e.Offset > t.LastDataBlockOffset {
 		return it.fail(corruptf(rd.name, e.Offset, BlockData, "data index points outside the data section [%d, %d]", t.FirstDataBlockOffset, t.LastDataBlockOffset))
 	}
-	h, p, err := rd.readBlock(&it.bb, e.Offset, int(e.Size))
+	h, p, err := rd.readBlock(it.data, &it.bb, e.Offset, int(e.Size))
 	if err != nil {
 		return it.fail(err)
 	}
@@ -210,6 +273,11 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return it.fail(corruptf(rd.name, e.Offset, h.typ, "%v", err))
 	}
 	it.dec.seekRow(key.Row)
+	// Landing in the first data block before any row was skipped is the
+	// same as starting from First, so the pass can still count the file.
+	if e.Offset == t.FirstDataBlockOffset && it.dec.first {
+		it.fromStart, it.counted = true, 0
+	}
 	if !it.step() {
 		return false
 	}

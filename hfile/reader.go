@@ -26,6 +26,11 @@ type Reader struct {
 	midKey []byte
 	// blocks describes the load-on-open blocks, for inspect.
 	blocks []BlockInfo
+	// checksumType and bytesPerChecksum are the file's: HBase writes every
+	// block of a file with the same two, so a block that differs (above
+	// all one that claims no checksum) is damaged.
+	checksumType     byte
+	bytesPerChecksum int
 }
 
 // BlockInfo describes one block for inspection: where it is, its type and
@@ -72,10 +77,15 @@ func OpenFile(path string) (*Reader, error) {
 
 // readAt reads len(b) bytes at off, mapping a short file to ErrCorrupt.
 func (rd *Reader) readAt(b []byte, off int64, what string) error {
+	return rd.readAtFrom(rd.r, b, off, what)
+}
+
+// readAtFrom is readAt from src, which holds the same bytes as rd.r.
+func (rd *Reader) readAtFrom(src io.ReaderAt, b []byte, off int64, what string) error {
 	if off < 0 || off+int64(len(b)) > rd.size {
 		return corruptf(rd.name, -1, 0, "%s at offset %d (%d bytes) lies outside the %d-byte file", what, off, len(b), rd.size)
 	}
-	n, err := rd.r.ReadAt(b, off)
+	n, err := src.ReadAt(b, off)
 	if n == len(b) {
 		return nil
 	}
@@ -112,13 +122,8 @@ func (rd *Reader) open() error {
 	if t.LoadOnOpenOffset >= uint64(end) || t.FileInfoOffset < t.LoadOnOpenOffset || t.FileInfoOffset >= uint64(end) {
 		return corruptf(rd.name, tOff, BlockTrailer, "load-on-open offset %d / file info offset %d outside the file's %d bytes before the trailer", t.LoadOnOpenOffset, t.FileInfoOffset, end)
 	}
-	if t.EntryCount > 0 || t.DataIndexCount > 0 {
-		if t.FirstDataBlockOffset < 0 || t.LastDataBlockOffset < t.FirstDataBlockOffset || uint64(t.LastDataBlockOffset) >= t.LoadOnOpenOffset {
-			return corruptf(rd.name, tOff, BlockTrailer, "data block offsets first=%d last=%d do not lie before the load-on-open section at %d", t.FirstDataBlockOffset, t.LastDataBlockOffset, t.LoadOnOpenOffset)
-		}
-		if t.NumDataIndexLevels < 1 || t.NumDataIndexLevels > 16 {
-			return corruptf(rd.name, tOff, BlockTrailer, "%d data index levels", t.NumDataIndexLevels)
-		}
+	if err := rd.checkTrailer(); err != nil {
+		return err
 	}
 	// One read for the whole load-on-open section.
 	start := int64(t.LoadOnOpenOffset)
@@ -136,6 +141,11 @@ func (rd *Reader) open() error {
 		}
 		if h.typ != want {
 			return nil, corruptf(rd.name, off, h.typ, "expected a %s block here", want)
+		}
+		if pos == 0 {
+			rd.checksumType, rd.bytesPerChecksum = h.checksumType, h.bytesPerChecksum
+		} else if err := rd.checkChecksumKind(&h); err != nil {
+			return nil, corruptf(rd.name, off, h.typ, "%v", err)
 		}
 		raw := rd.loadOnOpen[pos : pos+h.onDiskSize()]
 		if err := verifyChecksums(&h, raw); err != nil {
@@ -158,7 +168,17 @@ func (rd *Reader) open() error {
 	if rd.root, rest, err = parseRootIndex(p, int(t.DataIndexCount)); err != nil {
 		return corruptf(rd.name, rootOff, BlockRootIndex, "data index: %v", err)
 	}
-	if t.NumDataIndexLevels >= 2 && len(rest) >= 16 {
+	// The root block holds exactly the trailer's count of entries, plus
+	// 16 bytes of mid-key metadata when there are lower levels: bytes
+	// left over mean the trailer's count or level number is wrong.
+	wantRest := 0
+	if t.NumDataIndexLevels >= 2 {
+		wantRest = 16
+	}
+	if len(rest) != wantRest {
+		return corruptf(rd.name, rootOff, BlockRootIndex, "data index: %d bytes follow the %d root entries the trailer counts, want %d for a %d-level index", len(rest), t.DataIndexCount, wantRest, t.NumDataIndexLevels)
+	}
+	if wantRest > 0 {
 		rd.midKey = rest[:16]
 	}
 	for i, e := range rd.root {
@@ -166,12 +186,18 @@ func (rd *Reader) open() error {
 			return corruptf(rd.name, rootOff, BlockRootIndex, "entry %d points at offset %d size %d, outside the block section", i, e.Offset, e.Size)
 		}
 	}
+	if err := rd.checkRootIndex(rootOff, len(p)); err != nil {
+		return err
+	}
 	metaOff := start + int64(pos)
 	if p, err = next(BlockRootIndex); err != nil {
 		return err
 	}
-	if rd.meta, _, err = parseRootIndex(p, int(t.MetaIndexCount)); err != nil {
+	if rd.meta, rest, err = parseRootIndex(p, int(t.MetaIndexCount)); err != nil {
 		return corruptf(rd.name, metaOff, BlockRootIndex, "meta index: %v", err)
+	}
+	if len(rest) != 0 {
+		return corruptf(rd.name, metaOff, BlockRootIndex, "meta index: %d bytes follow the %d entries the trailer counts", len(rest), t.MetaIndexCount)
 	}
 	fiOff := start + int64(pos)
 	if uint64(fiOff) != t.FileInfoOffset {
@@ -186,6 +212,10 @@ func (rd *Reader) open() error {
 	if rd.info.Encoding == EncodingPrefixTree {
 		return unsupportedf(rd.name, "data block encoding PREFIX_TREE (removed in HBase 2.0)")
 	}
+	// HBase writes LASTKEY exactly when the file has a cell.
+	if hasLast := rd.info.LastKey != nil; hasLast != (t.EntryCount > 0) {
+		return corruptf(rd.name, fiOff, BlockFileInfo, "file info %s hfile.LASTKEY but the trailer counts %d cells", map[bool]string{true: "has", false: "lacks"}[hasLast], t.EntryCount)
+	}
 	// Bloom metadata blocks follow; record them for inspect, read nothing.
 	for pos < len(rd.loadOnOpen) {
 		off := start + int64(pos)
@@ -193,8 +223,85 @@ func (rd *Reader) open() error {
 		if err != nil {
 			return corruptf(rd.name, off, BlockUnknown, "%v", err)
 		}
+		if err := rd.checkChecksumKind(&h); err != nil {
+			return corruptf(rd.name, off, h.typ, "%v", err)
+		}
 		rd.blocks = append(rd.blocks, BlockInfo{Offset: off, Type: h.typ, OnDiskSize: h.onDiskSize(), UncompressedSize: h.uncompressedSize})
 		pos += h.onDiskSize()
+	}
+	return nil
+}
+
+// checkTrailer cross-checks what the trailer says about the data section,
+// so that a damaged trailer (it carries no checksum) cannot make a file
+// with data read as empty, or the reverse. These are the values HBase's
+// writer always records: at least one index level; first data block
+// offset -1 exactly when there are no cells; root index entries exactly
+// when there are cells; data blocks before the load-on-open section.
+func (rd *Reader) checkTrailer() error {
+	t := &rd.trailer
+	off := rd.size - int64(t.Size)
+	if t.NumDataIndexLevels < 1 || t.NumDataIndexLevels > 16 {
+		return corruptf(rd.name, off, BlockTrailer, "%d data index levels (HBase writes 1 to a few)", t.NumDataIndexLevels)
+	}
+	empty := t.EntryCount == 0
+	if empty != (t.DataIndexCount == 0) {
+		return corruptf(rd.name, off, BlockTrailer, "the trailer counts %d cells but %d root data index entries", t.EntryCount, t.DataIndexCount)
+	}
+	if empty != (t.FirstDataBlockOffset == -1) {
+		return corruptf(rd.name, off, BlockTrailer, "the trailer counts %d cells but puts the first data block at %d", t.EntryCount, t.FirstDataBlockOffset)
+	}
+	if empty {
+		if t.NumDataIndexLevels != 1 {
+			return corruptf(rd.name, off, BlockTrailer, "an empty file with %d data index levels", t.NumDataIndexLevels)
+		}
+		if t.MetaIndexCount == 0 && t.LoadOnOpenOffset != 0 {
+			return corruptf(rd.name, off, BlockTrailer, "the trailer counts no cells and no meta blocks, but %d bytes lie before the load-on-open section", t.LoadOnOpenOffset)
+		}
+		return nil
+	}
+	if t.FirstDataBlockOffset < 0 || t.LastDataBlockOffset < t.FirstDataBlockOffset || uint64(t.LastDataBlockOffset) >= t.LoadOnOpenOffset {
+		return corruptf(rd.name, off, BlockTrailer, "data block offsets first=%d last=%d do not lie before the load-on-open section at %d", t.FirstDataBlockOffset, t.LastDataBlockOffset, t.LoadOnOpenOffset)
+	}
+	return nil
+}
+
+// checkRootIndex cross-checks the root data index against the trailer.
+// With one level the root lists every data block, in file order, from the
+// first data block to the last, and is the whole data index.
+func (rd *Reader) checkRootIndex(rootOff int64, payload int) error {
+	t := &rd.trailer
+	if t.NumDataIndexLevels != 1 {
+		if uint64(payload) > t.UncompressedDataIndexSize {
+			return corruptf(rd.name, rootOff, BlockRootIndex, "root index of %d bytes is larger than the %d bytes the trailer gives the whole data index", payload, t.UncompressedDataIndexSize)
+		}
+		return nil
+	}
+	if uint64(payload) != t.UncompressedDataIndexSize {
+		return corruptf(rd.name, rootOff, BlockRootIndex, "single-level data index is %d bytes but the trailer says %d", payload, t.UncompressedDataIndexSize)
+	}
+	if len(rd.root) == 0 {
+		return nil
+	}
+	for i := 1; i < len(rd.root); i++ {
+		if rd.root[i].Offset <= rd.root[i-1].Offset {
+			return corruptf(rd.name, rootOff, BlockRootIndex, "entry %d (offset %d) does not follow entry %d (offset %d)", i, rd.root[i].Offset, i-1, rd.root[i-1].Offset)
+		}
+	}
+	if first, last := rd.root[0].Offset, rd.root[len(rd.root)-1].Offset; first != t.FirstDataBlockOffset || last != t.LastDataBlockOffset {
+		return corruptf(rd.name, rootOff, BlockRootIndex, "data blocks indexed from offset %d to %d, but the trailer says %d to %d", first, last, t.FirstDataBlockOffset, t.LastDataBlockOffset)
+	}
+	return nil
+}
+
+// checkChecksumKind refuses a block whose checksum type or chunk size
+// differs from the file's.
+func (rd *Reader) checkChecksumKind(h *blockHeader) error {
+	if h.checksumType != rd.checksumType {
+		return errDecode("checksum type %s differs from the file's %s (every block of an HFile has the same)", checksumName(h.checksumType), checksumName(rd.checksumType))
+	}
+	if h.checksumType != checksumNull && h.bytesPerChecksum != rd.bytesPerChecksum {
+		return errDecode("%d bytes per checksum differs from the file's %d (every block of an HFile has the same)", h.bytesPerChecksum, rd.bytesPerChecksum)
 	}
 	return nil
 }
@@ -332,10 +439,11 @@ type blockBuf struct {
 	scratch [headerSize]byte
 }
 
-// readBlock reads, verifies and decompresses the block at off. size is its
-// on-disk size with header when known (from an index), else 0. The payload
-// returned aliases b and is valid until the next read with b.
-func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []byte, error) {
+// readBlock reads, verifies and decompresses the block at off from src
+// (rd.r or a stream over the same bytes). size is its on-disk size with
+// header when known (from an index), else 0. The payload returned aliases b
+// and is valid until the next read with b.
+func (rd *Reader) readBlock(src io.ReaderAt, b *blockBuf, off int64, size int) (*blockHeader, []byte, error) {
 	limit := int64(rd.trailer.LoadOnOpenOffset)
 	if off < 0 || off+headerSize > limit {
 		return nil, nil, corruptf(rd.name, off, BlockUnknown, "block offset outside the block section (which ends at %d)", limit)
@@ -354,7 +462,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		}
 		b.raw = b.raw[:want]
 		copy(b.raw, b.peek[:])
-		if err := rd.readAt(b.raw[headerSize:], off+headerSize, "block"); err != nil {
+		if err := rd.readAtFrom(src, b.raw[headerSize:], off+headerSize, "block"); err != nil {
 			return nil, nil, err
 		}
 	default:
@@ -362,7 +470,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		// size is known; otherwise the header first.
 		if size < headerSize {
 			hb := b.scratch[:]
-			if err := rd.readAt(hb, off, "block header"); err != nil {
+			if err := rd.readAtFrom(src, hb, off, "block header"); err != nil {
 				return nil, nil, err
 			}
 			if h, err = parseHeader(hb, off, limit); err != nil {
@@ -378,7 +486,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 			b.raw = make([]byte, want, want+want/4)
 		}
 		b.raw = b.raw[:want]
-		if err := rd.readAt(b.raw, off, "block"); err != nil {
+		if err := rd.readAtFrom(src, b.raw, off, "block"); err != nil {
 			return nil, nil, err
 		}
 		if h, err = parseHeader(b.raw, off, limit); err != nil {
@@ -396,6 +504,9 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 		b.peekOff = -1
 	}
 	block := b.raw[:n]
+	if err := rd.checkChecksumKind(&h); err != nil {
+		return nil, nil, corruptf(rd.name, off, h.typ, "%v", err)
+	}
 	if err := verifyChecksums(&h, block); err != nil {
 		return nil, nil, corruptf(rd.name, off, h.typ, "%v", err)
 	}
@@ -419,7 +530,7 @@ func (rd *Reader) readBlock(b *blockBuf, off int64, size int) (*blockHeader, []b
 
 // readIndexBlock reads the index block an index entry points at.
 func (rd *Reader) readIndexBlock(b *blockBuf, e IndexEntry, want BlockType) ([]byte, error) {
-	h, p, err := rd.readBlock(b, e.Offset, int(e.Size))
+	h, p, err := rd.readBlock(rd.r, b, e.Offset, int(e.Size))
 	if err != nil {
 		return nil, err
 	}

@@ -169,36 +169,8 @@ func (w *testWriter) writeBlock(bt BlockType, payload []byte) (int64, int) {
 	return off, len(h)
 }
 
-func appendCInt(b []byte, v int) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-func appendVLong(b []byte, v int64) []byte {
-	if v >= -112 && v <= 127 {
-		return append(b, byte(int8(v)))
-	}
-	marker := -112
-	if v < 0 {
-		v = ^v
-		marker = -120
-	}
-	n := 0
-	for t := v; t != 0; t >>= 8 {
-		n++
-	}
-	b = append(b, byte(int8(marker-n)))
-	for i := n - 1; i >= 0; i-- {
-		b = append(b, byte(v>>(8*i)))
-	}
-	return b
-}
-
-// blockEncoder encodes the cells of one data block.
-type blockEncoder struct {
+// testBlockEncoder encodes the cells of one data block.
+type testBlockEncoder struct {
 	o       *writeOpts
 	out     []byte
 	unenc   int
@@ -206,14 +178,6 @@ type blockEncoder struct {
 	rowOffs []int
 	dict    tagDict
 	n       int
-}
-
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // flatKeyCommon is HBase's common prefix of two flat keys over row length,
@@ -259,7 +223,7 @@ func longFitsIn(v int64) int {
 	return n
 }
 
-func (e *blockEncoder) tail(c *cell.Cell, plain bool) {
+func (e *testBlockEncoder) tail(c *cell.Cell, plain bool) {
 	if e.o.tags {
 		if plain {
 			e.out = binary.BigEndian.AppendUint16(e.out, uint16(len(c.Tags)))
@@ -297,7 +261,7 @@ func (e *blockEncoder) tail(c *cell.Cell, plain bool) {
 	}
 }
 
-func (e *blockEncoder) add(c *cell.Cell) {
+func (e *testBlockEncoder) add(c *cell.Cell) {
 	kl := cell.KeyLen(c)
 	e.unenc += 8 + kl + len(c.Value)
 	if e.o.tags {
@@ -457,7 +421,7 @@ func leBytes(v int64, n int) []byte {
 // diffKeyPart writes the key bytes DIFF and FAST_DIFF store: the row part
 // after the common prefix and the whole qualifier when the row differs,
 // else the rest of the qualifier.
-func (e *blockEncoder) diffKeyPart(c *cell.Cell, common int) []byte {
+func (e *testBlockEncoder) diffKeyPart(c *cell.Cell, common int) []byte {
 	out := e.out
 	rws := 2 + len(c.Row)
 	if common < rws {
@@ -471,7 +435,7 @@ func (e *blockEncoder) diffKeyPart(c *cell.Cell, common int) []byte {
 	return append(out, c.Qualifier[q:]...)
 }
 
-func (e *blockEncoder) finish() (BlockType, []byte) {
+func (e *testBlockEncoder) finish() (BlockType, []byte) {
 	switch e.o.enc {
 	case EncodingNone:
 		return BlockData, e.out
@@ -530,14 +494,19 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	}
 	w := &testWriter{o: o, prevOff: map[BlockType]int64{}}
 	var leaf, leaves []IndexEntry
-	var enc *blockEncoder
+	var enc *testBlockEncoder
 	first, last := int64(-1), int64(-1)
 	var firstKey []byte
+	// idxUnc sums the uncompressed payloads of every data index block,
+	// which HBase records in the trailer.
+	var idxUnc uint64
 	flushLeaf := func(final bool) {
 		if o.leafEntries == 0 || len(leaf) == 0 || (!final && len(leaf) < o.leafEntries) {
 			return
 		}
-		off, size := w.writeBlock(BlockLeafIndex, nonRootIndexBytes(leaf))
+		lp := nonRootIndexBytes(leaf)
+		idxUnc += uint64(len(lp))
+		off, size := w.writeBlock(BlockLeafIndex, lp)
 		leaves = append(leaves, IndexEntry{Key: leaf[0].Key, Offset: off, Size: int32(size)})
 		leaf = nil
 	}
@@ -566,7 +535,7 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 			flush()
 		}
 		if enc == nil {
-			enc = &blockEncoder{o: &w.o}
+			enc = &testBlockEncoder{o: &w.o}
 			enc.dict.clear()
 			firstKey = cell.AppendKey(nil, c)
 			// Like HBase, index later blocks by a shorter fake key when
@@ -586,14 +555,16 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	metaOff, metaSize := w.writeBlock(BlockMeta, []byte("meta block payload"))
 	levels := 1
 	root := leaf
-	if o.leafEntries > 0 {
+	if o.leafEntries > 0 && len(cells) > 0 {
 		levels = 2
 		root = leaves
 		for o.rootEntries > 0 && len(root) > o.rootEntries {
 			var up []IndexEntry
 			for i := 0; i < len(root); i += o.rootEntries {
 				chunk := root[i:min(i+o.rootEntries, len(root))]
-				off, size := w.writeBlock(BlockIntermediateIndex, nonRootIndexBytes(chunk))
+				ip := nonRootIndexBytes(chunk)
+				idxUnc += uint64(len(ip))
+				off, size := w.writeBlock(BlockIntermediateIndex, ip)
 				up = append(up, IndexEntry{Key: chunk[0].Key, Offset: off, Size: int32(size)})
 			}
 			root = up
@@ -608,6 +579,7 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 		rp = binary.BigEndian.AppendUint32(rp, uint32(mid.Size))
 		rp = binary.BigEndian.AppendUint32(rp, 0)
 	}
+	idxUnc += uint64(len(rp))
 	w.writeBlock(BlockRootIndex, rp)
 	w.writeBlock(BlockRootIndex, rootIndexBytes([]IndexEntry{{Key: []byte("meta"), Offset: metaOff, Size: int32(metaSize)}}))
 	// File info.
@@ -658,6 +630,7 @@ func writeTestHFile(tb testing.TB, cells []cell.Cell, o writeOpts) []byte {
 	}
 	field(1, uint64(fiOff))
 	field(2, uint64(loadOnOpen))
+	field(3, idxUnc)
 	field(4, w.totalUnc)
 	field(5, uint64(len(root)))
 	field(6, 1)

@@ -28,7 +28,7 @@ func BenchmarkPresets(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := r.MapChecked(cells[i%n], emit); err != nil {
+				if err := r.Map(cells[i%n], emit); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -50,8 +50,8 @@ func TestPresetsAllocateNothing(t *testing.T) {
 		r := j.Program.New()
 		c := pc.cell(3)
 		emit := func(cell.Cell) {}
-		_ = r.MapChecked(c, emit) // size the buffers
-		if n := testing.AllocsPerRun(200, func() { _ = r.MapChecked(c, emit) }); n != 0 {
+		_ = r.Map(c, emit) // size the buffers
+		if n := testing.AllocsPerRun(200, func() { _ = r.Map(c, emit) }); n != 0 {
 			t.Errorf("%s: %.1f allocations per cell", pc.file, n)
 		}
 	}

@@ -76,11 +76,9 @@ type Job struct {
 	Spec    transform.Spec
 	Program *transform.Program
 	BadKeys BadKeys
-	// Sink and Run are the raw sink: and run: sections, and Source.Scan the
-	// raw source.scan: section, or nil: the pipeline package decodes them
-	// (reporting problems with Errorf, so their errors carry the same file,
-	// line and column as the rest).
-	Sink, Run *yaml.Node
+	// Sink and Run are the sink: and run: sections (zero when absent).
+	Sink Sink
+	Run  Run
 	// Verify is the verify: section, decoded and validated (zero when
 	// absent).
 	Verify Verify
@@ -100,13 +98,18 @@ type Source struct {
 	Root string
 	// Name is the snapshot name.
 	Name string
-	// Scan is the raw scan: section (versions, time range, raw mode), or nil.
-	Scan *yaml.Node
+	// Scan is the scan: section (versions, time range, raw mode).
+	Scan Scan
 }
 
 // Target names the table to write.
 type Target struct {
 	Table string
+	// ZKQuorum and ZNodeParent reach the target cluster; empty = from
+	// $HBASE_CONF_DIR/hbase-site.xml, as HBase's own tools do.
+	ZKQuorum, ZNodeParent string
+	// Create says whether and how to create a missing target.
+	Create Create
 }
 
 // BadKeys says what to do with keys that do not parse.
@@ -175,7 +178,7 @@ func Parse(path string, data []byte) (*Job, error) {
 					j.Source.Root = d.nonEmpty(n, p, "the HBase root directory: a path or hdfs://namenode:8020/hbase")
 				},
 				"name": func(n *yaml.Node, p string) { j.Source.Name = d.nonEmpty(n, p, "the snapshot name") },
-				"scan": func(n *yaml.Node, p string) { j.Source.Scan = n },
+				"scan": func(n *yaml.Node, p string) { d.scan(n, p, &j.Source.Scan) },
 			}, "root", "name")
 		},
 		"target": func(n *yaml.Node, p string) {
@@ -186,6 +189,9 @@ func Parse(path string, data []byte) (*Job, error) {
 						d.errorf(n, p, "%q is not a table name (expected [namespace:]name of letters, digits, _ . -)", j.Target.Table)
 					}
 				},
+				"zookeeper":    func(n *yaml.Node, p string) { j.Target.ZKQuorum = d.nonEmpty(n, p, "host:port[,host:port...]") },
+				"znode_parent": func(n *yaml.Node, p string) { j.Target.ZNodeParent = d.nonEmpty(n, p, "a znode path such as /hbase") },
+				"create":       func(n *yaml.Node, p string) { d.create(n, p, &j.Target.Create) },
 			}, "table")
 		},
 		"source_layout": func(n *yaml.Node, p string) { j.Spec.Source = d.layout(n, p) },
@@ -227,8 +233,8 @@ func Parse(path string, data []byte) (*Job, error) {
 				"file": func(n *yaml.Node, p string) { j.BadKeys.File = d.str(n, p) },
 			})
 		},
-		"sink":   func(n *yaml.Node, p string) { j.Sink = n },
-		"run":    func(n *yaml.Node, p string) { j.Run = n },
+		"sink":   func(n *yaml.Node, p string) { d.sink(n, p, &j.Sink) },
+		"run":    func(n *yaml.Node, p string) { d.run(n, p, &j.Run) },
 		"verify": func(n *yaml.Node, p string) { d.decodeVerify(n, p, &j.Verify) },
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
@@ -260,6 +266,12 @@ func Parse(path string, data []byte) (*Job, error) {
 	j.Source.Root = resolve(dir, j.Source.Root)
 	if j.BadKeys.File != "" {
 		j.BadKeys.File = resolve(dir, j.BadKeys.File)
+	}
+	if j.Run.Checkpoint != "" {
+		j.Run.Checkpoint = resolve(dir, j.Run.Checkpoint)
+	}
+	if j.Sink.Staging != "" {
+		j.Sink.Staging = resolve(dir, j.Sink.Staging)
 	}
 	return j, nil
 }

@@ -25,7 +25,7 @@ target_layout:
 entity: [user]
 families: {e: d}
 bad_keys: {action: fail, file: rej.tsv}
-sink: {kind: puts, batch: 1000}
+sink: {type: puts, batch_cells: 1000}
 `
 
 func TestParseGood(t *testing.T) {
@@ -39,8 +39,8 @@ func TestParseGood(t *testing.T) {
 	if j.BadKeys.Action != Fail || j.BadKeys.File != "/jobs/rej.tsv" {
 		t.Errorf("bad keys = %+v", j.BadKeys)
 	}
-	if j.Sink == nil || j.Sink.Line != 18 {
-		t.Errorf("sink node not kept: %+v", j.Sink)
+	if j.Sink.Kind != SinkPuts || j.Sink.BatchCells != 1000 {
+		t.Errorf("sink = %+v", j.Sink)
 	}
 	if j.Program == nil || strings.Join(j.Program.Entity(), ",") != "user" {
 		t.Errorf("program not compiled")

@@ -56,11 +56,12 @@ measure() {
 	printf '{"side":"%s","label":"%s","peak_rss_kb":%s,"result":%s}\n' "$side" "$label" "$(tail -n 1 "$rss")" "$line" >>"$results"
 }
 
-echo "== HFile read, one core each, HBase's own writer made the files ($BENCH_CELLS cells)"
+echo "== HFile write (the same cells, the same file settings) and read, one core each, of the file HBase's own writer made ($BENCH_CELLS cells)"
 for combo in "FAST_DIFF SNAPPY" "NONE NONE" "PREFIX GZ" "DIFF LZ4" "ROW_INDEX_V1 ZSTD"; do
 	set -- $combo
 	f="$BENCH_DIR/$1-$2.hfile"
 	measure java "write-hfile $1+$2" testenv/bin/oracle bench-write-hfile "file://$f" "$BENCH_CELLS" "$1" "$2"
+	measure rekey "write-hfile $1+$2" bin/benchtool write-hfile "$BENCH_DIR/rekey-$1-$2.hfile" "$BENCH_CELLS" "$1" "$2"
 	measure java "read-hfile $1+$2" "${pin1[@]}" testenv/bin/oracle bench-read-hfile "file://$f"
 	measure rekey "read-hfile $1+$2" "${pin1[@]}" bin/benchtool read-hfile "$f"
 done
@@ -104,9 +105,6 @@ for r in rows:
     jc = base["result"]["cells_per_sec"] if base else float("nan")
     jr = base["peak_rss_kb"] / 1024 if base else float("nan")
     print(f'{label:32} {rc:14,.0f} {jc:14,.0f} {rc / jc:7.2f} {r["peak_rss_kb"] / 1024:13.0f} {jr:12.0f}')
-for r in rows:
-    if r["side"] == "java" and r["label"].startswith("write-hfile"):
-        print(f'{r["label"]:32} {"(no Go writer yet)":>14} {r["result"]["cells_per_sec"]:14,.0f}')
 PY
 echo
 echo "raw measurements: $results"

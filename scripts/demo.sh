@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make demo: shows what the demo job would write, with no cluster.
+# make demo: the demo job on the bundled snapshot, with no cluster.
 #
 # configs/demo.yaml applies the wide -> bucketed preset to the snapshot
-# bundled in testdata/snapshots/demo_events (written by a real HBase). Until
-# `rekey run` exists, the demo runs `rekey plan`: old keys beside their new
-# keys, the heaviest users, the largest new row, suggested split keys and
-# the plan's warnings. Then it shows what a mistake in a job file looks like.
+# bundled in testdata/snapshots/demo_events (written by a real HBase). The
+# demo runs `rekey plan` (old keys beside their new keys, the heaviest
+# users, the largest new row, suggested split keys, warnings), then the job
+# itself with `rekey run --sink dry-run`: every cell read, re-keyed and
+# counted, nothing written. Then it shows what a mistake in a job file
+# looks like.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +20,16 @@ if [ ! -d testdata/snapshots/demo_events/.hbase-snapshot/demo_events ]; then
 	exit 2
 fi
 
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rekey-demo-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
 echo "== rekey plan configs/demo.yaml --sample 0   (the whole snapshot)"
 "$bin" plan configs/demo.yaml --sample 0
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/rekey-demo-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+
+echo
+echo "== rekey run configs/demo.yaml --sink dry-run   (read, re-key and count every cell; write nothing)"
+"$bin" run configs/demo.yaml --sink dry-run --fresh --checkpoint "$tmp/demo.rekey/checkpoint.json" --progress none
 
 echo
 echo "== the same job without the day bucket: plan warns that rows stay unbounded"

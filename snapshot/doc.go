@@ -43,8 +43,9 @@
 //	for sc.Next() {
 //		c := sc.Cell() // valid until the next call
 //	}
-//	err = sc.Err()
-//	sc.Close()
+//	err = sc.Close() // the scan's error, if any (cell.Iterator's contract)
+//
+// or, the same in one call: s.ReadSplit(ctx, splits[0], opts, fn).
 //
 // Scanners stream: memory holds one block per store file and the delete
 // markers of the current row and family, never a whole row.

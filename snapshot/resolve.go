@@ -7,11 +7,9 @@ import (
 	iofs "io/fs"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/snapshot/manifest"
-	"github.com/rekeyhq/rekey/vfs"
 )
 
 // fileMeta is what the scanner needs from an HFile's file info.
@@ -68,19 +66,9 @@ type resolvedFile struct {
 	// sequence ids and sizes tie.
 	sortName string
 
-	once sync.Once
-	file vfs.File
-	rd   storeReader
-	err  error
-}
-
-func (f *resolvedFile) close() {
-	if f.rd != nil {
-		f.rd.close()
-	}
-	if f.file != nil {
-		f.file.Close()
-	}
+	// The open reader, shared by the scanners using it; see readers.go.
+	// Guarded by the Snapshot's readerPool.
+	open pooledReader
 }
 
 // where names a store file for error messages.
@@ -194,41 +182,6 @@ func linkName(t target) string {
 		return t.table + "=" + t.region + "-" + t.hfile
 	}
 	return t.ns + "=" + t.table + "=" + t.region + "-" + t.hfile
-}
-
-// reader opens the HFile once; later calls share it (HFile readers serve
-// concurrent iterators).
-func (s *Snapshot) reader(f *resolvedFile) (storeReader, error) {
-	f.once.Do(func() {
-		if openStoreReader == nil {
-			f.err = fmt.Errorf("%w: no HFile reader linked in", ErrUnsupported)
-			return
-		}
-		file, err := s.fs.Open(f.path)
-		if err != nil && errors.Is(err, iofs.ErrNotExist) {
-			// Moved to the archive by a compaction since we looked: look
-			// again, as HBase's FileLink does.
-			for _, p := range s.relocate(f.path) {
-				if file, err = s.fs.Open(p); err == nil {
-					f.path = p
-					break
-				}
-			}
-		}
-		if err != nil {
-			f.err = fmt.Errorf("snapshot %s: opening %s: %w", s.info.Name, f.where(), err)
-			return
-		}
-		file = vfs.Full(file)
-		rd, err := openStoreReader(file, file.Size(), f.path)
-		if err != nil {
-			file.Close()
-			f.err = fmt.Errorf("snapshot %s: %s: %w", s.info.Name, f.where(), err)
-			return
-		}
-		f.file, f.rd = file, rd
-	})
-	return f.rd, f.err
 }
 
 // relocate lists the other places a file found at p may have moved to.

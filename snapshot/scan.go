@@ -60,7 +60,9 @@ type Stats struct {
 }
 
 // Scanner iterates over the cells of one split in HBase's cell order,
-// with HBase's read semantics. It is not safe for concurrent use.
+// with HBase's read semantics. It follows the cell.Iterator contract; its
+// Close also releases the split's store file readers to the Snapshot. It is
+// not safe for concurrent use.
 type Scanner struct {
 	ctx     context.Context
 	h       iterHeap
@@ -78,6 +80,9 @@ type Scanner struct {
 	iters   []*fileIter
 	qualBuf []byte
 	tick    int
+	// snap lent the store file readers in held; Close gives them back.
+	snap *Snapshot
+	held []*resolvedFile
 }
 
 // fileIter is one store file's cells, cut to its half (references) and the
@@ -152,10 +157,10 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 	if opts.TimeRange.Max != 0 && opts.TimeRange.Max < opts.TimeRange.Min {
 		return nil, fmt.Errorf("snapshot: time range [%d, %d) is empty", opts.TimeRange.Min, opts.TimeRange.Max)
 	}
-	region := s.regionByName(sp.Region.EncodedName)
-	if region == nil {
-		return nil, fmt.Errorf("%w: split %s: region %s is not in snapshot %s", ErrNotFound, sp.ID, sp.Region.EncodedName, s.info.Name)
+	if sp.snap != s {
+		return nil, fmt.Errorf("snapshot %s: split %q was not made by this Snapshot's Splits", s.info.Name, sp.ID)
 	}
+	region := &sp.Region
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -185,7 +190,7 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 		}
 	}
 
-	sc := &Scanner{ctx: ctx, rules: map[string]*familyRules{}}
+	sc := &Scanner{ctx: ctx, snap: s, rules: map[string]*familyRules{}}
 	for i := range s.table.Families {
 		f := &s.table.Families[i]
 		cols, ok := wanted[string(f.Name)]
@@ -241,11 +246,12 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 				sc.Close()
 				return nil, err
 			}
-			rd, err := s.reader(rf)
+			rd, err := s.acquire(rf)
 			if err != nil {
 				sc.Close()
 				return nil, err
 			}
+			sc.held = append(sc.held, rf)
 			files = append(files, storeInfo(rf, rd))
 		}
 		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger
@@ -347,17 +353,12 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 		seek = &c
 	}
 	if ref := si.f.ref; ref != nil {
-		var sk cell.Cell
-		if err := cell.ParseKey(ref.SplitKey, &sk); err != nil {
-			it.Close()
-			return fmt.Errorf("%w: %s: reference split key: %v", ErrCorrupt, si.f.where(), err)
-		}
 		if ref.Top {
-			if seek == nil || cell.Compare(&sk, seek) > 0 {
-				seek = &sk
+			if seek == nil || cell.Compare(&ref.Key, seek) > 0 {
+				seek = &ref.Key
 			}
 		} else {
-			fi.stopKey = &sk
+			fi.stopKey = &ref.Key
 		}
 	}
 	if len(stop) > 0 {
@@ -406,6 +407,14 @@ func (sc *Scanner) advance() bool {
 
 // Next moves to the next cell; false at the end or on error (see Err).
 func (sc *Scanner) Next() bool {
+	if sc.next() {
+		return true
+	}
+	sc.out = nil
+	return false
+}
+
+func (sc *Scanner) next() bool {
 	if sc.err != nil || sc.closed {
 		return false
 	}
@@ -490,14 +499,26 @@ func (sc *Scanner) Close() error {
 	}
 	sc.iters = nil
 	sc.h = nil
+	for _, f := range sc.held {
+		sc.snap.release(f)
+	}
+	sc.held = nil
 	return sc.err
 }
 
-func (s *Snapshot) regionByName(enc string) *Region {
-	for i := range s.regions {
-		if s.regions[i].EncodedName == enc {
-			return &s.regions[i]
-		}
+// ReadSplit scans sp with opts and calls fn with each cell, in order, until
+// the end, an error, or fn returning cell.ErrStop (an early stop, not an
+// error). It closes the scanner in every case and returns the first error,
+// naming the split. The cell passed to fn is valid only during the call.
+func (s *Snapshot) ReadSplit(ctx context.Context, sp Split, opts ScanOptions, fn func(*cell.Cell) error) error {
+	sc, err := s.NewScanner(ctx, sp, opts)
+	if err != nil {
+		return fmt.Errorf("split %s: %w", sp.ID, err)
+	}
+	if err := cell.ForEach(sc, fn); err != nil {
+		return fmt.Errorf("split %s: %w", sp.ID, err)
 	}
 	return nil
 }
+
+var _ cell.Iterator = (*Scanner)(nil)

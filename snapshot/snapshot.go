@@ -53,6 +53,12 @@ type OpenOptions struct {
 	// it (tests use an in-memory or fault-injecting FS). When nil, root's
 	// scheme picks one: none or file:// = local disk, hdfs:// = HDFS.
 	FS vfs.FS
+	// MaxOpenFiles bounds the store file readers kept open between scans
+	// (0 = DefaultMaxOpenFiles). Readers are shared by the scanners that use
+	// them; an idle one is closed, least recently used first, once more than
+	// MaxOpenFiles are open. Readers in use are never closed, so it bounds
+	// idle readers, not the files of scanners open at once.
+	MaxOpenFiles int
 }
 
 // Info describes the snapshot itself (.snapshotinfo).
@@ -195,6 +201,7 @@ type Snapshot struct {
 
 	mu        sync.Mutex
 	fileCache map[string]*resolvedFile
+	readers   readerPool
 }
 
 // Info returns the snapshot description.
@@ -211,14 +218,13 @@ func (s *Snapshot) Regions() []Region { return s.regions }
 // directory's path in it.
 func (s *Snapshot) FS() (vfs.FS, string) { return s.fs, s.root }
 
-// Close releases the file system connection (HDFS) and cached handles.
+// Close releases the file system connection (HDFS) and every open store
+// file reader. Scanners still open fail on their next read.
 func (s *Snapshot) Close() error {
 	s.mu.Lock()
-	for _, f := range s.fileCache {
-		f.close()
-	}
 	s.fileCache = nil
 	s.mu.Unlock()
+	s.readers.closeAllReaders()
 	if s.closeFS != nil {
 		return s.closeFS()
 	}
@@ -316,6 +322,12 @@ func Open(ctx context.Context, root, name string, opts OpenOptions) (*Snapshot, 
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxOpenFiles < 0 {
+		if closeFS != nil {
+			closeFS()
+		}
+		return nil, fmt.Errorf("snapshot: MaxOpenFiles %d < 0", opts.MaxOpenFiles)
+	}
 	s, err := open(ctx, fsys, rp, name)
 	if err != nil {
 		if closeFS != nil {
@@ -324,6 +336,10 @@ func Open(ctx context.Context, root, name string, opts OpenOptions) (*Snapshot, 
 		return nil, err
 	}
 	s.closeFS = closeFS
+	s.readers.max = opts.MaxOpenFiles
+	if s.readers.max == 0 {
+		s.readers.max = DefaultMaxOpenFiles
+	}
 	return s, nil
 }
 

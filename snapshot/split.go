@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"bytes"
-	"encoding/hex"
 	"fmt"
 	"sort"
 
@@ -17,10 +16,20 @@ type SplitOptions struct {
 	TargetBytes int64
 }
 
-// Split is a unit of work: a row range of one region.
+// Split is a unit of work: a row range of one region. Splits are made by
+// Snapshot.Splits and scanned with the same Snapshot's NewScanner.
 type Split struct {
-	// ID is stable for a given snapshot and options: the region's encoded
-	// name, and for a piece of a cut region "@" and the hex start row.
+	// ID names the split for checkpoints and claims. It depends only on
+	// the snapshot (its manifest and store files) and on the SplitOptions:
+	// the same snapshot cut with the same options gives the same IDs, in
+	// any process, and distinct splits of one snapshot have distinct IDs.
+	//
+	// A split that is a whole region has the region's encoded name as ID
+	// (the same under any SplitOptions, since the region is the split). A
+	// piece of a region cut by TargetBytes is
+	// "<encoded name>_p<k>of<n>_t<TargetBytes>": piece k (from 1) of n, so
+	// a checkpoint written under other options never matches it. IDs use
+	// only [0-9a-z_], so they serve as file and znode names as they are.
 	ID     string
 	Region Region
 	// StartRow (inclusive) and EndRow (exclusive; empty = to the end) are
@@ -28,6 +37,9 @@ type Split struct {
 	StartRow, EndRow []byte
 	// Bytes estimates the store file bytes the split reads.
 	Bytes int64
+
+	// snap is the Snapshot that cut it.
+	snap *Snapshot
 }
 
 // Splits cuts the snapshot into splits, in row order.
@@ -35,7 +47,7 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 	var out []Split
 	for i := range s.regions {
 		r := &s.regions[i]
-		whole := Split{ID: r.EncodedName, Region: *r, StartRow: r.StartKey, EndRow: r.EndKey, Bytes: r.Bytes()}
+		whole := Split{ID: r.EncodedName, Region: *r, StartRow: r.StartKey, EndRow: r.EndKey, Bytes: r.Bytes(), snap: s}
 		if opts.TargetBytes <= 0 || whole.Bytes <= opts.TargetBytes {
 			out = append(out, whole)
 			continue
@@ -50,13 +62,15 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 		}
 		bounds := append(append([][]byte{r.StartKey}, rows...), r.EndKey)
 		per := whole.Bytes / int64(len(bounds)-1)
-		for k := 0; k+1 < len(bounds); k++ {
+		n := len(bounds) - 1
+		for k := 0; k < n; k++ {
 			out = append(out, Split{
-				ID:       r.EncodedName + "@" + hex.EncodeToString(bounds[k]),
+				ID:       fmt.Sprintf("%s_p%dof%d_t%d", r.EncodedName, k+1, n, opts.TargetBytes),
 				Region:   *r,
 				StartRow: bounds[k],
 				EndRow:   bounds[k+1],
 				Bytes:    per,
+				snap:     s,
 			})
 		}
 	}
@@ -83,11 +97,12 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd, err := s.reader(rf)
+	rd, err := s.acquire(rf)
 	if err != nil {
 		return nil, err
 	}
 	idx, err := rd.dataIndex()
+	s.release(rf)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
 	}
@@ -95,16 +110,13 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 	// reference).
 	lo, hi := r.StartKey, r.EndKey
 	if rf.ref != nil {
-		var sk cell.Cell
-		if err := cell.ParseKey(rf.ref.SplitKey, &sk); err != nil {
-			return nil, fmt.Errorf("%w: %s: reference split key: %v", ErrCorrupt, rf.where(), err)
-		}
+		sk := rf.ref.SplitRow()
 		if rf.ref.Top {
-			if bytes.Compare(sk.Row, lo) > 0 {
-				lo = sk.Row
+			if bytes.Compare(sk, lo) > 0 {
+				lo = sk
 			}
-		} else if len(hi) == 0 || bytes.Compare(sk.Row, hi) < 0 {
-			hi = sk.Row
+		} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
+			hi = sk
 		}
 	}
 	type cand struct {

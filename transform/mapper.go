@@ -11,16 +11,13 @@ import (
 // Mapper maps one source cell to zero or more target cells. The source cell
 // and its slices are valid only during the call; so are the cells passed to
 // emit, which the caller copies if it keeps them. All presets are Mappers.
+//
+// A cell the Mapper cannot map is reported, never dropped quietly: Map
+// returns an error wrapping ErrBadKey for a cell whose key does not fit
+// (the job's bad_keys policy then rejects it to a file or stops the job),
+// and any other error stops the job.
 type Mapper interface {
-	Map(src cell.Cell, emit func(cell.Cell))
-}
-
-// Checked is a Mapper that can refuse a cell with an error (a key that does
-// not parse). The pipeline prefers MapChecked when a Mapper has it, so the
-// job's reject-or-fail policy applies.
-type Checked interface {
-	Mapper
-	MapChecked(src cell.Cell, emit func(cell.Cell)) error
+	Map(src cell.Cell, emit func(cell.Cell)) error
 }
 
 // Flusher is a Mapper that holds cells back (a row-level transform). The
@@ -33,19 +30,10 @@ type Flusher interface {
 }
 
 // MapFunc adapts a function to Mapper.
-type MapFunc func(src cell.Cell, emit func(cell.Cell))
+type MapFunc func(src cell.Cell, emit func(cell.Cell)) error
 
 // Map calls f.
-func (f MapFunc) Map(src cell.Cell, emit func(cell.Cell)) { f(src, emit) }
-
-// Apply runs m on src, through MapChecked when m has it.
-func Apply(m Mapper, src cell.Cell, emit func(cell.Cell)) error {
-	if c, ok := m.(Checked); ok {
-		return c.MapChecked(src, emit)
-	}
-	m.Map(src, emit)
-	return nil
-}
+func (f MapFunc) Map(src cell.Cell, emit func(cell.Cell)) error { return f(src, emit) }
 
 // ErrRowTooLarge is returned when a row-level transform meets a row bigger
 // than the limit it declared.
@@ -64,21 +52,14 @@ type RowBuffer struct {
 	cells []cell.Cell
 	arena []byte
 	size  int64
-	err   error
 }
 
 // MaxRowBytes implements Flusher.
 func (b *RowBuffer) MaxRowBytes() int64 { return b.MaxBytes }
 
-// Map implements Mapper; errors are kept and returned by MapChecked or Flush.
-func (b *RowBuffer) Map(src cell.Cell, emit func(cell.Cell)) {
-	if err := b.MapChecked(src, emit); err != nil && b.err == nil {
-		b.err = err
-	}
-}
-
-// MapChecked implements Checked.
-func (b *RowBuffer) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
+// Map implements Mapper: it keeps src, and hands the previous row to Fn
+// when src starts a new one.
+func (b *RowBuffer) Map(src cell.Cell, emit func(cell.Cell)) error {
 	if len(b.cells) > 0 && !bytes.Equal(b.cells[0].Row, src.Row) {
 		if err := b.flush(emit); err != nil {
 			return err
@@ -110,11 +91,6 @@ func (b *RowBuffer) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
 
 // Flush implements Flusher: it hands the last row to Fn.
 func (b *RowBuffer) Flush(emit func(cell.Cell)) error {
-	if b.err != nil {
-		err := b.err
-		b.err = nil
-		return err
-	}
 	return b.flush(emit)
 }
 

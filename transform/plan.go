@@ -483,37 +483,8 @@ func (p *Program) layoutWarnings(negatives map[int]bool) []Warning {
 	if !hasBucket && len(gathered) > 0 {
 		warn("unbounded-row", "the new row drops %s from the old row key, so one new row gathers all old rows that differ only there and has no time bucket to bound it; add a time_bucket component to the new row", strings.Join(gathered, ", "))
 	}
-	// Fields read but used nowhere in the new key are lost: old cells that
-	// differ only in them collide.
-	used := map[int]bool{}
-	for _, l := range []*Layout{p.dstRow, p.dstQual} {
-		if l == nil {
-			continue
-		}
-		for i := range l.comps {
-			c := &l.comps[i]
-			if c.field >= 0 {
-				used[c.field] = true
-			}
-			for _, f := range c.of {
-				used[f] = true
-			}
-		}
-	}
-	for _, l := range []*Layout{p.srcRow, p.srcQual} {
-		if l == nil || l == p.srcQual && p.dstQual == nil {
-			continue
-		}
-		for i := range l.comps {
-			c := &l.comps[i]
-			f := c.field
-			if c.typ == Offset {
-				f = c.of[0]
-			}
-			if f >= 0 && c.typ != Salt && c.typ != TimeBucket && !used[f] && !used[idxRow] && !used[idxQualifier] {
-				warn("dropped-field", "field %s of the old key is not in the new key: old cells that differ only in it will overwrite each other", p.fields[f].name)
-			}
-		}
+	for _, name := range p.DroppedFields() {
+		warn("dropped-field", "field %s of the old key is not in the new key: old cells that differ only in it will overwrite each other", name)
 	}
 
 	// Encodings whose byte order is not the value order.

@@ -23,12 +23,6 @@ type Rekey struct {
 	// dirty says a parse of a new key set fields that a parse of an old key
 	// does not (see prepare); only then must they be cleared.
 	dirty bool
-
-	// OnReject, when set, receives each cell whose key does not fit the old
-	// layout, or whose fields the new layout cannot encode, when it is mapped
-	// through Map. Without it such cells are only counted (Rejected).
-	OnReject func(src *cell.Cell, err error)
-	rejected int64
 }
 
 // New returns a Rekey for one worker.
@@ -39,23 +33,9 @@ func (p *Program) New() *Rekey {
 // Program returns the program r runs.
 func (r *Rekey) Program() *Program { return r.p }
 
-// Rejected returns how many cells Map refused.
-func (r *Rekey) Rejected() int64 { return r.rejected }
-
-// Map implements Mapper. A cell that does not fit is handed to OnReject (or
-// only counted) and nothing is emitted for it.
-func (r *Rekey) Map(src cell.Cell, emit func(cell.Cell)) {
-	if err := r.MapChecked(src, emit); err != nil {
-		r.rejected++
-		if r.OnReject != nil {
-			r.OnReject(&src, err)
-		}
-	}
-}
-
-// MapChecked maps src to its one new cell and emits it, or returns an error
-// wrapping ErrBadKey and emits nothing.
-func (r *Rekey) MapChecked(src cell.Cell, emit func(cell.Cell)) error {
+// Map implements Mapper: it maps src to its one new cell and emits it, or
+// returns an error wrapping ErrBadKey and emits nothing.
+func (r *Rekey) Map(src cell.Cell, emit func(cell.Cell)) error {
 	// src is our own copy: re-key it in place rather than copy it again.
 	if err := r.apply(&src); err != nil {
 		return err
@@ -248,6 +228,12 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 	}
 	return r.appendEntity(dst), nil
 }
+
+// LastEntity appends the entity key of the cell this Rekey last mapped
+// (through Map or Apply) without parsing its key again: the
+// runner counts entities as it maps. After a failed mapping it is
+// undefined.
+func (r *Rekey) LastEntity(dst []byte) []byte { return r.appendEntity(dst) }
 
 // appendEntity encodes the entity fields: numbers as 8 bytes with the sign
 // bit flipped when signed; bytes with 0x00 written 0x00,0xFF and ended by

@@ -52,9 +52,8 @@ func TestWideToBucketed(t *testing.T) {
 	ts := int64(1767268800123) // 2026-01-01T12:00:00.123Z
 	src := testCell("u00042", be64(ts), 99)
 	var got []cell.Cell
-	r.Map(src, func(c cell.Cell) { got = append(got, c.Clone()) })
-	if len(got) != 1 || r.Rejected() != 0 {
-		t.Fatalf("emitted %d cells, rejected %d", len(got), r.Rejected())
+	if err := r.Map(src, func(c cell.Cell) { got = append(got, c.Clone()) }); err != nil || len(got) != 1 {
+		t.Fatalf("emitted %d cells, error %v", len(got), err)
 	}
 	out := got[0]
 	wantRow := "u00042" + be64(1767225600000)
@@ -93,21 +92,24 @@ func TestRejects(t *testing.T) {
 	}
 	r := p.New()
 	var rejected []string
-	r.OnReject = func(src *cell.Cell, err error) {
+	emit := func(c cell.Cell) { t.Errorf("emitted %s for a bad cell", c.String()) }
+	df := testCell("u00042", "", 1)
+	df.Type = cell.DeleteFamily
+	for _, c := range []cell.Cell{
+		testCell("u00042", "short", 1),                    // qualifier not 8 bytes
+		testCell("user-too-long", be64(1767268800123), 1), // does not fit fixed 6
+		testCell("u00042", be64(-1), 1),                   // negative time
+		df,
+	} {
+		err := r.Map(c, emit)
 		if !errors.Is(err, ErrBadKey) {
-			t.Errorf("reject error %v is not ErrBadKey", err)
+			t.Errorf("Map(%s) = %v, want an ErrBadKey", c.String(), err)
+			continue
 		}
 		rejected = append(rejected, err.Error())
 	}
-	emit := func(c cell.Cell) { t.Errorf("emitted %s for a bad cell", c.String()) }
-	r.Map(testCell("u00042", "short", 1), emit)                    // qualifier not 8 bytes
-	r.Map(testCell("user-too-long", be64(1767268800123), 1), emit) // does not fit fixed 6
-	r.Map(testCell("u00042", be64(-1), 1), emit)                   // negative time
-	df := testCell("u00042", "", 1)
-	df.Type = cell.DeleteFamily
-	r.Map(df, emit)
-	if r.Rejected() != 4 || len(rejected) != 4 {
-		t.Fatalf("rejected %d (%d reported), want 4", r.Rejected(), len(rejected))
+	if len(rejected) != 4 {
+		t.Fatalf("rejected %d, want 4", len(rejected))
 	}
 	for i, want := range []string{"old qualifier", "longer than 6 bytes", "out of range", "a family delete marker"} {
 		if !strings.Contains(rejected[i], want) {
@@ -152,7 +154,7 @@ func TestRowBuffer(t *testing.T) {
 	n := 0
 	emit := func(cell.Cell) { n++ }
 	for _, c := range []cell.Cell{testCell("a", "1", 1), testCell("a", "2", 1), testCell("b", "3", 1)} {
-		if err := b.MapChecked(c, emit); err != nil {
+		if err := b.Map(c, emit); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -163,7 +165,7 @@ func TestRowBuffer(t *testing.T) {
 		t.Fatalf("rows %v, %d emitted", rows, n)
 	}
 	big := testCell("c", strings.Repeat("q", 40), 1)
-	if err := b.MapChecked(big, emit); !errors.Is(err, ErrRowTooLarge) {
+	if err := b.Map(big, emit); !errors.Is(err, ErrRowTooLarge) {
 		t.Fatalf("oversized row: %v", err)
 	}
 }
@@ -225,7 +227,7 @@ func TestProgramShared(t *testing.T) {
 			for i := 0; i < 2000 && err == nil; i++ {
 				src := testCell(fmt.Sprintf("u%05d", g), be64(1767225600000+int64(i)*60_000), 1)
 				var out cell.Cell
-				if err = r.MapChecked(src, func(c cell.Cell) { out = c }); err == nil {
+				if err = r.Map(src, func(c cell.Cell) { out = c }); err == nil {
 					var ent []byte
 					if ent, err = r.TargetEntity(nil, &out); err == nil && p.FormatEntity(ent) != fmt.Sprintf("user=u%05d", g) {
 						err = fmt.Errorf("goroutine %d read back %s", g, p.FormatEntity(ent))

@@ -4,14 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
+	"path"
 	"sort"
+	"strings"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/transform"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Reasons an entity is chosen, as Target.ChosenBy lists them.
@@ -84,16 +86,140 @@ func (c *Choice) AddSketch(s *entity.Sketch, k, n int) {
 }
 
 // LoadSketch reads a sketch file (entity.SketchFile in a run's state
-// folder).
+// folder), local or a URL.
 func LoadSketch(path string) (*entity.Sketch, error) {
-	f, err := os.Open(path)
+	loc, err := vfs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %s: %w", path, err)
+	}
+	defer loc.Close()
+	b, err := vfs.ReadFile(loc.FS, loc.Path)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w (run the job first, or use --find-worst)", err)
 	}
-	defer f.Close()
-	s, err := entity.ReadSketch(f)
+	s, err := entity.ReadSketch(bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("verify: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// LoadStateSketch reads the entity sketches a run left in its state
+// folder dir (local or a URL): entity.SketchFile, or, after a sharded run,
+// every shard's entities.shard-I-of-N.json. It returns them with the files
+// read; AddSketches chooses from them.
+func LoadStateSketch(dir string) ([]*entity.Sketch, []string, error) {
+	loc, err := vfs.Open(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify: state folder %s: %w", dir, err)
+	}
+	defer loc.Close()
+	one := path.Join(loc.Path, entity.SketchFile)
+	if ok, _ := vfs.Exists(loc.FS, one); ok {
+		s, err := readSketchFile(loc.FS, one)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []*entity.Sketch{s}, []string{one}, nil
+	}
+	infos, err := loc.FS.ReadDir(loc.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify: no entity sketch in %s (%v): run the job first, or use --find-worst", dir, err)
+	}
+	var sks []*entity.Sketch
+	var files []string
+	for _, fi := range infos {
+		name := fi.Name()
+		if !strings.HasPrefix(name, "entities.shard-") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		p := path.Join(loc.Path, name)
+		s, err := readSketchFile(loc.FS, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		sks = append(sks, s)
+		files = append(files, p)
+	}
+	if len(sks) == 0 {
+		return nil, nil, fmt.Errorf("verify: no entity sketch in %s: run the job first, or use --find-worst", dir)
+	}
+	return sks, files, nil
+}
+
+// AddSketches chooses the k heaviest and a sample of n from several
+// sketches (one per shard of a run). Sketches of the same sizes and seed
+// merge exactly. Otherwise (shards that hashed with different seeds) the
+// heaviest are ranked by their counts summed over the sketches, and the
+// sample takes an equal share of each sketch's sample: uniform within each
+// shard, not across them.
+func (c *Choice) AddSketches(sks []*entity.Sketch, k, n int) {
+	if len(sks) == 0 {
+		return
+	}
+	same := true
+	for _, s := range sks[1:] {
+		same = same && s.K() == sks[0].K() && s.N() == sks[0].N() && s.Seed() == sks[0].Seed()
+	}
+	if same {
+		m := entity.NewSketch(sks[0].K(), sks[0].N(), sks[0].Seed())
+		for _, s := range sks {
+			m.Merge(s)
+		}
+		c.AddSketch(m, k, n)
+		return
+	}
+	for _, by := range []entity.By{entity.ByCells, entity.ByBytes} {
+		reason := ByHeaviestCells
+		if by == entity.ByBytes {
+			reason = ByHeaviestBytes
+		}
+		sum := map[string]*entity.Count{}
+		for _, s := range sks {
+			for _, e := range s.Heaviest(by) {
+				if t := sum[string(e.Key)]; t != nil {
+					t.Cells += e.Cells
+					t.Bytes += e.Bytes
+					continue
+				}
+				e := e
+				sum[string(e.Key)] = &e
+			}
+		}
+		list := make([]entity.Count, 0, len(sum))
+		for _, e := range sum {
+			list = append(list, *e)
+		}
+		sort.Slice(list, func(i, j int) bool {
+			a, b := list[i].Measure(by), list[j].Measure(by)
+			if a != b {
+				return a > b
+			}
+			return string(list[i].Key) < string(list[j].Key)
+		})
+		for i := 0; i < k && i < len(list); i++ {
+			c.Add(list[i].Key, reason)
+		}
+	}
+	share := (n + len(sks) - 1) / len(sks)
+	for _, s := range sks {
+		for i, e := range s.Sample() {
+			if i >= share {
+				break
+			}
+			c.Add(e.Key, BySample)
+		}
+	}
+}
+
+func readSketchFile(fsys vfs.FS, p string) (*entity.Sketch, error) {
+	b, err := vfs.ReadFile(fsys, p)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	s, err := entity.ReadSketch(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("verify: %s: %w", p, err)
 	}
 	return s, nil
 }

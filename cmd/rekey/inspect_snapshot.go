@@ -126,19 +126,13 @@ func dumpSnapshotCells(cmd *cobra.Command, s *snapshot.Snapshot, opts snapshot.S
 	}
 	var line []byte
 	for _, sp := range splits {
-		sc, err := s.NewScanner(cmd.Context(), sp, opts)
+		err := s.ReadSplit(cmd.Context(), sp, opts, func(c *cell.Cell) error {
+			line = cell.AppendDump(line[:0], c)
+			_, err := w.Write(line)
+			return err
+		})
 		if err != nil {
 			return err
-		}
-		for sc.Next() {
-			line = cell.AppendDump(line[:0], sc.Cell())
-			if _, err := w.Write(line); err != nil {
-				sc.Close()
-				return err
-			}
-		}
-		if err := sc.Close(); err != nil {
-			return fmt.Errorf("region %s: %w", sp.Region.EncodedName, err)
 		}
 	}
 	return nil
@@ -200,12 +194,7 @@ func describeSnapshot(s *snapshot.Snapshot) snapshotJSON {
 					if sf.Reference.Top {
 						half = "top"
 					}
-					var c cell.Cell
-					row := hex.EncodeToString(sf.Reference.SplitKey)
-					if cell.ParseKey(sf.Reference.SplitKey, &c) == nil {
-						row = hex.EncodeToString(c.Row)
-					}
-					st.Reference = half + " of split at row " + row
+					st.Reference = half + " of split at row " + hex.EncodeToString(sf.Reference.SplitRow())
 				}
 				rj.Files = append(rj.Files, st)
 			}

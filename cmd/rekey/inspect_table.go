@@ -14,7 +14,6 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/hbase/rpc"
 )
 
 // inspectTableOptions are the flags of `rekey inspect table`.
@@ -103,7 +102,7 @@ func runInspectTable(cmd *cobra.Command, args []string) error {
 	if !fl.cells {
 		regions, err := c.Regions(ctx, table)
 		if err != nil {
-			if errors.Is(err, rpc.ErrTableNotFound) {
+			if errors.Is(err, hbase.ErrTableNotFound) {
 				return usageError{err}
 			}
 			return err
@@ -136,7 +135,7 @@ func runInspectTable(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		if errors.Is(err, rpc.ErrTableNotFound) {
+		if errors.Is(err, hbase.ErrTableNotFound) {
 			return usageError{err}
 		}
 		return err

@@ -16,6 +16,7 @@ const (
 	exitOK       = 0 // done
 	exitProblems = 1 // done, with problems reported (failed verification, rejected keys)
 	exitUsage    = 2 // usage or configuration error; for verify, any error
+	// exitInterrupted (3, in run.go): stopped by a signal, resumable.
 )
 
 // usageError marks an error as the caller's fault (bad flag, bad job file),
@@ -51,6 +52,8 @@ func run(args []string) int {
 		return exitOK
 	case errors.Is(err, errProblems):
 		return exitProblems
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	}
 	fmt.Fprintln(os.Stderr, "rekey:", err)
 	var ue usageError

@@ -9,7 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -101,7 +103,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 			opts.Regions = nregions
 		}
 		pl = j.Program.NewPlanner(opts)
-		if complete, err = sample(ctx, snap, pl, f.sample); err != nil {
+		if complete, err = sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, f.sample); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -127,10 +129,10 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	return nil
 }
 
-// sample feeds the planner the first cells of every split, an equal share
-// each, so the sample sees every region rather than the first one only. It
+// sample feeds the planner the first cells of every split (read with the
+// job's scan options), an equal share each, so the sample sees every region rather than the first one only. It
 // reports whether that was every cell of the snapshot.
-func sample(ctx context.Context, snap *snapshot.Snapshot, pl *transform.Planner, limit int64) (bool, error) {
+func sample(ctx context.Context, snap *snapshot.Snapshot, scan snapshot.ScanOptions, pl *transform.Planner, limit int64) (bool, error) {
 	splits, err := snap.Splits(snapshot.SplitOptions{})
 	if err != nil {
 		return false, fmt.Errorf("splits: %w", err)
@@ -141,22 +143,18 @@ func sample(ctx context.Context, snap *snapshot.Snapshot, pl *transform.Planner,
 		per = max(1, limit/int64(len(splits)))
 	}
 	for _, sp := range splits {
-		sc, err := snap.NewScanner(ctx, sp, snapshot.ScanOptions{})
-		if err != nil {
-			return false, fmt.Errorf("split %s: %w", sp.ID, err)
-		}
 		n := int64(0)
-		for (per == 0 || n < per) && sc.Next() {
-			pl.Add(sc.Cell())
+		err := snap.ReadSplit(ctx, sp, scan, func(c *cell.Cell) error {
+			if per > 0 && n == per {
+				complete = false // a cell beyond this split's share
+				return cell.ErrStop
+			}
+			pl.Add(c)
 			n++
-		}
-		if per > 0 && n == per && sc.Next() {
-			complete = false
-		}
-		err = sc.Err()
-		sc.Close()
+			return nil
+		})
 		if err != nil {
-			return false, fmt.Errorf("split %s: %w", sp.ID, err)
+			return false, err
 		}
 	}
 	return complete, nil

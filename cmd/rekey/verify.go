@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -98,7 +97,7 @@ flags, unreadable snapshot, cluster unreachable).`,
 	fl.BoolVar(&f.findWorst, "find-worst", false, "find the heaviest entities and the sample in one pass over the old snapshot, instead of the run's sketch")
 	fl.BoolVar(&f.all, "all", false, "check every entity (one pass over the old snapshot to list them)")
 	fl.StringVar(&f.only, "only", "", "check only the entities to redo in this JSON report")
-	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default <job>.rekey/entities.json)")
+	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default: entities.json, or every shard's, in the job's state folder)")
 	fl.StringVar(&f.table, "table", "", "compare against this live table (default: the job's target table)")
 	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table")
 	fl.StringVar(&f.staging, "staging", "", "compare against the HFiles a run staged in this folder (STAGING/hfiles/REGION/FAMILY/*), before bulk load")
@@ -114,13 +113,6 @@ flags, unreadable snapshot, cluster unreachable).`,
 	fl.StringVar(&f.znodeParent, "znode-parent", "/hbase", "zookeeper.znode.parent of the target cluster")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each HBase operation, retries included")
 	rootCmd.AddCommand(cmd)
-}
-
-// stateDir is where a run keeps its state for job file path: beside it,
-// named after it with .rekey (job.yaml -> job.rekey/).
-func stateDir(path string) string {
-	dir, base := filepath.Split(path)
-	return filepath.Join(dir, strings.TrimSuffix(base, filepath.Ext(base))+".rekey")
 }
 
 func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string, f verifyFlags) error {
@@ -243,15 +235,20 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		}
 		countBytes = cs.BytesRead
 	} else if f.heaviest > 0 || f.sample > 0 {
-		path := f.sketch
-		if path == "" {
-			path = filepath.Join(stateDir(j.Path), entity.SketchFile)
+		var sks []*entity.Sketch
+		if f.sketch != "" {
+			sk, err := verify.LoadSketch(f.sketch)
+			if err != nil {
+				return usageError{err}
+			}
+			sks = append(sks, sk)
+		} else {
+			var err error
+			if sks, _, err = verify.LoadStateSketch(j.StateDir()); err != nil {
+				return usageError{err}
+			}
 		}
-		sk, err := verify.LoadSketch(path)
-		if err != nil {
-			return usageError{err}
-		}
-		choice.AddSketch(sk, f.heaviest, f.sample)
+		choice.AddSketches(sks, f.heaviest, f.sample)
 	}
 	if choice.Len() == 0 {
 		return usageError{errors.New("no entities to verify (give --entity, --find-worst, --all or --only, or run the job first)")}

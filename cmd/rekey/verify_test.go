@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -331,5 +332,60 @@ func TestVerifyStaging(t *testing.T) {
 	}
 	if code, _, _ := runRekey(t, "verify", job, "--all", "--staging", t.TempDir()); code != exitUsage {
 		t.Errorf("empty staging folder: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestVerifyUsesTheRunsSketch: `rekey run` leaves its entity sketch in the
+// job's state folder, and `rekey verify` with no entity flags checks the
+// heaviest and the sample from it; after a sharded run it merges every
+// shard's sketch, and chooses the same heaviest entities.
+func TestVerifyUsesTheRunsSketch(t *testing.T) {
+	root := demoSnapshot(t)
+	snaps := filepath.Join(root, "testdata", "snapshots", "demo_events")
+	verifyJSON := func(job string, extra ...string) verifyReport {
+		t.Helper()
+		args := append([]string{"verify", job, "--snapshot", "demo_events", "--snapshot-root", snaps, "--json"}, extra...)
+		code, out, errOut := runRekey(t, args...)
+		if code != exitOK {
+			t.Fatalf("verify: exit %d: %s\n%.2000s", code, errOut, out)
+		}
+		return decodeReport(t, out)
+	}
+	heaviest := func(r verifyReport) []string {
+		var out []string
+		for _, e := range r.Entities {
+			for _, c := range e.ChosenBy {
+				if c == "heaviest-cells" {
+					out = append(out, e.Entity)
+				}
+			}
+		}
+		return out
+	}
+
+	whole := identityJob(t, root, "")
+	if code, out, errOut := runRekey(t, "verify", whole, "--snapshot", "demo_events", "--snapshot-root", snaps); code != exitUsage || !strings.Contains(errOut, "run the job first") {
+		t.Fatalf("before any run: exit %d: %s %s", code, errOut, out)
+	}
+	if code, _, errOut := runRekey(t, "run", whole, "--sink", "dry-run", "--progress", "none"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	r := verifyJSON(whole, "--heaviest", "5", "--sample", "20")
+	if r.Summary.Entities < 20 || r.Summary.Entities > 30 || len(heaviest(r)) != 5 {
+		t.Errorf("from the run's sketch: %d entities, heaviest %v", r.Summary.Entities, heaviest(r))
+	}
+
+	sharded := identityJob(t, root, "")
+	for _, sh := range []string{"0/2", "1/2"} {
+		if code, _, errOut := runRekey(t, "run", sharded, "--sink", "dry-run", "--shard", sh, "--progress", "none"); code != 0 {
+			t.Fatalf("run shard %s: exit %d: %s", sh, code, errOut)
+		}
+	}
+	rs := verifyJSON(sharded, "--heaviest", "5", "--sample", "20")
+	a, b := heaviest(r), heaviest(rs)
+	sort.Strings(a)
+	sort.Strings(b)
+	if strings.Join(a, ",") != strings.Join(b, ",") {
+		t.Errorf("heaviest from the shards' merged sketches %v, from one run's %v", b, a)
 	}
 }

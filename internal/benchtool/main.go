@@ -4,6 +4,7 @@
 // two side by side as ratios.
 //
 //	benchtool read-hfile PATH                      every cell of one local HFile
+//	benchtool write-hfile PATH N [ENCODING [CODEC]] N cells into a local HFile with hfile.Writer
 //	benchtool read-snapshot ROOT NAME [WORKERS]    every cell of a snapshot, all versions, split per region
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
@@ -13,6 +14,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -50,7 +52,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: benchtool read-hfile PATH | read-snapshot ROOT NAME [WORKERS] | put ZKQUORUM TABLE N BATCH")
+		return fmt.Errorf("usage: benchtool read-hfile PATH | write-hfile PATH N [ENCODING [CODEC]] | read-snapshot ROOT NAME [WORKERS] | put ZKQUORUM TABLE N BATCH")
 	}
 	switch args[0] {
 	case "read-hfile":
@@ -58,6 +60,26 @@ func run(args []string) error {
 			return fmt.Errorf("usage: benchtool read-hfile PATH")
 		}
 		return warmThenEmit(func() (result, error) { return readHFile(args[1]) })
+	case "write-hfile":
+		if len(args) < 3 || len(args) > 5 {
+			return fmt.Errorf("usage: benchtool write-hfile PATH N [ENCODING [CODEC]]")
+		}
+		n, err := strconv.ParseInt(args[2], 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("N must be a positive integer, got %q", args[2])
+		}
+		enc, codec := "NONE", "NONE"
+		if len(args) > 3 {
+			enc = args[3]
+		}
+		if len(args) > 4 {
+			codec = args[4]
+		}
+		r, err := writeHFile(args[1], n, enc, codec)
+		if err != nil {
+			return err
+		}
+		return emit(r)
 	case "read-snapshot":
 		if len(args) < 3 || len(args) > 4 {
 			return fmt.Errorf("usage: benchtool read-snapshot ROOT NAME [WORKERS]")
@@ -121,6 +143,13 @@ func cellBytes(c *cell.Cell) int64 {
 	return int64(cell.KeyLen(c) + len(c.Value))
 }
 
+// count adds one cell to r, as a cell.ForEach callback.
+func (r *result) count(c *cell.Cell) error {
+	r.Cells++
+	r.Bytes += cellBytes(c)
+	return nil
+}
+
 func readHFile(path string) (result, error) {
 	start := time.Now()
 	r, err := hfile.OpenFile(path)
@@ -128,20 +157,116 @@ func readHFile(path string) (result, error) {
 		return result{}, err
 	}
 	defer r.Close()
-	it := r.NewIterator()
 	res := result{Op: "read-hfile"}
-	for ok := it.First(); ok; ok = it.Next() {
-		res.Cells++
-		res.Bytes += cellBytes(it.Cell())
-	}
-	if err := it.Err(); err != nil {
-		return result{}, err
-	}
-	if err := it.Close(); err != nil {
+	if err := cell.ForEach(r.NewIterator(), res.count); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
+}
+
+// javaRandom is java.util.Random (a 48-bit LCG), so the written values
+// are byte for byte those of the oracle's bench-write-hfile.
+type javaRandom struct{ seed int64 }
+
+func newJavaRandom(seed int64) *javaRandom {
+	return &javaRandom{seed: (seed ^ 0x5DEECE66D) & (1<<48 - 1)}
+}
+
+func (r *javaRandom) nextInt() int32 {
+	r.seed = (r.seed*0x5DEECE66D + 0xB) & (1<<48 - 1)
+	return int32(r.seed >> 16)
+}
+
+func (r *javaRandom) nextBytes(b []byte) {
+	for i := 0; i < len(b); {
+		v := r.nextInt()
+		for n := min(len(b)-i, 4); n > 0; n-- {
+			b[i] = byte(v)
+			v >>= 8
+			i++
+		}
+	}
+}
+
+// writeHFile writes the cells the oracle's bench-write-hfile writes (rows
+// of five columns, increasing timestamps, 32-byte values half random, half
+// repeated) with the same file settings (64 KiB blocks, tags, no memstore
+// timestamps, no bloom), timing file creation to close as the Java side
+// does.
+func writeHFile(path string, n int64, encName, codecName string) (result, error) {
+	var enc hfile.Encoding
+	var codec hfile.Codec
+	found := false
+	for _, e := range []hfile.Encoding{hfile.EncodingNone, hfile.EncodingPrefix, hfile.EncodingDiff, hfile.EncodingFastDiff, hfile.EncodingRowIndexV1} {
+		if e.String() == encName {
+			enc, found = e, true
+		}
+	}
+	if !found {
+		return result{}, fmt.Errorf("unknown encoding %q", encName)
+	}
+	found = false
+	for _, c := range []hfile.Codec{hfile.CodecNone, hfile.CodecGZ, hfile.CodecSnappy, hfile.CodecLZ4, hfile.CodecZstd} {
+		if c.String() == codecName {
+			codec, found = c, true
+		}
+	}
+	if !found {
+		return result{}, fmt.Errorf("unknown codec %q", codecName)
+	}
+	start := time.Now()
+	f, err := os.Create(path)
+	if err != nil {
+		return result{}, err
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	w, err := hfile.NewWriter(bw, hfile.WriterOptions{Name: path, BlockSize: 64 << 10, Encoding: enc, Codec: codec, Tags: true})
+	if err != nil {
+		return result{}, err
+	}
+	const tsBase = 1767225600000 // the oracle's Seed.TS_BASE
+	rnd := newJavaRandom(42)
+	res := result{Op: "write-hfile"}
+	var row, q []byte
+	value := make([]byte, 32)
+	for i := int64(0); i < n; i++ {
+		row = append(row[:0], "row"...)
+		row = appendPadded(row, i/5, 10)
+		q = strconv.AppendInt(append(q[:0], "col"...), i%5, 10)
+		rnd.nextBytes(value)
+		for j := 16; j < 32; j++ {
+			value[j] = 'x'
+		}
+		c := cell.Cell{Row: row, Family: []byte("f"), Qualifier: q, Timestamp: tsBase + i, Type: cell.Put, Value: value}
+		if err := w.Append(&c); err != nil {
+			return result{}, err
+		}
+		res.Cells++
+		res.Bytes += cellBytes(&c)
+	}
+	if err := w.Close(); err != nil {
+		return result{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return result{}, err
+	}
+	if err := f.Close(); err != nil {
+		return result{}, err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// appendPadded appends v in decimal, zero-padded to width digits.
+func appendPadded(b []byte, v int64, width int) []byte {
+	var d [20]byte
+	s := strconv.AppendInt(d[:0], v, 10)
+	for k := len(s); k < width; k++ {
+		b = append(b, '0')
+	}
+	return append(b, s...)
 }
 
 func readSnapshot(root, name string, workers int) (result, error) {
@@ -162,22 +287,11 @@ func readSnapshot(root, name string, workers int) (result, error) {
 	for _, sp := range splits {
 		g.Go(func() error {
 			// All versions, as the oracle's bench scan reads them.
-			sc, err := s.NewScanner(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30})
-			if err != nil {
-				return err
-			}
-			var n, b int64
-			for sc.Next() {
-				n++
-				b += cellBytes(sc.Cell())
-			}
-			cells.Add(n)
-			bytes.Add(b)
-			if err := sc.Err(); err != nil {
-				sc.Close()
-				return err
-			}
-			return sc.Close()
+			var part result
+			err := s.ReadSplit(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, part.count)
+			cells.Add(part.Cells)
+			bytes.Add(part.Bytes)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -242,16 +356,7 @@ func scan(zk, table string) (result, error) {
 	defer c.Close()
 	res := result{Op: "scan"}
 	start := time.Now()
-	sc := c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000})
-	for sc.Next() {
-		res.Cells++
-		res.Bytes += cellBytes(sc.Cell())
-	}
-	if err := sc.Err(); err != nil {
-		sc.Close()
-		return result{}, err
-	}
-	if err := sc.Close(); err != nil {
+	if err := cell.ForEach(c.Scan(ctx, []byte(table), &hbase.Scan{Caching: 1000}), res.count); err != nil {
 		return result{}, err
 	}
 	res.Seconds = time.Since(start).Seconds()

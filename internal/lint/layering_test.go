@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"vfs":       {},
 	"hfile":     {"cell"},
 	"snapshot":  {"cell", "hfile", "vfs"},
-	"hbase":     {"cell", "hfile"},
+	"hbase":     {"cell"},
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},

@@ -3,12 +3,8 @@ package testenv
 import (
 	"bufio"
 	"bytes"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -78,7 +74,7 @@ func readDump(t *testing.T, path string) []cell.Cell {
 	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	var buf []byte
 	for line := 1; sc.Scan(); line++ {
-		c, err := parseDumpLine(sc.Text())
+		c, err := ParseDumpLine(sc.Text())
 		if err != nil {
 			t.Fatalf("%s:%d: %v", path, line, err)
 		}
@@ -95,30 +91,4 @@ func readDump(t *testing.T, path string) []cell.Cell {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return cells
-}
-
-func parseDumpLine(s string) (cell.Cell, error) {
-	var c cell.Cell
-	f := strings.Split(s, "\t")
-	if len(f) != 6 {
-		return c, fmt.Errorf("%d fields, want 6", len(f))
-	}
-	var err error
-	if c.Row, err = hex.DecodeString(f[0]); err != nil {
-		return c, fmt.Errorf("row: %w", err)
-	}
-	c.Family = []byte(f[1])
-	if c.Qualifier, err = hex.DecodeString(f[2]); err != nil {
-		return c, fmt.Errorf("qualifier: %w", err)
-	}
-	if c.Timestamp, err = strconv.ParseInt(f[3], 10, 64); err != nil {
-		return c, fmt.Errorf("timestamp: %w", err)
-	}
-	if c.Type, err = cell.ParseType(f[4]); err != nil {
-		return c, err
-	}
-	if c.Value, err = hex.DecodeString(f[5]); err != nil {
-		return c, fmt.Errorf("value: %w", err)
-	}
-	return c, nil
 }

@@ -152,7 +152,13 @@ type Ref struct {
 	// Top is true for the upper half (keys >= SplitKey), false for the
 	// bottom half (keys < SplitKey).
 	Top bool
+	// Key is SplitKey parsed (its slices alias SplitKey): every decoder
+	// checks and parses it here, once, so readers compare cells with Key.
+	Key cell.Cell
 }
+
+// SplitRow is the row of the split key: the first row of the top half.
+func (r *Ref) SplitRow() []byte { return r.Key.Row }
 
 // DecodeReference parses the content of a Reference file: PBUF then a
 // Reference message to EOF, or the pre-0.96 Writable form (one boolean
@@ -186,8 +192,7 @@ func DecodeReference(b []byte) (Ref, error) {
 // checkSplitKey insists the split key is a KeyValue key: the half-file
 // reader compares cells with it.
 func checkSplitKey(r Ref) (Ref, error) {
-	var c cell.Cell
-	if err := cell.ParseKey(r.SplitKey, &c); err != nil {
+	if err := cell.ParseKey(r.SplitKey, &r.Key); err != nil {
 		return Ref{}, corrupt("reference split key", err)
 	}
 	return r, nil

@@ -58,6 +58,20 @@ final class Dump implements AutoCloseable {
   }
 
   void cell(Cell c) throws IOException {
+    cell(c, false);
+  }
+
+  /** Writes one line of text as is (with its newline). */
+  void line(String s) throws IOException {
+    byte[] b = (s + "\n").getBytes(StandardCharsets.UTF_8);
+    out.write(b, 0, b.length);
+  }
+
+  /**
+   * Writes c; with tags, a seventh column holds the cell's raw tags
+   * section in hex (empty when it has none).
+   */
+  void cell(Cell c, boolean tags) throws IOException {
     hex(c.getRowArray(), c.getRowOffset(), c.getRowLength());
     tab();
     raw(c.getFamilyArray(), c.getFamilyOffset(), c.getFamilyLength());
@@ -71,6 +85,10 @@ final class Dump implements AutoCloseable {
     raw(t, 0, t.length);
     tab();
     hex(c.getValueArray(), c.getValueOffset(), c.getValueLength());
+    if (tags) {
+      tab();
+      hex(c.getTagsArray(), c.getTagsOffset(), c.getTagsLength());
+    }
     ensure(1);
     buf[n++] = '\n';
     out.write(buf, 0, n);

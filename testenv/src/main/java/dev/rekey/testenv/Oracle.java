@@ -61,6 +61,8 @@ public final class Oracle {
       "  dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]   cells of a snapshot (TableSnapshotScanner)",
       "  dump-table TABLE [--raw] [--max-versions N]             cells of a live table (scan)",
       "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
+      "  check-hfile [--tags] PATH...         check each HFile as a bulk load would (order, file info,",
+      "                                       bloom) and dump it: '#' lines of facts, then its cells",
       "  count TABLE|SNAPSHOT --prefix HEX... rows and cells under each row-key prefix",
       "  regions TABLE                        encodedname, startkeyhex, endkeyhex, server per region",
       "  files TABLE                          every store file of the live table: hdfs URL, size",
@@ -222,6 +224,19 @@ public final class Oracle {
         need(a, 1, 1, "dump-hfile PATH");
         try (Dump d = new Dump(System.out)) {
           readHFile(path(a[0]), d, null);
+        }
+        return;
+      }
+      case "check-hfile": {
+        boolean tags = a.length > 0 && a[0].equals("--tags");
+        String[] paths = tags ? Arrays.copyOfRange(a, 1, a.length) : a;
+        if (paths.length == 0) {
+          throw new UsageException("expected check-hfile [--tags] PATH...");
+        }
+        try (Dump d = new Dump(System.out)) {
+          for (String p : paths) {
+            CheckHFile.check(baseConf(), path(p), d, tags);
+          }
         }
         return;
       }

@@ -95,6 +95,8 @@ final class Seed {
     int max_events = 5000;
     double zipf_s = 1.0;
     int days = 30;
+    // cells: a file of canonical dump lines to write as they are
+    String file;
     // split, snapshot
     String key;
     String key_hex;
@@ -220,6 +222,9 @@ final class Seed {
       case "events":
         events(st);
         break;
+      case "cells":
+        cells(st);
+        break;
       case "flush":
         try (Admin admin = conn.getAdmin()) {
           admin.flush(tn);
@@ -239,7 +244,62 @@ final class Seed {
         break;
       default:
         throw new IllegalArgumentException("unknown op " + st.op
-            + " (rows, wide_row, big_values, events, flush, split, major_compact, snapshot)");
+            + " (rows, wide_row, big_values, events, cells, flush, split, major_compact, snapshot)");
+    }
+  }
+
+  /**
+   * Writes the cells of a dump file (rowhex, family, qualifierhex,
+   * timestamp, type, valuehex per line) with their own timestamps: puts as
+   * Puts, delete markers as Deletes of their type. Tests generate exactly
+   * the source cells they need this way, binary keys included.
+   */
+  private void cells(Step st) throws IOException {
+    if (st.file == null) {
+      throw new IllegalArgumentException("cells needs \"file\"");
+    }
+    try (BufferedMutator m = mutator();
+        java.io.BufferedReader r = Files.newBufferedReader(Paths.get(st.file), StandardCharsets.UTF_8)) {
+      String line;
+      int n = 0;
+      while ((line = r.readLine()) != null) {
+        n++;
+        if (line.isEmpty()) {
+          continue;
+        }
+        String[] f = line.split("\t", -1);
+        if (f.length != 6) {
+          throw new IOException(st.file + ":" + n + ": " + f.length + " fields, want 6");
+        }
+        byte[] row = Bytes.fromHex(f[0]);
+        byte[] fam = Bytes.toBytes(f[1]);
+        byte[] q = Bytes.fromHex(f[2]);
+        long ts = Long.parseLong(f[3]);
+        switch (f[4]) {
+          case "Put":
+            m.mutate(new Put(row).addColumn(fam, q, ts, Bytes.fromHex(f[5])));
+            puts++;
+            break;
+          case "Delete":
+            m.mutate(new Delete(row).addColumn(fam, q, ts));
+            deletes++;
+            break;
+          case "DeleteColumn":
+            m.mutate(new Delete(row).addColumns(fam, q, ts));
+            deletes++;
+            break;
+          case "DeleteFamily":
+            m.mutate(new Delete(row).addFamily(fam, ts));
+            deletes++;
+            break;
+          case "DeleteFamilyVersion":
+            m.mutate(new Delete(row).addFamilyVersion(fam, ts));
+            deletes++;
+            break;
+          default:
+            throw new IOException(st.file + ":" + n + ": type " + f[4]);
+        }
+      }
     }
   }
 

@@ -1,0 +1,482 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/transform"
+)
+
+// exitInterrupted: the run stopped on a signal; the checkpoint is written
+// and --resume goes on.
+const exitInterrupted = 3
+
+// errInterrupted is returned by rekey run after a signal; it maps to exit 3.
+var errInterrupted = errors.New("interrupted")
+
+// runFlags are the options of rekey run; each overrides the job file.
+type runFlags struct {
+	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
+	controlAddr, progress, only, setTS, shard                                    string
+	workers, batchCells, callsPerServer                                          int
+	cellsPerSec, readMBPerSec                                                    float64
+	resume, fresh, raw, create, json                                             bool
+}
+
+func init() {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run JOB",
+		Short: "Run a job: read the snapshot, re-key every cell, write the target",
+		Long: `run reads the job's source snapshot split by split with a pool of workers, maps
+every cell into the new key layout and writes it through the sink: batched
+puts into the live target table, staged HFiles for a bulk load, or nothing
+(dry-run: read, map and count). Each split is recorded in a checkpoint once
+the sink has made it durable; --resume skips those splits after a crash or
+an interrupt. Timestamps are kept, so a redone split writes the same cells
+again and adds no versions.
+
+Every flag overrides the job file's value (run, sink, source.scan, target).
+
+While it runs, Ctrl-C or SIGTERM stops reading, lets in-flight writes land,
+writes the checkpoint and exits 3; a second signal exits at once. With
+--control-addr, a loopback HTTP endpoint serves GET /status, POST /pause,
+POST /resume, POST /limits?cells_per_sec=N&read_mb_per_sec=M and
+GET /metrics (Prometheus).
+
+Exit status: 0 done; 1 done with rejected keys, collisions or failed
+mutations reported (or the run failed: damaged input, cluster errors);
+2 the job file, flags or checkpoint are wrong; 3 interrupted, resumable.`,
+		Example: `  rekey run configs/demo.yaml --sink dry-run
+  rekey run jobs/events.yaml --workers 8 --resume
+  rekey run jobs/events.yaml --from 2026-11-29T00:00:00Z --to 2026-11-30T00:00:00Z --resume
+  rekey run jobs/events.yaml --max-cells-per-sec 50000 --control-addr 127.0.0.1:7070
+  rekey run jobs/events.yaml --json > summary.json
+  rekey run jobs/events.yaml --shard $JOB_COMPLETION_INDEX/8 --resume   # one of 8 pods`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd, args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.sink, "sink", "", "puts, hfiles or dry-run (job: sink.type; default puts)")
+	fl.IntVar(&f.workers, "workers", 0, "splits read at once (job: run.workers; default the number of CPUs)")
+	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB (job: run.split_bytes)")
+	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file, local or hdfs:// (job: run.checkpoint; default JOB.rekey/checkpoint.json beside the job file)")
+	fl.BoolVar(&f.resume, "resume", false, "skip the splits the checkpoint records done (starts fresh when there is none)")
+	fl.BoolVar(&f.fresh, "fresh", false, "discard an existing checkpoint and start over")
+	fl.StringVar(&f.from, "from", "", "copy only cells with timestamp >= this (epoch ms or RFC 3339; job: source.scan.from)")
+	fl.StringVar(&f.to, "to", "", "copy only cells with timestamp < this (epoch ms or RFC 3339; job: source.scan.to)")
+	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
+	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
+	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper; default from $HBASE_CONF_DIR/hbase-site.xml)")
+	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
+	fl.BoolVar(&f.create, "create", false, "create the target table when it is missing (job: target.create)")
+	fl.Float64Var(&f.cellsPerSec, "max-cells-per-sec", 0, "cap on cells written per second, whole run (job: run.max_cells_per_sec)")
+	fl.Float64Var(&f.readMBPerSec, "max-read-mb-per-sec", 0, "cap on MB read per second from the snapshot (job: run.max_read_mb_per_sec)")
+	fl.IntVar(&f.callsPerServer, "max-calls-per-server", 0, "cap on write calls in flight per region server (job: run.max_calls_per_server)")
+	fl.IntVar(&f.batchCells, "batch-cells", 0, "cells per Multi call (job: sink.batch_cells; default 5000)")
+	fl.StringVar(&f.batchBytes, "batch-bytes", "", "bytes per Multi call (job: sink.batch_bytes; default 2MiB)")
+	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 1GiB (job: run.memory)")
+	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
+	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port (job: run.control_addr)")
+	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
+	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
+	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	rootCmd.AddCommand(cmd)
+}
+
+func runRun(cmd *cobra.Command, path string, f runFlags) error {
+	j, err := job.Load(path)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := applyRunFlags(j, f); err != nil {
+		return usageError{err}
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
+
+	// The first signal stops the run cleanly; a second exits at once.
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+		case <-ctx.Done():
+			return
+		}
+		logf("stopping: finishing in-flight writes and writing the checkpoint (signal again to exit at once)")
+		cancel()
+		if _, ok := <-sigs; ok {
+			os.Exit(exitInterrupted)
+		}
+	}()
+
+	kind := j.Sink.Kind
+	if kind == "" {
+		kind = job.SinkPuts
+	}
+	var sink pipeline.Sink
+	var client *hbase.Client
+	switch kind {
+	case job.SinkDryRun:
+		sink = pipeline.DryRun{}
+	case job.SinkPuts:
+		cfg, err := pipeline.ClientConfig(j)
+		if err != nil {
+			return usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper)", path, err)}
+		}
+		client, err = hbase.NewClient(cfg)
+		if err != nil {
+			return fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
+		}
+		defer client.Close()
+		if err := prepareTarget(ctx, client, j, logf); err != nil {
+			return err
+		}
+		workers := j.Run.Workers
+		if workers <= 0 {
+			workers = defaultWorkers()
+		}
+		sink = pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{
+			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
+			CallsPerServer: j.Run.MaxCallsPerServer, Workers: workers,
+			BufferBytes: memoryOf(j) / 2 / int64(workers),
+		})
+	default:
+		return usageError{fmt.Errorf("sink %q is not available in this build", kind)}
+	}
+
+	ctl := pipeline.NewControl(pipeline.Limits{CellsPerSec: j.Run.MaxCellsPerSec, ReadBytesPerSec: j.Run.MaxReadMBPerSec * 1e6})
+	if j.Run.ControlAddr != "" {
+		addr, err := ctl.Serve(ctx, j.Run.ControlAddr)
+		if err != nil {
+			return usageError{err}
+		}
+		logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", addr)
+	}
+	cfg := pipeline.Config{Job: j, Sink: sink, Control: ctl, Resume: f.resume, Fresh: f.fresh, Logf: logf}
+	if f.shard != "" {
+		sh, err := parseShard(f.shard)
+		if err != nil {
+			return usageError{err}
+		}
+		cfg.Shard = sh
+	}
+	switch mode := f.progress; mode {
+	case "auto":
+		cfg.Progress = stderr
+		cfg.Interactive = isTerminal(stderr)
+	case "bar":
+		cfg.Progress, cfg.Interactive = stderr, true
+	case "log":
+		cfg.Progress = stderr
+	case "none":
+	default:
+		return usageError{fmt.Errorf("--progress %q: expected auto, bar, log or none", mode)}
+	}
+	sum, err := pipeline.Run(ctx, cfg)
+	if sum != nil {
+		if f.json {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			enc.Encode(sum)
+		} else {
+			printRunSummary(stdout, sum)
+		}
+	}
+	switch {
+	case errors.Is(err, pipeline.ErrInterrupted):
+		logf("%v", err)
+		return errInterrupted
+	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch):
+		return usageError{err}
+	case err != nil:
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return usageError{fmt.Errorf("%s: source snapshot: %w", path, err)}
+		}
+		return err
+	case sum.Problems():
+		return errProblems
+	}
+	return nil
+}
+
+// prepareTarget checks or creates the target table before anything is
+// written.
+func prepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, logf func(string, ...any)) error {
+	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		if errors.Is(err, snapshot.ErrNotFound) {
+			return usageError{fmt.Errorf("source snapshot: %w", err)}
+		}
+		return fmt.Errorf("source snapshot: %w", err)
+	}
+	defer snap.Close()
+	keys := j.Target.Create.SplitKeys
+	if j.Target.Create.Enabled && len(keys) == 0 {
+		exists, err := c.TableExists(ctx, j.Target.Table)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			regions := j.Target.Create.Regions
+			if regions <= 0 {
+				regions = len(snap.Regions())
+			}
+			pl := j.Program.NewPlanner(transform.PlanOptions{Regions: regions})
+			if _, err := sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, 200_000); err != nil {
+				return fmt.Errorf("planning split keys: %w", err)
+			}
+			for _, h := range pl.Report(false).SplitKeysHex {
+				k, err := hex.DecodeString(h)
+				if err == nil && len(k) > 0 {
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	created, err := pipeline.PrepareTarget(ctx, c, j, snap, keys)
+	if errors.Is(err, pipeline.ErrTargetFamilies) {
+		return usageError{err}
+	}
+	if err != nil {
+		return err
+	}
+	if created {
+		logf("created table %s with %d regions", j.Target.Table, len(keys)+1)
+	}
+	return nil
+}
+
+// applyRunFlags overrides the job file with the flags given.
+func applyRunFlags(j *job.Job, f runFlags) error {
+	if f.sink != "" {
+		switch k := job.SinkKind(f.sink); k {
+		case job.SinkPuts, job.SinkDryRun, job.SinkHFiles:
+			j.Sink.Kind = k
+		default:
+			return fmt.Errorf("--sink %q: expected puts, hfiles or dry-run", f.sink)
+		}
+	}
+	if f.workers < 0 {
+		return fmt.Errorf("--workers %d: expected 1 or more", f.workers)
+	} else if f.workers > 0 {
+		j.Run.Workers = f.workers
+	}
+	for _, s := range []struct {
+		flag, v string
+		dst     *int64
+	}{{"--split-bytes", f.splitBytes, &j.Run.SplitBytes}, {"--memory", f.memory, &j.Run.Memory}, {"--batch-bytes", f.batchBytes, &j.Sink.BatchBytes}} {
+		if s.v == "" {
+			continue
+		}
+		n, err := job.ParseSize(s.v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.flag, err)
+		}
+		*s.dst = n
+	}
+	for _, t := range []struct {
+		flag, v string
+		dst     *int64
+	}{{"--from", f.from, &j.Source.Scan.From}, {"--to", f.to, &j.Source.Scan.To}, {"--set-timestamp", f.setTS, &j.Run.SetTimestamp}} {
+		if t.v == "" {
+			continue
+		}
+		ms, err := parseInstant(t.v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.flag, err)
+		}
+		*t.dst = ms
+	}
+	if s := j.Source.Scan; s.To != 0 && s.From >= s.To {
+		return fmt.Errorf("empty time range: from %d is not before to %d", s.From, s.To)
+	}
+	if f.raw {
+		j.Source.Scan.Raw = true
+	}
+	if f.checkpoint != "" {
+		j.Run.Checkpoint = f.checkpoint
+	}
+	if f.table != "" {
+		j.Target.Table = f.table
+	}
+	if f.zk != "" {
+		j.Target.ZKQuorum = f.zk
+	}
+	if f.znode != "" {
+		j.Target.ZNodeParent = f.znode
+	}
+	if f.create {
+		j.Target.Create.Enabled = true
+	}
+	if f.cellsPerSec < 0 || f.readMBPerSec < 0 || f.callsPerServer < 0 || f.batchCells < 0 {
+		return errors.New("caps and batch sizes must be 0 (none) or more")
+	}
+	if f.cellsPerSec > 0 {
+		j.Run.MaxCellsPerSec = f.cellsPerSec
+	}
+	if f.readMBPerSec > 0 {
+		j.Run.MaxReadMBPerSec = f.readMBPerSec
+	}
+	if f.callsPerServer > 0 {
+		j.Run.MaxCallsPerServer = f.callsPerServer
+	}
+	if f.batchCells > 0 {
+		j.Sink.BatchCells = f.batchCells
+	}
+	if f.controlAddr != "" {
+		j.Run.ControlAddr = f.controlAddr
+	}
+	if f.resume && f.fresh {
+		return errors.New("--resume and --fresh exclude each other")
+	}
+	return nil
+}
+
+// parseShard reads "I/N" with 0 <= I < N.
+func parseShard(s string) (pipeline.Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	a, err1 := strconv.Atoi(i)
+	b, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
+		return pipeline.Shard{}, fmt.Errorf("--shard %q: expected I/N with 0 <= I < N, e.g. 0/4", s)
+	}
+	return pipeline.Shard{Index: a, Count: b}, nil
+}
+
+// parseInstant reads epoch milliseconds or RFC 3339.
+func parseInstant(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < 0 {
+			return 0, fmt.Errorf("negative time %d", ms)
+		}
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither epoch milliseconds nor an RFC 3339 time such as 2026-11-29T00:00:00Z", s)
+	}
+	return t.UnixMilli(), nil
+}
+
+func memoryOf(j *job.Job) int64 {
+	if j.Run.Memory > 0 {
+		return j.Run.Memory
+	}
+	return pipeline.DefaultMemory
+}
+
+func defaultWorkers() int {
+	if n := os.Getenv("GOMAXPROCS"); n != "" {
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			return v
+		}
+	}
+	return numCPU()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func printRunSummary(w io.Writer, s *pipeline.Summary) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	state := "done"
+	switch {
+	case s.Interrupted:
+		state = "interrupted (resume with --resume)"
+	case s.Error != "":
+		state = "failed"
+	case !s.Finished:
+		state = "unfinished (splits left; resume with --resume)"
+	case s.Problems():
+		state = "done, with problems"
+	}
+	p("run %s: %s\n", s.Job, state)
+	p("  source    snapshot %s\n", s.Snapshot)
+	p("  target    %s (sink %s)\n", s.Table, s.Sink)
+	p("  splits    %d done of %d", s.Done, s.Splits)
+	if s.Skipped > 0 {
+		p(" (%d done by earlier runs)", s.Skipped)
+	}
+	p("\n")
+	verb := "written"
+	if s.Sink == "dry-run" {
+		verb = "mapped (dry run: nothing written)"
+	}
+	p("  cells     %d read, %d %s, %d rejected, %d collided, %d failed\n", s.Read, s.Written, verb, s.Rejected, s.Collided, s.Failed)
+	p("  bytes     %.1f MB %s, %.1f MB read from the snapshot\n", float64(s.Bytes)/1e6, strings.Fields(verb)[0], float64(s.BytesRead)/1e6)
+	for i, h := range s.Heaviest {
+		if i == 0 {
+			p("  heaviest  ")
+		} else {
+			p("            ")
+		}
+		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
+	}
+	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, humanRate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
+	p("  collisions checked: %s\n", map[string]string{"none": "not needed (the new key keeps every old field)", "split": "within each split"}[s.CollisionScope])
+	p("  checkpoint %s\n", s.Checkpoint)
+	if s.Entities != "" {
+		p("  entities  %s (heaviest and a sample, for rekey verify)\n", s.Entities)
+	}
+	if s.Rejects != "" {
+		p("  rejects   %s\n", s.Rejects)
+	}
+	for _, e := range s.Examples {
+		p("  example   %s\n", e)
+	}
+	for _, wn := range s.Warnings {
+		p("  warning   %s\n", wn)
+	}
+	for _, sp := range s.PerSplit {
+		if sp.Error != "" {
+			p("  split %s: %s\n", sp.ID, sp.Error)
+		}
+	}
+	if s.Error != "" {
+		p("  error     %s\n", strings.ReplaceAll(s.Error, "\n", " "))
+	}
+}
+
+func humanRate(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+func numCPU() int { return runtime.NumCPU() }

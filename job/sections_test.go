@@ -1,0 +1,109 @@
+package job
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const sectionsBase = `
+source:
+  root: snaps
+  name: s1
+  scan: {versions: 3, from: 1700000000000, to: "2026-11-30T00:00:00Z", raw: true, families: [e], ttl_at: snapshot}
+target:
+  table: t2
+  zookeeper: zk1:2181
+  create: {regions: 8, split_keys: ["0x0a", m], families: {d: {compression: ZSTD}}}
+source_layout:
+  row: [{field: user, type: string}]
+  qualifier: [{field: ts, type: int, width: 8}]
+target_layout:
+  row: [{field: user, type: string, sep: "|"}, {field: day, type: time_bucket, of: ts, unit: day}]
+  qualifier: [{type: offset, of: ts, bucket: day}]
+entity: [user]
+families: {e: d}
+sink: {type: hfiles, staging: stage, load: false}
+run: {workers: 3, split_bytes: 64MiB, memory: 1GiB, max_cells_per_sec: 5000, max_read_mb_per_sec: 2.5, max_calls_per_server: 1, heavy_hitters: 10, sample_entities: 50, control_addr: "127.0.0.1:0", checkpoint: ck/c.json}
+`
+
+func TestSectionsDecode(t *testing.T) {
+	j, err := Parse("/jobs/daily.yaml", []byte(sectionsBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := j.Source.Scan
+	if s.Versions != 3 || s.From != 1700000000000 || s.To != time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC).UnixMilli() || !s.Raw || !s.TTLAtSnapshot || len(s.Families) != 1 {
+		t.Errorf("scan = %+v", s)
+	}
+	c := j.Target.Create
+	if !c.Enabled || c.Regions != 8 || len(c.SplitKeys) != 2 || c.SplitKeys[0][0] != 0x0a || string(c.SplitKeys[1]) != "m" || c.Families["d"]["COMPRESSION"] != "ZSTD" {
+		t.Errorf("create = %+v", c)
+	}
+	if j.Target.ZKQuorum != "zk1:2181" {
+		t.Errorf("zookeeper = %q", j.Target.ZKQuorum)
+	}
+	if j.Sink.Kind != SinkHFiles || j.Sink.Staging != "/jobs/stage" || !j.Sink.NoLoad {
+		t.Errorf("sink = %+v", j.Sink)
+	}
+	r := j.Run
+	if r.Workers != 3 || r.SplitBytes != 64<<20 || r.Memory != 1<<30 || r.MaxCellsPerSec != 5000 || r.MaxReadMBPerSec != 2.5 || r.MaxCallsPerServer != 1 || r.HeavyHitters != 10 || r.SampleEntities != 50 {
+		t.Errorf("run = %+v", r)
+	}
+	if j.CheckpointPath() != "/jobs/ck/c.json" || j.StateDir() != "/jobs/ck" {
+		t.Errorf("checkpoint %s, state dir %s", j.CheckpointPath(), j.StateDir())
+	}
+}
+
+func TestStateDirDefault(t *testing.T) {
+	j, err := Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, " checkpoint: ck/c.json", " workers: 1", 1)))
+	if err == nil {
+		t.Fatalf("duplicate workers option accepted")
+	}
+	j, err = Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, ", checkpoint: ck/c.json", "", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.StateDir() != "/jobs/daily.rekey" || j.CheckpointPath() != "/jobs/daily.rekey/checkpoint.json" {
+		t.Errorf("state dir %s, checkpoint %s", j.StateDir(), j.CheckpointPath())
+	}
+}
+
+func TestSectionsErrors(t *testing.T) {
+	for _, tc := range []struct{ from, to, want string }{
+		{"versions: 3,", "versions: -1,", "source.scan.versions: versions -1 is not allowed"},
+		{"raw: true,", "raww: true,", `source.scan.raww: unknown option "raww"`},
+		{`to: "2026-11-30T00:00:00Z"`, `to: 1600000000000`, "source.scan: empty time range"},
+		{`to: "2026-11-30T00:00:00Z"`, `to: yesterday`, "source.scan.to: expected a time"},
+		{"ttl_at: snapshot", "ttl_at: later", `source.scan.ttl_at: "later" is not allowed`},
+		{"type: hfiles", "type: s3", `sink.type: sink "s3" is not allowed`},
+		{"workers: 3", "workers: 0", "run.workers: 0 is not allowed (expected 1 to 4096)"},
+		{"memory: 1GiB", "memory: lots", `run.memory: "lots" is not a size`},
+		{"max_cells_per_sec: 5000", "max_cells_per_sec: -5", "run.max_cells_per_sec: expected a rate"},
+		{"regions: 8", "region: 8", `target.create.region: unknown option "region"`},
+		{`"0x0a"`, `"0xzz"`, "target.create.split_keys[0]: split key"},
+		{"zookeeper: zk1:2181", "zookeeper: \"\"", "target.zookeeper: empty"},
+	} {
+		src := strings.Replace(sectionsBase, tc.from, tc.to, 1)
+		if src == sectionsBase {
+			t.Fatalf("edit %q not found", tc.from)
+		}
+		_, err := Parse("/jobs/daily.yaml", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s -> %s: got %v, want %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "64MiB": 64 << 20, "1 GiB": 1 << 30, "2MB": 2e6, "0.5KiB": 512} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1PB"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/transform"
+)
+
+// Config is one run of a job. Zero fields take the job file's values, then
+// the defaults.
+type Config struct {
+	// Job is the loaded job file.
+	Job *job.Job
+	// Sink receives the mapped cells; the caller builds it (NewPuts,
+	// DryRun, or the staged-files sink) and Run closes it.
+	Sink Sink
+	// NewMapper returns the transform one worker uses; nil maps through the
+	// job's layouts (Job.Program.New()). Custom Go transforms plug in here.
+	NewMapper func() transform.Mapper
+	// Workers is the number of splits read at once [the job's run.workers,
+	// else the number of CPUs].
+	Workers int
+	// SplitBytes cuts regions larger than this into pieces [run.split_bytes].
+	SplitBytes int64
+	// Checkpoint is the checkpoint file, local or hdfs:// [run.checkpoint,
+	// else Job.CheckpointPath()].
+	Checkpoint string
+	// Resume skips the splits an existing checkpoint records done; with no
+	// checkpoint the run starts from the beginning. Without Resume an
+	// existing checkpoint is an error unless Fresh is set.
+	Resume bool
+	// Fresh discards an existing checkpoint and starts over.
+	Fresh bool
+	// Only restricts the run to these old-key row ranges (a verify report's
+	// ranges to redo): splits are clipped to them and splits outside are
+	// skipped. Runs with Only keep their own checkpoint.
+	Only []KeyRange
+	// Shard, when Count > 1, makes this process do only its share of the
+	// splits: a size-balanced, deterministic partition, so N copies of
+	// rekey (a Kubernetes Indexed Job, say) split one job between them,
+	// each with its own checkpoint.
+	Shard Shard
+	// Limits are the starting throttle caps [the job's run section].
+	Limits Limits
+	// Control, when set, lets the caller change limits, pause and resume
+	// while the run goes on; Run creates one when nil.
+	Control *Control
+	// SetTimestamp, when non-zero, replaces every cell's timestamp.
+	SetTimestamp int64
+	// Memory is the budget in bytes the run sizes its buffers from [1 GiB].
+	Memory int64
+	// HeavyHitters and SampleEntities size the entity sketch [100, 1000].
+	HeavyHitters, SampleEntities int
+	// Open is passed to snapshot.Open (tests read an in-memory FS).
+	Open snapshot.OpenOptions
+	// Progress receives progress: a live bar when Interactive, else a line
+	// every ProgressEvery. Nil = none.
+	Progress      io.Writer
+	Interactive   bool
+	ProgressEvery time.Duration
+	// Logf receives warnings and notable events (nil = discard).
+	Logf func(format string, args ...any)
+	// Now is the clock (tests); nil = time.Now.
+	Now func() time.Time
+}
+
+// KeyRange is a row range of the old table: [Start, Stop), empty Stop = to
+// the end.
+type KeyRange struct {
+	Start []byte `json:"start"`
+	Stop  []byte `json:"stop"`
+}
+
+// Shard is one share of a job run by several processes: Index in
+// [0, Count).
+type Shard struct {
+	Index, Count int
+}
+
+// String is "I/N".
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Limits are a run's throttle caps; zero means no cap.
+type Limits struct {
+	// CellsPerSec caps the cells handed to the sink per second, whole run.
+	CellsPerSec float64 `json:"cells_per_sec"`
+	// ReadBytesPerSec caps the bytes read from the snapshot's file system
+	// per second, whole run.
+	ReadBytesPerSec float64 `json:"read_bytes_per_sec"`
+	// CallsPerServer caps the write calls in flight to one region server
+	// (puts sink; set when the sink is built).
+	CallsPerServer int `json:"calls_per_server,omitempty"`
+}
+
+// Default sizes.
+const (
+	DefaultMemory         = 1 << 30
+	DefaultHeavyHitters   = 100
+	DefaultSampleEntities = 1000
+)

@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// Sink receives the mapped cells of every split of a run. The runner calls
+// Begin from each split's worker, writes that split's cells to the
+// returned SplitSink from that one goroutine, and records the split done in
+// the checkpoint only after Commit returned nil.
+type Sink interface {
+	// Name is the sink's name in reports: "puts", "dry-run", "hfiles".
+	Name() string
+	// Begin opens the output of one split.
+	Begin(ctx context.Context, s SplitInfo) (SplitSink, error)
+	// Finish runs once after every split of the run has been committed (for
+	// hfiles: merge the runs, write HFiles, bulk load). It is not called
+	// when the run stops early; a later --resume calls it again, so it must
+	// skip work a previous Finish completed.
+	Finish(ctx context.Context, rep Reporter) error
+	// Close releases connections and files.
+	Close() error
+}
+
+// SplitSink is one split's output.
+type SplitSink interface {
+	// Write takes one target cell; its slices are valid only during the
+	// call, so a SplitSink that keeps the cell copies it.
+	Write(ctx context.Context, c *cell.Cell) error
+	// Commit returns nil only when everything the split wrote is durable
+	// (puts acknowledged by HBase; run files synced and renamed).
+	Commit(ctx context.Context) (Ack, error)
+	// Abort drops what the split wrote that is not durable, after an error
+	// or an interrupt. It must be safe to call after a failed Commit.
+	Abort()
+}
+
+// SplitInfo names a split for a sink. ID is stable across runs of the same
+// job on the same snapshot: checkpoints and staged runs key on it.
+type SplitInfo struct {
+	ID string
+	// Region is the encoded name of the source region.
+	Region string
+	// Bytes is the store file bytes the split reads, for progress and order.
+	Bytes int64
+}
+
+// Ack is what a committed split's sink reports.
+type Ack struct {
+	// Cells and Bytes were made durable.
+	Cells, Bytes int64
+	// Failed counts cells the sink could not write; they are reported, with
+	// examples, never dropped silently.
+	Failed int64
+	// FailedExamples describes a few of the failed cells and why.
+	FailedExamples []string
+}
+
+// Reporter receives progress lines during a sink's Finish.
+type Reporter interface {
+	Printf(format string, args ...any)
+}

@@ -1,0 +1,107 @@
+package pipeline
+
+import (
+	"github.com/rekeyhq/rekey/entity"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SplitStats counts one split's work.
+type SplitStats struct {
+	ID     string `json:"id"`
+	Region string `json:"region"`
+	// Done says the sink acknowledged everything the split produced.
+	Done bool `json:"done"`
+	// Read is the cells read from the snapshot; Written the cells the sink
+	// made durable; Rejected the cells whose key did not fit; Collided the
+	// new cells that another old cell of the same split had already
+	// produced; Failed the cells the sink gave up on.
+	Read     int64 `json:"cells_read"`
+	Mapped   int64 `json:"cells_mapped"`
+	Written  int64 `json:"cells_written"`
+	Rejected int64 `json:"cells_rejected"`
+	Collided int64 `json:"cells_collided"`
+	Failed   int64 `json:"cells_failed"`
+	// Bytes is the key and value bytes of the cells written.
+	Bytes int64 `json:"bytes_written"`
+	// FileBytes is the store file bytes the split covers.
+	FileBytes int64   `json:"file_bytes"`
+	Seconds   float64 `json:"seconds"`
+	// Attempts counts the runs that worked on the split (1 + redos).
+	Attempts int `json:"attempts"`
+	// Error is why the split did not finish, if it did not.
+	Error string `json:"error,omitempty"`
+}
+
+// Summary is what a run did.
+type Summary struct {
+	Job      string `json:"job"`
+	Snapshot string `json:"snapshot"`
+	Table    string `json:"target_table"`
+	Sink     string `json:"sink"`
+	// Splits counts every split of the run; Done those finished (also in
+	// earlier runs); Skipped those an earlier run had finished.
+	Splits  int `json:"splits"`
+	Done    int `json:"splits_done"`
+	Skipped int `json:"splits_skipped"`
+	// Totals over every split the checkpoint records finished, by this run
+	// or an earlier one (an unfinished split is redone, so its partial
+	// counts are left out); BytesRead is this run's.
+	Read      int64 `json:"cells_read"`
+	Written   int64 `json:"cells_written"`
+	Rejected  int64 `json:"cells_rejected"`
+	Collided  int64 `json:"cells_collided"`
+	Failed    int64 `json:"cells_failed"`
+	Bytes     int64 `json:"bytes_written"`
+	BytesRead int64 `json:"bytes_read"`
+	// CollisionScope says how far collisions were looked for: "none" when
+	// the layout maps one to one, "split" when within each split.
+	CollisionScope string   `json:"collision_scope"`
+	Examples       []string `json:"examples,omitempty"`
+	Warnings       []string `json:"warnings,omitempty"`
+	Seconds        float64  `json:"seconds"`
+	CellsPerSec    float64  `json:"cells_per_sec"`
+	MBPerSec       float64  `json:"read_mb_per_sec"`
+	PeakRSS        int64    `json:"peak_rss_bytes"`
+	// Interrupted says the run stopped early on a signal or Stop; the
+	// checkpoint holds what was finished and --resume goes on.
+	Interrupted bool `json:"interrupted"`
+	// Finished says every split is done and the sink's Finish ran.
+	Finished   bool   `json:"finished"`
+	Checkpoint string `json:"checkpoint"`
+	// Heaviest are the entities with the most cells, from the sketch.
+	Heaviest []entity.Count `json:"heaviest_entities,omitempty"`
+	Entities string         `json:"entities_file,omitempty"`
+	Rejects  string         `json:"rejects_file,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	PerSplit []SplitStats   `json:"per_split"`
+}
+
+// Problems reports whether the run finished with something to report:
+// rejected keys, collisions or failed cells.
+func (s *Summary) Problems() bool {
+	return s.Rejected > 0 || s.Collided > 0 || s.Failed > 0
+}
+
+// peakRSS reads the process's peak resident set (VmHWM) from /proc; 0
+// where there is none.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func seconds(d time.Duration) float64 { return d.Seconds() }

@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/snapshot"
+)
+
+// ScanOptions turns the job's source.scan section into the snapshot
+// scanner's options; plan, run and verify read the same cells this way.
+func ScanOptions(j *job.Job, info snapshot.Info) snapshot.ScanOptions {
+	s := j.Source.Scan
+	o := snapshot.ScanOptions{
+		Raw:         s.Raw,
+		MaxVersions: s.Versions,
+		TimeRange:   snapshot.TimeRange{Min: s.From, Max: s.To},
+	}
+	for _, f := range s.Families {
+		o.Families = append(o.Families, []byte(f))
+	}
+	switch {
+	case s.TTLAtSnapshot:
+		o.Now = info.CreationTime
+	case !s.TTLAt.IsZero():
+		o.Now = s.TTLAt
+	}
+	return o
+}
+
+// ClientConfig is how a run reaches the target cluster: the job's
+// target.zookeeper, else $HBASE_CONF_DIR/hbase-site.xml.
+func ClientConfig(j *job.Job) (hbase.Config, error) {
+	if j.Target.ZKQuorum != "" {
+		return hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent}, nil
+	}
+	cfg, err := hbase.ConfigFromSite()
+	if err != nil {
+		return cfg, err
+	}
+	if j.Target.ZNodeParent != "" {
+		cfg.ZNodeParent = j.Target.ZNodeParent
+	}
+	return cfg, nil
+}
+
+// TargetFamilies returns the new families the job writes: each source
+// family of the snapshot (or of source.scan.families) under its new name.
+func TargetFamilies(j *job.Job, snap *snapshot.Snapshot) []string {
+	var olds []string
+	if len(j.Source.Scan.Families) > 0 {
+		olds = j.Source.Scan.Families
+	} else {
+		for _, f := range snap.Table().Families {
+			olds = append(olds, string(f.Name))
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range olds {
+		n := o
+		if m, ok := j.Spec.Families[o]; ok {
+			n = m
+		}
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrTargetFamilies refuses a target table that lacks families the job
+// writes: HBase would reject every cell of them.
+var ErrTargetFamilies = errors.New("pipeline: the target table lacks families the job writes")
+
+// PrepareTarget makes sure the target table can take the run's cells: when
+// it exists, its families must cover the mapped families; when it does not
+// and the job says target.create, it is created with the source families'
+// attributes (VERSIONS, TTL, COMPRESSION, DATA_BLOCK_ENCODING, BLOOMFILTER,
+// ...) or the job's overrides, pre-split at splitKeys. It reports whether
+// it created the table.
+func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snapshot.Snapshot, splitKeys [][]byte) (bool, error) {
+	want := TargetFamilies(j, snap)
+	desc, err := c.DescribeTable(ctx, j.Target.Table)
+	switch {
+	case err == nil:
+		have := map[string]bool{}
+		for _, f := range desc.Families {
+			have[f.Name] = true
+		}
+		var missing []string
+		for _, f := range want {
+			if !have[f] {
+				missing = append(missing, f)
+			}
+		}
+		if len(missing) > 0 {
+			return false, fmt.Errorf("%w: %s has no %s (it has %s)", ErrTargetFamilies, j.Target.Table, strings.Join(missing, ", "), familyNames(desc.Families))
+		}
+		return false, nil
+	case !errors.Is(err, hbase.ErrTableNotFound):
+		return false, err
+	case !j.Target.Create.Enabled:
+		return false, fmt.Errorf("target table %s does not exist (create it, or set target.create: true in the job): %w", j.Target.Table, err)
+	}
+	spec := hbase.TableSpec{Name: j.Target.Table, SplitKeys: splitKeys}
+	for _, nf := range want {
+		attrs := map[string]string{}
+		for _, f := range snap.Table().Families {
+			n := string(f.Name)
+			if m, ok := j.Spec.Families[n]; ok {
+				n = m
+			}
+			if n != nf {
+				continue
+			}
+			for _, k := range copiedAttributes {
+				if v, ok := f.Attributes[k]; ok {
+					attrs[k] = v
+				}
+			}
+		}
+		for k, v := range j.Target.Create.Families[nf] {
+			attrs[k] = v
+		}
+		spec.Families = append(spec.Families, hbase.Family{Name: nf, Attributes: attrs})
+	}
+	if err := c.CreateTable(ctx, spec); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// copiedAttributes are the family attributes a created target takes from
+// its source family: how cells are kept and stored, not where they were.
+var copiedAttributes = []string{"VERSIONS", "MIN_VERSIONS", "TTL", "KEEP_DELETED_CELLS", "COMPRESSION", "DATA_BLOCK_ENCODING", "BLOOMFILTER", "BLOCKSIZE", "IN_MEMORY"}
+
+func familyNames(fs []hbase.Family) string {
+	var n []string
+	for _, f := range fs {
+		n = append(n, f.Name)
+	}
+	return strings.Join(n, ", ")
+}
