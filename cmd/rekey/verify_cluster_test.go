@@ -150,3 +150,41 @@ verify: {find_worst: true, heaviest: 5, sample: 10, retries: 1, backoff: 10ms}
 		t.Errorf("--only checked %+v, want only user=%s", r.Entities, user)
 	}
 }
+
+// TestRunThenVerify: `rekey run` of the demo job into a live table, then
+// `rekey verify` from the run's own sketch (the heaviest and a sample) and
+// with --all: every entity matches.
+func TestRunThenVerify(t *testing.T) {
+	st := testenv.Require(t)
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	table := "verify_e2e_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	defer func() {
+		c.DisableTable(ctx, table)
+		c.DeleteTable(ctx, table)
+	}()
+	job := demoJob(t)
+	if code, out, errOut := runRekey(t, "run", job, "--zk", st.ZKQuorum, "--table", table, "--create", "--progress", "none"); code != 0 {
+		t.Fatalf("run: exit %d: %s\n%s", code, errOut, out)
+	}
+	code, out, errOut := runRekey(t, "verify", job, "--zk", st.ZKQuorum, "--table", table, "--heaviest", "10", "--sample", "50", "--json")
+	if code != exitOK {
+		t.Fatalf("verify from the run's sketch: exit %d: %s\n%.3000s", code, errOut, out)
+	}
+	if r := decodeReport(t, out); r.Summary.Entities < 50 || r.Summary.Mismatched != 0 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+	code, out, errOut = runRekey(t, "verify", job, "--zk", st.ZKQuorum, "--table", table, "--all", "--json")
+	if code != exitOK {
+		t.Fatalf("verify --all: exit %d: %s\n%.3000s", code, errOut, out)
+	}
+	// The oracle's dump of the bundled snapshot: 31413 cells, compared
+	// on both sides.
+	if r := decodeReport(t, out); r.Summary.CellsCompared != 2*31413 || r.Summary.Mismatched != 0 {
+		t.Errorf("--all summary %+v", r.Summary)
+	}
+}
