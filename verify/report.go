@@ -1,13 +1,17 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rekeyhq/rekey/transform"
 )
 
 // ReportFormat names the JSON report, so `--only` refuses other files.
@@ -203,4 +207,44 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// ErrNeedsEntityFilter is returned by RedoRanges for an entity whose old
+// layout gives it no key range: redoing it means filtering a whole read by
+// entity, which a range list cannot express.
+var ErrNeedsEntityFilter = errors.New("verify: an entity to redo has no old key range (filter_by_entity)")
+
+// RedoRanges returns the old-key row ranges to redo, sorted and with
+// overlapping or touching ranges merged: what `rekey run --only REPORT.json`
+// reads again.
+func (r *Report) RedoRanges() ([]transform.KeyRange, error) {
+	var out []transform.KeyRange
+	for _, e := range r.Redo {
+		if e.FilterByEntity {
+			return nil, fmt.Errorf("%w: %s", ErrNeedsEntityFilter, e.Entity)
+		}
+		k, err := e.Old.KeyRange()
+		if err != nil {
+			return nil, fmt.Errorf("verify: redo %s: %w", e.Entity, err)
+		}
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Start, out[j].Start) < 0 })
+	merged := out[:0]
+	for _, k := range out {
+		if n := len(merged); n > 0 {
+			last := &merged[n-1]
+			if len(last.Stop) == 0 {
+				continue // already to the end of the table
+			}
+			if bytes.Compare(k.Start, last.Stop) <= 0 {
+				if len(k.Stop) == 0 || bytes.Compare(k.Stop, last.Stop) > 0 {
+					last.Stop = k.Stop
+				}
+				continue
+			}
+		}
+		merged = append(merged, k)
+	}
+	return merged, nil
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -133,3 +134,28 @@ func TestReportHTMLEscapes(t *testing.T) {
 }
 
 func kr(s, e string) transform.KeyRange { return transform.KeyRange{Start: []byte(s), Stop: []byte(e)} }
+
+func TestRedoRanges(t *testing.T) {
+	r := &Report{Redo: []Redo{
+		{Entity: "c", Old: rangeOf(kr("c", "d"))},
+		{Entity: "a", Old: rangeOf(kr("a", "b"))},
+		{Entity: "b", Old: rangeOf(kr("b", "b\x00"))}, // touches a's: merged
+		{Entity: "x", Old: rangeOf(kr("x", ""))},      // to the end
+		{Entity: "y", Old: rangeOf(kr("y", "z"))},     // inside x's
+	}}
+	got, err := r.RedoRanges()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s []string
+	for _, k := range got {
+		s = append(s, k.String())
+	}
+	if want := `[a, b\x00) [c, d) [x, (end))`; strings.Join(s, " ") != want {
+		t.Errorf("ranges %s, want %s", strings.Join(s, " "), want)
+	}
+	r.Redo = append(r.Redo, Redo{Entity: "user=7", FilterByEntity: true})
+	if _, err := r.RedoRanges(); !errors.Is(err, ErrNeedsEntityFilter) {
+		t.Errorf("filter_by_entity entry: %v", err)
+	}
+}
