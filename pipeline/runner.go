@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -126,6 +128,11 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 		if cfg.Shard.Count > 1 {
 			// One checkpoint per shard, side by side.
 			cfg.Checkpoint = strings.TrimSuffix(cfg.Checkpoint, ".json") + fmt.Sprintf(".shard-%d-of-%d.json", cfg.Shard.Index, cfg.Shard.Count)
+		}
+		if len(cfg.Only) > 0 {
+			// A redo of some ranges keeps its own checkpoint, named after
+			// the ranges, beside the whole run's, which it must not touch.
+			cfg.Checkpoint = strings.TrimSuffix(cfg.Checkpoint, ".json") + ".only-" + onlyID(cfg.Only) + ".json"
 		}
 	}
 	if cfg.Memory <= 0 {
@@ -695,3 +702,13 @@ func (s *collisionSet) add(c, src *cell.Cell) bool {
 type reporterFunc func(string, ...any)
 
 func (f reporterFunc) Printf(format string, args ...any) { f(format, args...) }
+
+// onlyID names a set of ranges to redo: the first 8 bytes, in hex, of the
+// SHA-256 of the ranges.
+func onlyID(rs []KeyRange) string {
+	h := sha256.New()
+	for _, r := range rs {
+		fmt.Fprintf(h, "%x-%x;", r.Start, r.Stop)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}

@@ -187,4 +187,31 @@ func TestRunThenVerify(t *testing.T) {
 	if r := decodeReport(t, out); r.Summary.CellsCompared != 2*31413 || r.Summary.Mismatched != 0 {
 		t.Errorf("--all summary %+v", r.Summary)
 	}
+
+	// Break one cell, verify, redo with run --only, verify again: clean.
+	sc := c.Scan(ctx, []byte(table), &hbase.Scan{Start: []byte("u00100"), Limit: 1})
+	if !sc.Next() {
+		t.Fatalf("no row from u00100: %v", sc.Err())
+	}
+	broken := sc.Cell().Clone()
+	sc.Close()
+	broken.Value = []byte("broken")
+	if err := c.Put(ctx, []byte(table), broken.Row, []cell.Cell{broken}); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(t.TempDir(), "report.json")
+	code, out, errOut = runRekey(t, "verify", job, "--zk", st.ZKQuorum, "--table", table, "--all", "--retries", "0", "--out", report)
+	if code != exitProblems || !strings.Contains(out, "value_differs=1") {
+		t.Fatalf("broken target: exit %d: %s\n%.3000s", code, errOut, out)
+	}
+	if code, out, errOut := runRekey(t, "run", job, "--zk", st.ZKQuorum, "--table", table, "--only", report, "--progress", "none"); code != 0 {
+		t.Fatalf("run --only: exit %d: %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = runRekey(t, "verify", job, "--zk", st.ZKQuorum, "--table", table, "--only", report, "--json")
+	if code != exitOK {
+		t.Fatalf("verify --only after run --only: exit %d: %s\n%.3000s", code, errOut, out)
+	}
+	if r := decodeReport(t, out); r.Summary.Entities != 1 {
+		t.Errorf("--only checked %d entities, want the 1 broken", r.Summary.Entities)
+	}
 }
