@@ -117,3 +117,7 @@ func sortCounts(cs []Count, by By) {
 		return string(cs[i].Key) < string(cs[j].Key)
 	})
 }
+
+// SketchFile is the name of the file a run saves its merged Sketch in,
+// inside the job's state folder; verify reads it from there.
+const SketchFile = "entities.json"

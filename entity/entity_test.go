@@ -349,3 +349,67 @@ func BenchmarkSketchAdd(b *testing.B) {
 		s.Add([]byte(e.key), e.cells, e.bytes)
 	}
 }
+
+// Runs gives the sketch what per-cell adds would, with one Add per run.
+func TestRunsFoldConsecutiveCells(t *testing.T) {
+	evs := zipfStream(4, 300, 3000)
+	perCell, runs := NewSketch(5, 50, 3), NewSketch(5, 50, 3)
+	r := NewRuns(runs)
+	for _, e := range evs {
+		for i := int64(0); i < e.cells; i++ {
+			perCell.Add([]byte(e.key), 1, e.bytes/e.cells)
+			r.Add([]byte(e.key), e.bytes/e.cells)
+		}
+	}
+	r.Flush()
+	if a, _, _ := runs.Totals(); a >= int64(len(evs))+1 {
+		t.Errorf("%d adds for %d runs", a, len(evs))
+	}
+	for _, by := range []By{ByCells, ByBytes} {
+		if !reflect.DeepEqual(perCell.Heaviest(by), runs.Heaviest(by)) {
+			t.Errorf("%s: runs rank differently from per-cell adds", by)
+		}
+	}
+	if !reflect.DeepEqual(perCell.Sample(), runs.Sample()) {
+		t.Error("runs sample differently from per-cell adds")
+	}
+}
+
+// FuzzReadSketch: no input panics the loader, and a sketch that loads
+// writes a file that loads to the same sketch.
+func FuzzReadSketch(f *testing.F) {
+	s := NewSketch(2, 3, 1)
+	for i := 0; i < 50; i++ {
+		s.Add([]byte{byte(i % 7)}, int64(i), int64(3*i))
+	}
+	var buf bytes.Buffer
+	if err := s.WriteJSON(&buf); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte(`{"format":"rekey-entity-sketch","version":1,"k":1,"n":0,"capacity":128}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := ReadSketch(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		var a, b bytes.Buffer
+		if err := l.WriteJSON(&a); err != nil {
+			t.Fatal(err)
+		}
+		l2, err := ReadSketch(bytes.NewReader(a.Bytes()))
+		if err != nil {
+			t.Fatalf("a written sketch does not load: %v", err)
+		}
+		if err := l2.WriteJSON(&b); err != nil || a.String() != b.String() {
+			t.Fatalf("reload differs: %v", err)
+		}
+	})
+}
+
+func TestReadSketchRefusesHugeSizes(t *testing.T) {
+	in := fmt.Sprintf(`{"format":"rekey-entity-sketch","version":1,"k":%d,"n":1,"capacity":%d}`, 2_000_000_000, Capacity(2_000_000_000))
+	if _, err := ReadSketch(strings.NewReader(in)); err == nil {
+		t.Fatal("a sketch of k=2e9 loaded")
+	}
+}

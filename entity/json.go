@@ -51,6 +51,12 @@ func (s *Sketch) WriteJSON(w io.Writer) error {
 	return nil
 }
 
+// Limits on a loaded sketch's sizes, far above any useful value.
+const (
+	maxK = 1_000_000
+	maxN = 10_000_000
+)
+
 // ReadSketch loads a sketch saved by WriteJSON. It refuses files of another
 // format or version, and counters that do not fit the sizes the file
 // declares, rather than load a sketch that would rank wrongly.
@@ -64,7 +70,8 @@ func ReadSketch(r io.Reader) (*Sketch, error) {
 	if j.Format != sketchFormat || j.Version != 1 {
 		return nil, fmt.Errorf("entity: read sketch: format %q version %d, want %q version 1", j.Format, j.Version, sketchFormat)
 	}
-	if j.K < 1 || j.N < 0 || j.Capacity != Capacity(j.K) {
+	// Bounds before allocating: a damaged file must not size a huge map.
+	if j.K < 1 || j.K > maxK || j.N < 0 || j.N > maxN || j.Capacity != Capacity(j.K) {
 		return nil, fmt.Errorf("entity: read sketch: k=%d n=%d capacity=%d do not fit together (capacity for k=%d is %d)", j.K, j.N, j.Capacity, j.K, Capacity(max(j.K, 1)))
 	}
 	if len(j.ByCells) > j.Capacity || len(j.ByBytes) > j.Capacity || len(j.Sample) > j.N {

@@ -82,10 +82,9 @@ type Job struct {
 	// Sink and Run are the sink: and run: sections (zero when absent).
 	Sink Sink
 	Run  Run
-	// Verify is the raw verify: section, or nil: package verify decodes it
-	// (reporting problems with Errorf, so its errors carry the same file,
-	// line and column as the rest).
-	Verify *yaml.Node
+	// Verify is the verify: section, decoded and validated (zero when
+	// absent).
+	Verify Verify
 }
 
 // Errorf returns an *Error about node n of this job file (field is the
@@ -257,7 +256,7 @@ func Parse(path string, data []byte) (*Job, error) {
 		},
 		"sink":   func(n *yaml.Node, p string) { d.sink(n, p, &j.Sink) },
 		"run":    func(n *yaml.Node, p string) { d.run(n, p, &j.Run) },
-		"verify": func(n *yaml.Node, p string) { j.Verify = n },
+		"verify": func(n *yaml.Node, p string) { d.decodeVerify(n, p, &j.Verify) },
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
 	// Compile even when the file's shape is wrong, so all mistakes show at

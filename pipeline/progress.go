@@ -7,6 +7,7 @@ import (
 	"math"
 	"path"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,6 +223,11 @@ func (r *runner) finishFiles(sum *Summary, items []work) {
 		name := "entities.json"
 		if sh := r.cfg.Shard; sh.Count > 1 {
 			name = fmt.Sprintf("entities.shard-%d-of-%d.json", sh.Index, sh.Count)
+		}
+		if len(r.cfg.Only) > 0 {
+			// A redo sees only its ranges: its sketch must not replace the
+			// whole run's, which verify reads.
+			name = strings.TrimSuffix(name, ".json") + ".only-" + onlyID(r.cfg.Only) + ".json"
 		}
 		p := path.Join(path.Dir(r.ckpt.loc.Path), name)
 		if err := vfs.WriteFileAtomic(wfs, p, buf.Bytes()); err != nil {

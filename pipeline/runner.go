@@ -3,7 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -126,6 +128,11 @@ func newRunner(ctx context.Context, cfg Config) (*runner, error) {
 		if cfg.Shard.Count > 1 {
 			// One checkpoint per shard, side by side.
 			cfg.Checkpoint = strings.TrimSuffix(cfg.Checkpoint, ".json") + fmt.Sprintf(".shard-%d-of-%d.json", cfg.Shard.Index, cfg.Shard.Count)
+		}
+		if len(cfg.Only) > 0 {
+			// A redo of some ranges keeps its own checkpoint, named after
+			// the ranges, beside the whole run's, which it must not touch.
+			cfg.Checkpoint = strings.TrimSuffix(cfg.Checkpoint, ".json") + ".only-" + onlyID(cfg.Only) + ".json"
 		}
 	}
 	if cfg.Memory <= 0 {
@@ -297,7 +304,10 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	case prev.Fingerprint != fp:
 		return sum, fmt.Errorf("%w: %s was written by a run of %s on snapshot %s with other layouts, scan options, split size or sink (fingerprint %s, this run %s); use another --checkpoint or --fresh", ErrCheckpointMismatch, cfg.Checkpoint, prev.Job, prev.Snapshot, prev.Fingerprint, fp)
 	}
-	r.seed = binary.BigEndian.Uint64([]byte(fp[:16]))
+	// The sketch's seed leaves the shard and --only out, so the sketches of
+	// a job's shards sample the same hashes and merge exactly.
+	seedFP := fingerprint(j, r.snap.Info(), fpScan, cfg.SplitBytes, cfg.SetTimestamp, r.sink.Name(), nil, Shard{})
+	r.seed = binary.BigEndian.Uint64([]byte(seedFP[:16]))
 	r.state = &Checkpoint{Version: checkpointVersion, Fingerprint: fp, Job: j.Path, Snapshot: j.Source.Name, Splits: map[string]*SplitStats{}}
 	r.sketch = entity.NewSketch(cfg.HeavyHitters, cfg.SampleEntities, r.seed)
 	if prev != nil {
@@ -704,3 +714,13 @@ func (s *collisionSet) add(c, src *cell.Cell) bool {
 type reporterFunc func(string, ...any)
 
 func (f reporterFunc) Printf(format string, args ...any) { f(format, args...) }
+
+// onlyID names a set of ranges to redo: the first 8 bytes, in hex, of the
+// SHA-256 of the ranges.
+func onlyID(rs []KeyRange) string {
+	h := sha256.New()
+	for _, r := range rs {
+		fmt.Fprintf(h, "%x-%x;", r.Start, r.Stop)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}

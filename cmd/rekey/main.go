@@ -20,7 +20,7 @@ import (
 const (
 	exitOK       = 0 // done
 	exitProblems = 1 // input damaged, or done with problems reported
-	exitUsage    = 2 // the user named something wrong or missing
+	exitUsage    = 2 // the user named something wrong or missing; for verify, any error
 	// exitInterrupted (3, in run.go): stopped by a signal, resumable.
 )
 
@@ -62,7 +62,8 @@ func run(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "rekey:", err)
 	var ue usageError
-	if errors.As(err, &ue) || isCobraUsage(err) {
+	var fe failed
+	if errors.As(err, &ue) || errors.As(err, &fe) || isCobraUsage(err) {
 		return exitUsage
 	}
 	return exitProblems

@@ -108,6 +108,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port (job: run.control_addr)")
 	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
+	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	rootCmd.AddCommand(cmd)
@@ -217,6 +218,11 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 			return usageError{err}
 		}
 		cfg.Shard = sh
+	}
+	if f.only != "" {
+		if cfg.Only, err = onlyRanges(f.only); err != nil {
+			return usageError{err}
+		}
 	}
 	switch mode := f.progress; mode {
 	case "auto":

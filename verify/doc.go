@@ -1,0 +1,20 @@
+// Package verify compares a re-keyed table with the snapshot it was made
+// from, entity by entity: the step every re-key guide ends with.
+//
+// For each chosen entity (the heaviest by cells and by bytes, a uniform
+// sample, named ones, or all), it reads only the entity's key ranges on both
+// sides: on the old side the snapshot's store files are sought to the range
+// the old layout gives the entity; on the new side the range the new layout
+// gives it, with a salt computed from the entity, never a scan of every
+// bucket (transform.Program.SourceRange and TargetRange). A side whose
+// layout does not lead with the entity (a re-key that puts the time first)
+// is read whole, once, picking out the chosen entities' cells. Old cells are
+// mapped through the job's transform, and each side yields rows, cells,
+// bytes and an order-independent digest of the mapped cells. Sides that
+// disagree are read again cell by cell and every difference is classified:
+// missing in new, extra in new, value differs, extra versions, expired by
+// TTL. New cells newer than the snapshot (dual writes) are counted apart.
+//
+// The Report prints as a table (worst first), JSON (with the key ranges to
+// redo) or one self-contained HTML page.
+package verify

@@ -1,0 +1,96 @@
+package verify
+
+import (
+	"html/template"
+	"io"
+)
+
+// chartRows is how many of the worst entities the HTML chart draws.
+const chartRows = 30
+
+// bar is one entity's pair of bars in the chart.
+type bar struct {
+	Y, NewY    int
+	OldW, NewW int
+	Label      string
+	Old, New   int64
+	Match      bool
+}
+
+// htmlData feeds the page template.
+type htmlData struct {
+	R        *Report
+	Summary  string
+	Bars     []bar
+	Height   int
+	Entities []Result
+}
+
+// WriteHTML writes the report as one self-contained page: inline styles, an
+// inline SVG bar chart of the worst entities (old cells against new, each
+// mismatch marked), the table and the differences. It fetches nothing.
+func (r *Report) WriteHTML(w io.Writer) error {
+	d := htmlData{R: r, Summary: r.SummaryLine(), Entities: r.Entities}
+	var most int64 = 1
+	n := min(len(r.Entities), chartRows)
+	for _, e := range r.Entities[:n] {
+		most = max(most, e.Old.Cells, e.New.Cells)
+	}
+	const width = 560
+	for i, e := range r.Entities[:n] {
+		d.Bars = append(d.Bars, bar{
+			Y: 10 + i*30, NewY: 22 + i*30, Label: e.Entity, Old: e.Old.Cells, New: e.New.Cells, Match: e.Match,
+			OldW: int(int64(width) * e.Old.Cells / most), NewW: int(int64(width) * e.New.Cells / most),
+		})
+	}
+	d.Height = 20 + n*30
+	return pageTmpl.Execute(w, d)
+}
+
+var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>rekey verify: {{.R.Old}} against {{.R.New}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
+th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+tr.bad td { background: #fde2e1; }
+.verdict-bad { color: #b00020; font-weight: bold; }
+.ok { color: #1b7f3b; }
+pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
+.legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; }
+</style>
+</head>
+<body>
+<h1>rekey verify</h1>
+<p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
+<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
+<h2>Worst entities, cells old against new</h2>
+<p class="legend"><span style="background:#5b8def"></span>old<span style="background:#f0a030"></span>new<span style="background:#b00020"></span>mismatch</p>
+<svg xmlns="http://www.w3.org/2000/svg" width="900" height="{{.Height}}" role="img" aria-label="cells per entity, old against new">
+{{range .Bars}}<g>
+<text x="0" y="{{.Y}}" dy="14" font-size="12">{{.Label}}</text>
+<rect x="300" y="{{.Y}}" width="{{.OldW}}" height="11" fill="#5b8def"><title>old {{.Old}} cells</title></rect>
+<rect x="300" y="{{.NewY}}" width="{{.NewW}}" height="11" fill="{{if .Match}}#f0a030{{else}}#b00020{{end}}"><title>new {{.New}} cells</title></rect>
+{{if not .Match}}<text x="290" y="{{.Y}}" dy="18" font-size="14" fill="#b00020" text-anchor="end">&#x2716;</text>{{end}}
+</g>
+{{end}}</svg>
+<h2>Entities</h2>
+<table>
+<thead><tr><th>entity</th><th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
+<tbody>
+{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td><td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
+{{end}}</tbody>
+</table>
+{{range .Entities}}{{if not .Match}}
+<h3>{{.Entity}}</h3>
+<p>old range {{.Old.Range.String}}, new range {{.New.Range.String}}; {{range $c, $n := .Mismatches}}{{$c}}={{$n}} {{end}}</p>
+{{range .First}}<pre>{{.Class}}
+{{if .Old}}old: {{.Old}}{{end}}{{if .New}}new: {{.New}}{{end}}</pre>
+{{end}}{{end}}{{end}}
+</body>
+</html>
+`))

@@ -1,0 +1,250 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rekeyhq/rekey/transform"
+)
+
+// ReportFormat names the JSON report, so `--only` refuses other files.
+const ReportFormat = "rekey-verify-report"
+
+// Report is the outcome of one verification. Its JSON form is documented in
+// docs/verify-report.md; Redo is what `rekey run --only` and `rekey verify
+// --only` read.
+type Report struct {
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	Job     string `json:"job,omitempty"`
+	// Old and New name the two sides.
+	Old string `json:"old"`
+	New string `json:"new"`
+	// Entity names the entity fields.
+	Entity   []string  `json:"entity_fields"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Summary  Summary   `json:"summary"`
+	Entities []Result  `json:"entities"`
+	// Redo lists, for every mismatched entity, the key ranges to redo: the
+	// old range to read again from the snapshot and the new range it
+	// writes to.
+	Redo []Redo `json:"redo"`
+}
+
+// Summary totals a report.
+type Summary struct {
+	Entities   int `json:"entities"`
+	Mismatched int `json:"mismatched"`
+	// CellsCompared is old plus new cells compared.
+	CellsCompared int64           `json:"cells_compared"`
+	Newer         int64           `json:"newer_than_snapshot"`
+	Mismatches    map[Class]int64 `json:"mismatches,omitempty"`
+	// OldBytesRead and NewBytesRead are what each side read, against the
+	// whole old snapshot's store file size when known.
+	OldBytesRead int64 `json:"old_bytes_read"`
+	NewBytesRead int64 `json:"new_bytes_read"`
+	OldBytesAll  int64 `json:"old_bytes_total,omitempty"`
+	// CountBytesRead is what the one pass over the old snapshot read, when
+	// --find-worst or --all made one (its pages then serve the comparison,
+	// which reads little more).
+	CountBytesRead int64 `json:"find_worst_bytes_read,omitempty"`
+}
+
+// Redo is one entity to write again.
+type Redo struct {
+	Entity string `json:"entity"`
+	Key    string `json:"key"`
+	Old    Range  `json:"old_range"`
+	New    Range  `json:"new_range"`
+	// FilterByEntity says the old layout gives the entity no key range
+	// (Old is the whole table): redo it by reading the whole snapshot and
+	// keeping the cells whose entity key is Key.
+	FilterByEntity bool `json:"filter_by_entity,omitempty"`
+}
+
+// NewReport orders results worst first and totals them.
+func NewReport(results []Result) *Report {
+	r := &Report{Format: ReportFormat, Version: 1, Entities: results}
+	sort.SliceStable(r.Entities, func(i, j int) bool {
+		a, b := &r.Entities[i], &r.Entities[j]
+		if a.Match != b.Match {
+			return !a.Match
+		}
+		da, db := abs(a.Old.Cells-a.New.Cells), abs(b.Old.Cells-b.New.Cells)
+		if da != db {
+			return da > db
+		}
+		if a.Old.Cells != b.Old.Cells {
+			return a.Old.Cells > b.Old.Cells
+		}
+		return a.Key < b.Key
+	})
+	s := &r.Summary
+	s.Entities = len(results)
+	for i := range r.Entities {
+		e := &r.Entities[i]
+		s.CellsCompared += e.Old.Cells + e.New.Cells
+		s.Newer += e.Newer
+		if e.Match {
+			continue
+		}
+		s.Mismatched++
+		if s.Mismatches == nil {
+			s.Mismatches = map[Class]int64{}
+		}
+		for c, n := range e.Mismatches {
+			s.Mismatches[c] += n
+		}
+		r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan})
+	}
+	if r.Redo == nil {
+		r.Redo = []Redo{}
+	}
+	return r
+}
+
+// OK says every entity matched.
+func (r *Report) OK() bool { return r.Summary.Mismatched == 0 }
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadReport reads a JSON report (for --only).
+func ReadReport(rd io.Reader) (*Report, error) {
+	var r Report
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, fmt.Errorf("verify: report: %w", err)
+	}
+	if r.Format != ReportFormat || r.Version != 1 {
+		return nil, fmt.Errorf("verify: report: format %q version %d, want %q version 1", r.Format, r.Version, ReportFormat)
+	}
+	return &r, nil
+}
+
+// WriteText writes the report as a table, worst first, and a summary line.
+// Differences of mismatched entities follow the table.
+func (r *Report) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	// Numbers align right; the entity column, padded here, reads left.
+	width := len("entity")
+	for i := range r.Entities {
+		width = max(width, len(r.Entities[i].Entity))
+	}
+	fmt.Fprintf(tw, "%-*s\told rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity")
+	for i := range r.Entities {
+		e := &r.Entities[i]
+		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", width, e.Entity, e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
+			e.New.Cells-e.Old.Cells, e.Old.Bytes, e.New.Bytes, e.Newer, e.Verdict())
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for i := range r.Entities {
+		e := &r.Entities[i]
+		if e.Match {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n  old %s %s\n  new %s %s\n", e.Entity, ClassList(e.Mismatches), r.Old, e.Old.Range.String(), r.New, e.New.Range.String())
+		for _, d := range e.First {
+			fmt.Fprintf(w, "  %s\n", d.Class)
+			if d.Old != "" {
+				fmt.Fprintf(w, "    old: %s\n", strings.TrimRight(d.Old, "\n"))
+			}
+			if d.New != "" {
+				fmt.Fprintf(w, "    new: %s\n", strings.TrimRight(d.New, "\n"))
+			}
+		}
+	}
+	_, err := fmt.Fprintln(w, "\n"+r.SummaryLine())
+	return err
+}
+
+// SummaryLine is the one-line outcome.
+func (r *Report) SummaryLine() string {
+	s := &r.Summary
+	line := fmt.Sprintf("%d entities checked, %d mismatched, %d cells compared, %d newer than the snapshot, read %s old and %s new in %.1fs",
+		s.Entities, s.Mismatched, s.CellsCompared, s.Newer, humanBytes(s.OldBytesRead), humanBytes(s.NewBytesRead), r.Seconds)
+	if s.OldBytesAll > 0 {
+		line += fmt.Sprintf(" (old: %.1f%% of the snapshot)", 100*float64(s.OldBytesRead)/float64(s.OldBytesAll))
+	}
+	if s.CountBytesRead > 0 {
+		line += fmt.Sprintf(", after one pass over the old snapshot reading %s", humanBytes(s.CountBytesRead))
+	}
+	if len(s.Mismatches) > 0 {
+		line += "; " + ClassList(s.Mismatches)
+	}
+	return line
+}
+
+// String renders the range as [start, stop).
+func (r Range) String() string {
+	stop := r.Stop
+	if r.StopHex == "" {
+		stop = "(end)"
+	}
+	return "[" + r.Start + ", " + stop + ")"
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ErrNeedsEntityFilter is returned by RedoRanges for an entity whose old
+// layout gives it no key range: redoing it means filtering a whole read by
+// entity, which a range list cannot express.
+var ErrNeedsEntityFilter = errors.New("verify: an entity to redo has no old key range (filter_by_entity)")
+
+// RedoRanges returns the old-key row ranges to redo, sorted and with
+// overlapping or touching ranges merged: what `rekey run --only REPORT.json`
+// reads again.
+func (r *Report) RedoRanges() ([]transform.KeyRange, error) {
+	var out []transform.KeyRange
+	for _, e := range r.Redo {
+		if e.FilterByEntity {
+			return nil, fmt.Errorf("%w: %s", ErrNeedsEntityFilter, e.Entity)
+		}
+		k, err := e.Old.KeyRange()
+		if err != nil {
+			return nil, fmt.Errorf("verify: redo %s: %w", e.Entity, err)
+		}
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].Start, out[j].Start) < 0 })
+	merged := out[:0]
+	for _, k := range out {
+		if n := len(merged); n > 0 {
+			last := &merged[n-1]
+			if len(last.Stop) == 0 {
+				continue // already to the end of the table
+			}
+			if bytes.Compare(k.Start, last.Stop) <= 0 {
+				if len(k.Stop) == 0 || bytes.Compare(k.Stop, last.Stop) > 0 {
+					last.Stop = k.Stop
+				}
+				continue
+			}
+		}
+		merged = append(merged, k)
+	}
+	return merged, nil
+}
