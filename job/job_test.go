@@ -73,7 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"fixed widths add up over the limit", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 32767}", []string{`target_layout.row: the fixed-width components add up to 32775 bytes, above HBase's row key limit of 32767 bytes`}},
 		{"literal over the limit", "{field: user, type: fixed, width: 6}", "{field: user, type: fixed, width: 6}\n    - {type: literal, hex: \"" + strings.Repeat("ab", 32768) + "\"}", []string{`a 32768-byte literal is above HBase's row key limit`}},
 		{"buckets out of range", "{field: user, type: fixed, width: 6}", "{type: salt, of: user, buckets: 99999999999}\n    - {field: user, type: fixed, width: 6}", []string{`buckets 99999999999 is out of range`}},
-		{"second document", "sink: {kind: puts, batch: 1000}\n", "sink: {kind: puts, batch: 1000}\n---\nentity: [other]\n", []string{`a.yaml:20:1: a second YAML document (after ---): a job file holds one`}},
+		{"second document", "sink: {type: puts, batch_cells: 1000}\n", "sink: {type: puts, batch_cells: 1000}\n---\nentity: [other]\n", []string{`a.yaml:20:1: a second YAML document (after ---): a job file holds one`}},
 		{"custom tag", "name: s1", "name: !env SNAP", []string{`a.yaml:3:9: YAML tag !env is not supported`}},
 		{"binary tag", "table: ns:new_t", "table: !!binary bnM6bmV3X3Q=", []string{`YAML tag !!binary is not supported`}},
 		{"two errors at once", "  qualifier: [{field: ts, type: int, width: 8}]\n", "  qualifier: [{field: ts, type: int, width: 9}]\n  extra: 1\n", []string{"width 9 is not allowed", `unknown option "extra"`}},
