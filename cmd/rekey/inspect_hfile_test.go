@@ -97,7 +97,7 @@ func TestInspectHFileCorrupt(t *testing.T) {
 		{"summary of a file with a corrupt data block is fine", []string{bad}, exitOK, nil},
 		{"cells of a corrupt data block", []string{"--cells", bad}, exitProblems, []string{"corrupt.hfile", "DATABLK* block at offset 0", "checksum mismatch"}},
 		{"truncated file", []string{truncated}, exitProblems, []string{"truncated.hfile", "corrupt"}},
-		{"missing file", []string{filepath.Join(dir, "nope")}, exitUsage, []string{"nope", "no such file"}},
+		{"missing file (named wrong: exit 2)", []string{filepath.Join(dir, "nope")}, exitUsage, []string{"nope", "no such file"}},
 		{"no argument", nil, exitUsage, []string{"accepts 1 arg"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
