@@ -197,6 +197,7 @@ func (r *runner) fill(sum *Summary, items []work) {
 			continue // an unfinished split is redone: its counts are not final
 		}
 		sum.Read += st.Read
+		sum.FilesChecked += st.FilesChecked
 		sum.Written += st.Written
 		sum.Rejected += st.Rejected
 		sum.Collided += st.Collided

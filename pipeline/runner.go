@@ -613,6 +613,7 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 	if err := sc.Err(); err != nil {
 		return err
 	}
+	st.FilesChecked = sc.Stats().FilesCountChecked
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

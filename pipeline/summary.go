@@ -26,6 +26,10 @@ type SplitStats struct {
 	Failed   int64 `json:"cells_failed"`
 	// Bytes is the key and value bytes of the cells written.
 	Bytes int64 `json:"bytes_written"`
+	// FilesChecked counts the store files read whole whose cell count
+	// matched the entry count in their trailer (files cut by a split bound
+	// or a reference are not counted).
+	FilesChecked int `json:"files_count_checked"`
 	// FileBytes is the store file bytes the split covers.
 	FileBytes int64   `json:"file_bytes"`
 	Seconds   float64 `json:"seconds"`
@@ -56,6 +60,9 @@ type Summary struct {
 	Failed    int64 `json:"cells_failed"`
 	Bytes     int64 `json:"bytes_written"`
 	BytesRead int64 `json:"bytes_read"`
+	// FilesChecked counts store files whose cell count was checked
+	// against their trailer (see SplitStats).
+	FilesChecked int `json:"files_count_checked"`
 	// CollisionScope says how far collisions were looked for: "none" when
 	// the layout maps one to one, "split" when within each split.
 	CollisionScope string   `json:"collision_scope"`

@@ -569,6 +569,7 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
 	}
 	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, humanRate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
+	p("  integrity %d store files read whole, each cell count matching its trailer\n", s.FilesChecked)
 	p("  collisions checked: %s\n", map[string]string{"none": "not needed (the new key keeps every old field)", "split": "within each split"}[s.CollisionScope])
 	p("  checkpoint %s\n", s.Checkpoint)
 	if s.Entities != "" {
