@@ -4,23 +4,15 @@ import (
 	"bytes"
 	"io"
 	"os"
-	"strings"
 	"testing"
-
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // runRekey runs the CLI in-process as a user would from a fresh shell and
-// returns its exit code, stdout and stderr. Cobra keeps flag values between
-// runs in one process, so every flag of every subcommand is first put back
-// to its default.
+// returns its exit code, stdout and stderr. Every run builds its own
+// command tree, so no flag value carries over from an earlier run.
 func runRekey(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	resetFlags(rootCmd)
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	defer rootCmd.SetOut(nil)
 	// run reports errors on os.Stderr itself, so capture the real thing.
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -30,28 +22,22 @@ func runRekey(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	os.Stderr = pw
 	errc := make(chan string)
 	go func() { b, _ := io.ReadAll(pr); errc <- string(b) }()
-	code = run(args)
+	code = runWith(args, &out)
 	os.Stderr = saved
 	pw.Close()
 	return code, out.String(), <-errc
 }
 
-// resetFlags puts every flag of c and its subcommands back to its default.
-func resetFlags(c *cobra.Command) {
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		if sv, ok := f.Value.(pflag.SliceValue); ok {
-			// A slice flag's Set appends, and its DefValue is "[a,b]".
-			var def []string
-			if d := strings.Trim(f.DefValue, "[]"); d != "" {
-				def = strings.Split(d, ",")
-			}
-			_ = sv.Replace(def)
-		} else {
-			_ = f.Value.Set(f.DefValue)
-		}
-		f.Changed = false
-	})
-	for _, sub := range c.Commands() {
-		resetFlags(sub)
+// TestNoFlagCarriesOver: a flag given in one run is not set in the next.
+func TestNoFlagCarriesOver(t *testing.T) {
+	job := demoJob(t)
+	if code, _, errOut := runRekey(t, "run", job, "--sink", "dry-run", "--progress", "none", "--json"); code != 0 {
+		t.Fatalf("first run: exit %d %s", code, errOut)
+	}
+	// Without --resume this run must refuse the checkpoint the first made;
+	// --json from the first run must not carry over either.
+	code, out, _ := runRekey(t, "run", job, "--sink", "dry-run", "--progress", "none")
+	if code != 2 || bytes.Contains([]byte(out), []byte("{")) {
+		t.Errorf("second run: exit %d, output %q; flags of the first run carried over", code, out)
 	}
 }

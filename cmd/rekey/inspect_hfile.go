@@ -18,15 +18,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var inspectHFileFlags struct {
+// inspectHFileOptions are the flags of `rekey inspect hfile`.
+type inspectHFileOptions struct {
 	cells     bool
 	cellsOnly bool
 }
 
-var inspectHFileCmd = &cobra.Command{
-	Use:   "hfile PATH",
-	Short: "Show an HFile's trailer, file info and index, or dump its cells",
-	Long: `Show one HFile: its trailer (version, codec, entry count, index levels,
+func newInspectHFileCmd() *cobra.Command {
+	var fl inspectHFileOptions
+	cmd := &cobra.Command{
+		Use:   "hfile PATH",
+		Short: "Show an HFile's trailer, file info and index, or dump its cells",
+		Long: `Show one HFile: its trailer (version, codec, entry count, index levels,
 section offsets), every file-info entry (decoded where rekey knows the key),
 the data index and the load-on-open blocks. PATH is a local path, file:///path
 or hdfs://host:port/path (hdfs://nameservice/path with HADOOP_CONF_DIR).
@@ -36,15 +39,13 @@ format (rowhex, family, qualifierhex, timestamp, type, valuehex;
 tab-separated); --cells-only prints just those lines, to diff against the test
 oracle's dump-hfile. A file that is corrupt or cannot be read exits non-zero
 with an error naming the file, block offset and block type.`,
-	Args: cobra.ExactArgs(1),
-	RunE: runInspectHFile,
-}
-
-func init() {
-	f := inspectHFileCmd.Flags()
-	f.BoolVar(&inspectHFileFlags.cells, "cells", false, "print every cell in the canonical dump format after the summary")
-	f.BoolVar(&inspectHFileFlags.cellsOnly, "cells-only", false, "print only the cells (no summary)")
-	inspectCmd.AddCommand(inspectHFileCmd)
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runInspectHFile(cmd, args, fl) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&fl.cells, "cells", false, "print every cell in the canonical dump format after the summary")
+	f.BoolVar(&fl.cellsOnly, "cells-only", false, "print only the cells (no summary)")
+	return cmd
 }
 
 // openHFileArg opens a local, file:// or hdfs:// HFile named on the command
@@ -83,8 +84,8 @@ func isDirErr(loc *vfs.Location, err error) bool {
 	return serr == nil && fi.IsDir()
 }
 
-func runInspectHFile(cmd *cobra.Command, args []string) error {
-	if inspectHFileFlags.cells && inspectHFileFlags.cellsOnly {
+func runInspectHFile(cmd *cobra.Command, args []string, fl inspectHFileOptions) error {
+	if fl.cells && fl.cellsOnly {
 		return usageError{errors.New("--cells and --cells-only exclude each other: --cells prints the summary and the cells, --cells-only the cells alone")}
 	}
 	r, done, err := openHFileArg(args[0])
@@ -94,15 +95,15 @@ func runInspectHFile(cmd *cobra.Command, args []string) error {
 	defer done()
 	w := bufio.NewWriterSize(cmd.OutOrStdout(), 64<<10)
 	defer w.Flush()
-	if !inspectHFileFlags.cellsOnly {
+	if !fl.cellsOnly {
 		if err := printHFileSummary(w, r); err != nil {
 			return err
 		}
 	}
-	if !inspectHFileFlags.cells && !inspectHFileFlags.cellsOnly {
+	if !fl.cells && !fl.cellsOnly {
 		return nil
 	}
-	if !inspectHFileFlags.cellsOnly {
+	if !fl.cellsOnly {
 		fmt.Fprintln(w, "cells:")
 	}
 	it := r.NewIterator()

@@ -17,7 +17,8 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var inspectSnapshotFlags struct {
+// inspectSnapshotOptions are the flags of `rekey inspect snapshot`.
+type inspectSnapshotOptions struct {
 	cells       bool
 	raw         bool
 	maxVersions int
@@ -26,10 +27,12 @@ var inspectSnapshotFlags struct {
 	families    []string
 }
 
-var inspectSnapshotCmd = &cobra.Command{
-	Use:   "snapshot ROOTDIR NAME",
-	Short: "Show a snapshot's table, families and regions, or dump its cells",
-	Long: `Show a table snapshot: its table, each family's attributes, and every region
+func newInspectSnapshotCmd() *cobra.Command {
+	var fl inspectSnapshotOptions
+	cmd := &cobra.Command{
+		Use:   "snapshot ROOTDIR NAME",
+		Short: "Show a snapshot's table, families and regions, or dump its cells",
+		Long: `Show a table snapshot: its table, each family's attributes, and every region
 with its start and end keys and store files. ROOTDIR is the HBase root dir:
 a local path, file:///path, hdfs://host:port/path or hdfs://nameservice/path.
 
@@ -39,23 +42,20 @@ TableSnapshotScanner reads it, one line per cell in the canonical dump format
 the output diffs against the test oracle's dump-snapshot. --raw includes delete
 markers and masked cells; --max-versions caps versions per column (0: the
 family's VERSIONS, or all versions with --raw).`,
-	Args: cobra.ExactArgs(2),
-	RunE: runInspectSnapshot,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error { return runInspectSnapshot(cmd, args, fl) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&fl.cells, "cells", false, "print every cell in the canonical dump format")
+	f.BoolVar(&fl.raw, "raw", false, "with --cells: raw scan (delete markers, no delete masking or TTL)")
+	f.IntVar(&fl.maxVersions, "max-versions", 0, "with --cells: versions per column (0 = family VERSIONS; all with --raw)")
+	f.BoolVar(&fl.jsonOut, "json", false, "print the description as JSON")
+	f.StringVar(&fl.now, "now", "", "with --cells: reference time for TTL, RFC 3339 or epoch ms (default: current time, as HBase; 'snapshot' = creation time)")
+	f.StringSliceVar(&fl.families, "family", nil, "with --cells: only these families")
+	return cmd
 }
 
-func init() {
-	f := inspectSnapshotCmd.Flags()
-	f.BoolVar(&inspectSnapshotFlags.cells, "cells", false, "print every cell in the canonical dump format")
-	f.BoolVar(&inspectSnapshotFlags.raw, "raw", false, "with --cells: raw scan (delete markers, no delete masking or TTL)")
-	f.IntVar(&inspectSnapshotFlags.maxVersions, "max-versions", 0, "with --cells: versions per column (0 = family VERSIONS; all with --raw)")
-	f.BoolVar(&inspectSnapshotFlags.jsonOut, "json", false, "print the description as JSON")
-	f.StringVar(&inspectSnapshotFlags.now, "now", "", "with --cells: reference time for TTL, RFC 3339 or epoch ms (default: current time, as HBase; 'snapshot' = creation time)")
-	f.StringSliceVar(&inspectSnapshotFlags.families, "family", nil, "with --cells: only these families")
-	inspectCmd.AddCommand(inspectSnapshotCmd)
-}
-
-func runInspectSnapshot(cmd *cobra.Command, args []string) error {
-	fl := inspectSnapshotFlags
+func runInspectSnapshot(cmd *cobra.Command, args []string, fl inspectSnapshotOptions) error {
 	if fl.maxVersions < 0 {
 		return usageError{fmt.Errorf("--max-versions %d: must be >= 0", fl.maxVersions)}
 	}

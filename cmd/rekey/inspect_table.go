@@ -30,12 +30,12 @@ type inspectTableOptions struct {
 	timeout     time.Duration
 }
 
-var inspectTableFlags inspectTableOptions
-
-var inspectTableCmd = &cobra.Command{
-	Use:   "table TABLE",
-	Short: "Show a live table's regions, or dump its cells, through rekey's HBase client",
-	Long: `Show the regions of a live HBase table (encoded name, start key, end key in
+func newInspectTableCmd() *cobra.Command {
+	var fl inspectTableOptions
+	cmd := &cobra.Command{
+		Use:   "table TABLE",
+		Short: "Show a live table's regions, or dump its cells, through rekey's HBase client",
+		Long: `Show the regions of a live HBase table (encoded name, start key, end key in
 hex, and the region server serving each), read from hbase:meta with rekey's own
 HBase client.
 
@@ -47,27 +47,24 @@ Without --max-versions the scan returns every version the families keep;
 
 The cluster is found through ZooKeeper: --zk host:port[,host:port] (default
 $REKEY_ZK), --znode-parent (default /hbase).`,
-	Args: cobra.ExactArgs(1),
-	RunE: runInspectTable,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runInspectTable(cmd, args, fl) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] (default $REKEY_ZK)")
+	f.StringVar(&fl.znodeParent, "znode-parent", "/hbase", "zookeeper.znode.parent of the cluster")
+	f.BoolVar(&fl.cells, "cells", false, "print every cell in the canonical dump format")
+	f.BoolVar(&fl.raw, "raw", false, "with --cells: raw scan (delete markers and masked cells)")
+	f.IntVar(&fl.maxVersions, "max-versions", 0, "with --cells: versions per column (0 = all the families keep)")
+	f.StringVar(&fl.start, "start", "", "with --cells: first row, hex")
+	f.StringVar(&fl.stop, "stop", "", "with --cells: row to stop before, hex")
+	f.IntVar(&fl.limit, "limit", 0, "with --cells: at most this many rows (0 = all)")
+	f.StringSliceVar(&fl.families, "family", nil, "with --cells: only these families")
+	f.DurationVar(&fl.timeout, "timeout", 2*time.Minute, "bound on each HBase operation, retries included")
+	return cmd
 }
 
-func init() {
-	f := inspectTableCmd.Flags()
-	f.StringVar(&inspectTableFlags.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] (default $REKEY_ZK)")
-	f.StringVar(&inspectTableFlags.znodeParent, "znode-parent", "/hbase", "zookeeper.znode.parent of the cluster")
-	f.BoolVar(&inspectTableFlags.cells, "cells", false, "print every cell in the canonical dump format")
-	f.BoolVar(&inspectTableFlags.raw, "raw", false, "with --cells: raw scan (delete markers and masked cells)")
-	f.IntVar(&inspectTableFlags.maxVersions, "max-versions", 0, "with --cells: versions per column (0 = all the families keep)")
-	f.StringVar(&inspectTableFlags.start, "start", "", "with --cells: first row, hex")
-	f.StringVar(&inspectTableFlags.stop, "stop", "", "with --cells: row to stop before, hex")
-	f.IntVar(&inspectTableFlags.limit, "limit", 0, "with --cells: at most this many rows (0 = all)")
-	f.StringSliceVar(&inspectTableFlags.families, "family", nil, "with --cells: only these families")
-	f.DurationVar(&inspectTableFlags.timeout, "timeout", 2*time.Minute, "bound on each HBase operation, retries included")
-	inspectCmd.AddCommand(inspectTableCmd)
-}
-
-func runInspectTable(cmd *cobra.Command, args []string) error {
-	fl := inspectTableFlags
+func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) error {
 	if fl.zk == "" {
 		fl.zk = os.Getenv("REKEY_ZK")
 	}

@@ -5,6 +5,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -35,23 +36,33 @@ func (e usageError) Unwrap() error { return e.err }
 // it has already reported them.
 var errProblems = errors.New("finished with problems")
 
-// rootCmd is the top of the command tree; each subcommand file adds itself
-// in an init function, so subcommands live in separate files.
-var rootCmd = &cobra.Command{
-	Use:           "rekey",
-	Short:         "Re-key HBase tables from snapshots, without Spark",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// newRootCmd builds the command tree afresh: each subcommand file has a
+// constructor whose flags live in the command it returns, so no flag value
+// outlives one run (tests run the CLI many times in one process).
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "rekey",
+		Short:         "Re-key HBase tables from snapshots, without Spark",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newPlanCmd(), newRunCmd(), newVerifyCmd(), newInspectCmd())
+	return root
 }
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
-	rootCmd.SetArgs(args)
-	rootCmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	err := rootCmd.Execute()
+func run(args []string) int { return runWith(args, os.Stdout) }
+
+// runWith runs the CLI with stdout going to out.
+func runWith(args []string, out io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	err := root.Execute()
 	switch {
 	case err == nil:
 		return exitOK

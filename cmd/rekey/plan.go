@@ -26,7 +26,7 @@ type planFlags struct {
 	offline     bool
 }
 
-func init() {
+func newPlanCmd() *cobra.Command {
 	var f planFlags
 	cmd := &cobra.Command{
 		Use:   "plan JOB",
@@ -52,7 +52,7 @@ do not read back,
 	cmd.Flags().IntVar(&f.regions, "regions", 0, "regions to suggest split keys for (default: as many as the snapshot has)")
 	cmd.Flags().Int64Var(&f.maxRowSize, "max-row-size", transform.DefaultMaxRowSize, "hbase.table.max.rowsize of the target cluster")
 	cmd.Flags().Int64Var(&f.maxCellSize, "max-cell-size", transform.DefaultMaxCellSize, "hbase.client.keyvalue.maxsize of the target cluster")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 // planOutput is the JSON form of a plan.

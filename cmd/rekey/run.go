@@ -45,7 +45,7 @@ type runFlags struct {
 	resume, fresh, raw, create, json                                             bool
 }
 
-func init() {
+func newRunCmd() *cobra.Command {
 	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run JOB",
@@ -111,7 +111,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runRun(cmd *cobra.Command, path string, f runFlags) error {

@@ -47,7 +47,7 @@ type failed struct{ err error }
 func (e failed) Error() string { return e.err.Error() }
 func (e failed) Unwrap() error { return e.err }
 
-func init() {
+func newVerifyCmd() *cobra.Command {
 	var f verifyFlags
 	cmd := &cobra.Command{
 		Use:   "verify JOB",
@@ -112,7 +112,7 @@ flags, unreadable snapshot, cluster unreachable).`,
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] of the target cluster (default $REKEY_ZK)")
 	fl.StringVar(&f.znodeParent, "znode-parent", "/hbase", "zookeeper.znode.parent of the target cluster")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each HBase operation, retries included")
-	rootCmd.AddCommand(cmd)
+	return cmd
 }
 
 func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string, f verifyFlags) error {
