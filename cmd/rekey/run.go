@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -129,6 +130,12 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return usageError{err}
 	}
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	// The memory budget is also the Go runtime's soft limit, so garbage
+	// collection works harder before the heap overshoots the budget
+	// (unless GOMEMLIMIT says otherwise).
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryOf(j))
+	}
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 
 	// The first signal stops the run cleanly; a second exits at once.
