@@ -146,3 +146,11 @@ for what, a, b, goal in [
 PY
 echo
 echo "raw measurements: $results"
+
+# Whole jobs last: rekey run against the Java program and the Spark job on
+# one snapshot (SIZE=small|default|large; see scripts/bench-e2e.sh).
+# PARTS_ONLY=1 skips them.
+if [ "${PARTS_ONLY:-0}" != 1 ]; then
+	echo
+	scripts/bench-e2e.sh
+fi
