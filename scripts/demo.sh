@@ -8,8 +8,9 @@
 # itself with the staged-HFiles sink, offline: every cell read, re-keyed,
 # partitioned by the planned target regions, sorted and written as HFiles
 # under OUT (default ./demo-out) that a bulk load can adopt; then it reads
-# the first new rows back from those HFiles. Then it shows what a mistake in
-# a job file looks like.
+# the first new rows back from those HFiles and verifies them against the
+# snapshot, entity by entity, writing OUT/report.html. Then it shows what a
+# mistake in a job file looks like.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,6 +41,12 @@ first=$(find "$OUT/hfiles" -type f | sort | head -1)
 echo
 echo "== rekey inspect hfile $first --cells-only   (its first 5 cells: row = user, 6 bytes | day start, 8-byte millis; qualifier = millis into the day)"
 "$bin" inspect hfile "$first" --cells-only | sed -n 1,5p
+
+echo
+echo "== rekey verify configs/demo.yaml --staging $OUT   (the 10 heaviest users and a sample of 20, old snapshot against the staged HFiles)"
+"$bin" verify configs/demo.yaml --staging "$OUT" --sketch "$OUT/state/entities.json" \
+	--heaviest 10 --sample 20 --html "$OUT/report.html" --out "$OUT/report.json" | sed -n '1,14p;$p'
+echo "(report: $OUT/report.html, $OUT/report.json)"
 
 echo
 echo "== the same job without the day bucket: plan warns that rows stay unbounded"
