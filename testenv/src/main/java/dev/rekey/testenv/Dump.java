@@ -72,7 +72,9 @@ final class Dump implements AutoCloseable {
    * section in hex (empty when it has none).
    */
   void cell(Cell c, boolean tags) throws IOException {
-    out.write(buf, 0, format(c, tags));
+    // format may grow buf: take the length first, then the (new) buffer.
+    int len = format(c, tags);
+    out.write(buf, 0, len);
     n = 0;
     cells++;
   }
