@@ -91,6 +91,20 @@ func writeJobFile(t *testing.T, st *testenv.State, snap, target, dir string) str
 	return p
 }
 
+// verifyPasses runs rekey verify on the run's target three ways (the
+// run's sketch: heaviest and a sample; --find-worst; --all) and expects
+// every entity to match (exit 0).
+func verifyPasses(t *testing.T, bin, jobPath string, st *testenv.State) {
+	t.Helper()
+	for _, extra := range [][]string{nil, {"--find-worst", "--heaviest", "5", "--sample", "10"}, {"--all"}} {
+		args := append([]string{"verify", jobPath, "--zk", st.ZKQuorum}, extra...)
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if code := exitCode(err); code != 0 {
+			t.Errorf("rekey %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}
+
 func exitCode(err error) int {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -149,6 +163,7 @@ func TestKillNineThenResume(t *testing.T) {
 	}
 	t.Logf("resumed: %d splits done by earlier runs", sum.Skipped)
 	sameCells(t, "target after kills and resume (raw)", dumpTable(t, dst, true), want)
+	verifyPasses(t, bin, jobPath, st)
 }
 
 // TestSigtermExitsThreeAndResumes: SIGTERM stops the run with exit 3 and a
@@ -459,4 +474,5 @@ func TestKillNineHFilesThenResume(t *testing.T) {
 		t.Errorf("final resume did not finish: %s", out)
 	}
 	sameCells(t, "staged target after kills and resume (raw)", dumpTable(t, dst, true), want)
+	verifyPasses(t, bin, jobPath, st)
 }
