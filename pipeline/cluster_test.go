@@ -218,29 +218,14 @@ func splitKeys(t *testing.T, hexes []string) [][]byte {
 	return out
 }
 
-// runPuts prepares the target and runs the job through the puts sink.
+// runPuts prepares the target and runs the job through the puts sink
+// (batches of 500, 2 workers).
 func runPuts(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Config) (*pipeline.Summary, error) {
 	t.Helper()
-	client, err := hbase.NewClient(hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pipeline.PrepareTarget(ctx, client, j, snap, splitKeys(t, newSplits))
-	snap.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Job = j
-	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{BatchCells: 500, Workers: 2})
 	if cfg.Workers == 0 {
 		cfg.Workers = 2
 	}
-	return pipeline.Run(ctx, cfg)
+	return runPutsWith(t, ctx, j, newSplits, cfg, pipeline.PutsOptions{BatchCells: 500, Workers: 2})
 }
 
 func dumpTable(t *testing.T, table string, raw bool) []cell.Cell {
