@@ -695,7 +695,33 @@ public final class Oracle {
           admin.deleteSnapshot(name);
         }
       }
-      admin.snapshot(name, tn);
+      // Snapshots of several tables at once (tests run in parallel) can
+      // fail on the master's procedure coordinator ("... not found in
+      // proclist"): that is the cluster being busy, not the table being
+      // wrong, so try again a few times before giving up.
+      for (int attempt = 1; ; attempt++) {
+        try {
+          admin.snapshot(name, tn);
+          return;
+        } catch (IOException e) {
+          if (attempt >= 6) {
+            throw e;
+          }
+          System.err.println("snapshot " + name + ": attempt " + attempt + " failed, retrying: " + e.getMessage());
+          try {
+            Thread.sleep(1000L * attempt);
+          } catch (InterruptedException ie) {
+            Thread.currentThread().interrupt();
+            throw e;
+          }
+          // Whatever the failed attempt left completed is taken again.
+          for (SnapshotDescription sd : admin.listSnapshots()) {
+            if (sd.getName().equals(name)) {
+              admin.deleteSnapshot(name);
+            }
+          }
+        }
+      }
     }
   }
 
