@@ -163,6 +163,35 @@ case " ${list[*]} " in *" spark-"*) testenv/bin/spark-job --build-only ;; esac
 testenv/bin/build
 export TESTENV_NO_BUILD=1
 
+# verify_rows TABLE ROUND: `rekey verify` of the target the puts contender
+# just wrote, the 100 heaviest entities and a sample of 1000 from the run's
+# sketch, against --all (every entity: both sides read whole); time and
+# bytes read on each side, whole process.
+verify_rows() {
+	local t="$1" r="$2" mode out tm
+	for mode in sample all; do
+		local args=(--heaviest 100 --sample 1000)
+		[ "$mode" = all ] && args=(--all)
+		out="$BENCH_DIR/verify-$mode.$r.json" tm="$BENCH_DIR/verify-$mode.$r.time"
+		if /usr/bin/time -f '%e %U %S %M' -o "$tm" bin/rekey verify "$BENCH_DIR/$t.yaml" --zk "$zk" --table "$t" --json "${args[@]}" >"$out" 2>"$BENCH_DIR/verify-$mode.$r.err"; then
+			read -r wall user sys rss < <(tail -n 1 "$tm") || true
+			python3 - "$out" "$mode" "$r" "$wall" "$user" "$sys" "$rss" >>"$BENCH_DIR/verify.jsonl" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1])); s = rep["summary"]
+print(json.dumps({"verify": sys.argv[2], "round": int(sys.argv[3]), "wall_s": float(sys.argv[4]),
+    "cpu_s": round(float(sys.argv[5]) + float(sys.argv[6]), 2), "peak_rss_kb": int(sys.argv[7]),
+    "entities": s["entities"], "mismatched": s["mismatched"], "cells_compared": s["cells_compared"],
+    "old_bytes_read": s["old_bytes_read"], "new_bytes_read": s["new_bytes_read"],
+    "old_bytes_total": s.get("old_bytes_total")}))
+PY
+			echo "   verify ($mode): $(tail -n 1 "$BENCH_DIR/verify.jsonl")"
+		else
+			echo "   verify ($mode): FAILED or mismatched (exit $?), see $out" >&2
+		fi
+	done
+}
+
+: >"$BENCH_DIR/verify.jsonl"
 n=${#list[@]}
 for ((r = 1; r <= ROUNDS; r++)); do
 	echo "== round $r of $ROUNDS"
@@ -195,13 +224,17 @@ PY
 		printf '{"contender":"%s","round":%d,"status":"%s","wall_s":%s,"cpu_s":%s,"peak_rss_kb":%s,"target":%s,"result":%s}\n' \
 			"$c" "$r" "$status" "${wall:-null}" "$(python3 -c "print(round(${user:-0}+${sys:-0},2))")" "${rss:-null}" "$got" "$line" >>"$runs"
 		echo "   $c: $status, ${wall:-?} s wall, $(python3 -c "print(round(${user:-0}+${sys:-0},1))") s CPU, $((${rss:-0} / 1024)) MB peak RSS"
+		if [ "$c" = rekey-put-1w ] && [ "$status" = ok ]; then
+			verify_rows "$t" "$r"
+		fi
 		testenv/bin/oracle drop-table "$t" >/dev/null
 	done
 done
 
-python3 - "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" <<'PY'
+python3 - "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" "$BENCH_DIR/verify.jsonl" <<'PY'
 import json, os, platform, statistics, subprocess, sys, datetime
-runs_path, out_path, size, rounds, batch, src_path, exp_path = sys.argv[1:]
+runs_path, out_path, size, rounds, batch, src_path, exp_path, verify_path = sys.argv[1:]
+verify_rows = [json.loads(l) for l in open(verify_path) if l.strip()]
 runs = [json.loads(l) for l in open(runs_path) if l.strip()]
 def sh(cmd):
     try:
@@ -241,7 +274,7 @@ doc = {
                  "spark": "3.5.6 (Scala 2.12, local[2])", "go": sh("go env GOVERSION"),
                  "rekey_commit": sh("git rev-parse --short HEAD")},
     "source": source, "expected_target": expected,
-    "summary": summary, "runs": runs,
+    "summary": summary, "runs": runs, "verify": verify_rows,
     "notes": "wall_s, cpu_s and peak RSS are of the whole process (JVM start included), medians over the ok rounds; "
              "the mini cluster shares the same cores, so put and bulk-load figures include the cluster's work; "
              "rekey_speedup = contender wall / fastest rekey wall (above 1: rekey is faster).",
