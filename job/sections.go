@@ -185,18 +185,27 @@ func (d *decoder) instant(n *yaml.Node, p string) int64 {
 		d.errorf(n, p, "expected a time (epoch millis or RFC 3339), got %s", kindName(n))
 		return 0
 	}
-	if ms, err := strconv.ParseInt(n.Value, 10, 64); err == nil {
-		if ms < 0 {
-			d.errorf(n, p, "negative time %d", ms)
-		}
-		return ms
-	}
-	t, err := time.Parse(time.RFC3339, n.Value)
+	ms, err := ParseInstant(n.Value)
 	if err != nil {
-		d.errorf(n, p, "expected a time (epoch millis or RFC 3339 such as 2026-11-29T00:00:00Z), got %q", n.Value)
-		return 0
+		d.errorf(n, p, "%v", err)
 	}
-	return t.UnixMilli()
+	return ms
+}
+
+// ParseInstant reads a time written as epoch milliseconds or RFC 3339
+// text, as job files and `rekey run` flags take it.
+func ParseInstant(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < 0 {
+			return 0, fmt.Errorf("negative time %d", ms)
+		}
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, fmt.Errorf("expected a time (epoch millis or RFC 3339 such as 2026-11-29T00:00:00Z), got %q", s)
+	}
+	return t.UnixMilli(), nil
 }
 
 func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {

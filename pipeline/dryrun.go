@@ -27,7 +27,7 @@ type dryRunSplit struct{ cells, bytes int64 }
 
 func (d *dryRunSplit) Write(_ context.Context, c *cell.Cell) error {
 	d.cells++
-	d.bytes += int64(len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + 8)
+	d.bytes += cellBytes(c)
 	return nil
 }
 

@@ -82,7 +82,7 @@ func (s *putsSplit) Write(ctx context.Context, c *cell.Cell) error {
 		return err
 	}
 	s.cells++
-	s.bytes += int64(len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + 8)
+	s.bytes += cellBytes(c)
 	if s.cells&1023 == 0 {
 		s.syncRetries()
 	}

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -437,7 +436,7 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		if t.v == "" {
 			continue
 		}
-		ms, err := parseInstant(t.v)
+		ms, err := job.ParseInstant(t.v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.flag, err)
 		}
@@ -497,21 +496,6 @@ func parseShard(s string) (pipeline.Shard, error) {
 		return pipeline.Shard{}, fmt.Errorf("--shard %q: expected I/N with 0 <= I < N, e.g. 0/4", s)
 	}
 	return pipeline.Shard{Index: a, Count: b}, nil
-}
-
-// parseInstant reads epoch milliseconds or RFC 3339.
-func parseInstant(s string) (int64, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if ms < 0 {
-			return 0, fmt.Errorf("negative time %d", ms)
-		}
-		return ms, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is neither epoch milliseconds nor an RFC 3339 time such as 2026-11-29T00:00:00Z", s)
-	}
-	return t.UnixMilli(), nil
 }
 
 func memoryOf(j *job.Job) int64 {
