@@ -533,6 +533,7 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 		curEnt, ent       []byte
 		entCells, entByte int64
 		pending           int64 // cells written since the last limiter wait
+		readShown         int64 // st.Read already added to r.read
 	)
 	flushEntity := func() {
 		if entCells > 0 {
@@ -562,7 +563,6 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 	for sc.Next() {
 		src = sc.Cell()
 		st.Read++
-		r.read.Add(1)
 		before, beforeB := emitted, emittedB
 		merr := mapper.Map(*src, emit)
 		if writeErr != nil {
@@ -599,6 +599,10 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 			entByte += emittedB - beforeB
 		}
 		if pending >= 256 {
+			// Shared counters move in steps, not per cell: workers on
+			// other cores would otherwise fight over their cache line.
+			r.read.Add(st.Read - readShown)
+			readShown = st.Read
 			r.written.Add(pending)
 			if err := r.ctl.write.wait(ctx, float64(pending)); err != nil {
 				return err
@@ -610,6 +614,7 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 		}
 	}
 	r.written.Add(pending)
+	r.read.Add(st.Read - readShown)
 	if err := sc.Err(); err != nil {
 		return err
 	}
