@@ -35,7 +35,29 @@ type blockDecoder struct {
 	dict           tagDict
 	// rowOffsets is ROW_INDEX_V1's table of where each row starts.
 	rowOffsets []byte
+	// repeat is what the last decoded cell's key shares with the one
+	// before it, as the encoding records it (DIFF and FAST_DIFF only).
+	repeat Repeat
+	// decoded: a cell of this block was decoded (first can turn false
+	// without one: a ROW_INDEX_V1 seek past the block's last row).
+	decoded bool
 }
+
+// Repeat says how much of a cell's key repeats the key of the cell decoded
+// just before it in the same block, as DIFF and FAST_DIFF record it (their
+// shared-prefix length): a scan can then skip comparing the row, family
+// and qualifier again. RepeatNone promises nothing: it is also what every
+// other encoding and the first cell of a block report.
+type Repeat uint8
+
+const (
+	// RepeatNone: unknown, or a different row.
+	RepeatNone Repeat = iota
+	// RepeatRow: the same row and family as the previous cell.
+	RepeatRow
+	// RepeatColumn: the same row, family and qualifier.
+	RepeatColumn
+)
 
 // timestamp+type suffix of every flat key
 const tsTypeLen = 9
@@ -44,6 +66,7 @@ const tsTypeLen = 9
 // whether the block was DATABLKE (payload starts with the u16 encoding id).
 func (d *blockDecoder) reset(payload []byte, encoded bool, want Encoding) error {
 	d.pos, d.first, d.keyLen, d.rowLen, d.famWS = 0, true, 0, 0, 0
+	d.decoded = false
 	d.ts, d.typ, d.valLen, d.value = 0, 0, 0, nil
 	d.dict.clear()
 	d.rowOffsets = nil
@@ -148,6 +171,7 @@ func (d *blockDecoder) next(c *cell.Cell) (bool, error) {
 	if d.pos >= len(d.data) {
 		return false, nil
 	}
+	d.repeat = RepeatNone
 	var err error
 	switch d.enc {
 	case EncodingNone, EncodingRowIndexV1:
@@ -164,7 +188,7 @@ func (d *blockDecoder) next(c *cell.Cell) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	d.first = false
+	d.first, d.decoded = false, true
 	return true, nil
 }
 
@@ -376,6 +400,13 @@ func (d *blockDecoder) nextDiff(c *cell.Cell, fast bool) error {
 			}
 			copy(k[common:kl-tsTypeLen], b[p:p+n])
 			p += n
+			// The row is shared (one family per block); the whole row,
+			// family and qualifier are when the prefix covers them and the
+			// key is as long as the previous one (d.keyLen, still).
+			d.repeat = RepeatRow
+			if kl == d.keyLen && common == kl-tsTypeLen {
+				d.repeat = RepeatColumn
+			}
 		}
 		if fast {
 			shared := int(flag & 0x07)

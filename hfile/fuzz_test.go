@@ -244,6 +244,10 @@ func TestRejects(t *testing.T) {
 		{"unknown encoding name", writeOpts{extraInfo: map[string][]byte{"DATA_BLOCK_ENCODING": []byte("BITSET")}}, ErrCorrupt, "BITSET", false},
 		{"block encoding differs from file info", writeOpts{enc: EncodingDiff, extraInfo: map[string][]byte{"DATA_BLOCK_ENCODING": []byte("FAST_DIFF")}}, ErrCorrupt, "encoded with DIFF but the file info says FAST_DIFF", true},
 		{"bad AVG_KEY_LEN", writeOpts{extraInfo: map[string][]byte{"hfile.AVG_KEY_LEN": {1, 2}}}, ErrCorrupt, "hfile.AVG_KEY_LEN is 2 bytes", false},
+		// A scan trusts LASTKEY to skip its stop-row test, so a whole pass
+		// must find it to be the last cell's key.
+		{"LASTKEY past the last cell", writeOpts{extraInfo: map[string][]byte{"hfile.LASTKEY": cell.AppendKey(nil, &cell.Cell{Row: []byte("zzzz"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put})}}, ErrCorrupt, "is not the file info's LASTKEY", true},
+		{"LASTKEY does not parse", writeOpts{extraInfo: map[string][]byte{"hfile.LASTKEY": {0, 9, 1}}}, ErrCorrupt, "LASTKEY does not parse", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := seedFile(t, tc.o, 20)

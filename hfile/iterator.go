@@ -107,6 +107,11 @@ func (it *Iterator) fail(err error) bool {
 	return false
 }
 
+// Repeat says what the current cell's key shares with the cell this
+// iterator decoded just before it (including cells a SeekGE stepped over):
+// see Repeat. Valid while the current cell is.
+func (it *Iterator) Repeat() Repeat { return it.dec.repeat }
+
 // First positions the iterator at the file's first cell.
 func (it *Iterator) First() bool {
 	if it.closed {
@@ -148,10 +153,14 @@ func (it *Iterator) step() bool {
 	return it.nextBlock(0)
 }
 
-// end is reached when the data section is exhausted: a pass that read the
-// whole file checks its cell count against the trailer's.
+// end is reached when the data section is exhausted: the last cell read
+// must be the file info's LASTKEY, and a pass that read the whole file
+// checks its cell count against the trailer's.
 func (it *Iterator) end() bool {
 	it.valid = false
+	if err := it.checkLastKey(); err != nil {
+		return it.fail(err)
+	}
 	if !it.fromStart {
 		return false
 	}
@@ -161,6 +170,27 @@ func (it *Iterator) end() bool {
 	}
 	it.countChecked = true
 	return false
+}
+
+// checkLastKey holds the file info's LASTKEY to the last cell of the data
+// section, when this pass decoded it (it.cur still holds it: nothing is
+// decoded after it). A scanner that trusts LASTKEY to skip its per-cell
+// stop-row test (snapshot's addFile) relies on this check: a file whose
+// LASTKEY understates its cells fails at the end instead of leaking cells
+// past the stop row unnoticed.
+func (it *Iterator) checkLastKey() error {
+	lk, ok := it.r.LastKey()
+	if !ok || !it.dec.decoded {
+		return nil
+	}
+	var want cell.Cell
+	if err := cell.ParseKey(lk, &want); err != nil {
+		return corruptf(it.r.name, -1, 0, "the file info's LASTKEY does not parse: %v", err)
+	}
+	if last := it.r.trailer.LastDataBlockOffset; it.blockOff != last || cell.Compare(&it.cur, &want) != 0 {
+		return corruptf(it.r.name, it.blockOff, it.blockType, "the last cell read (%s, in the block at %d) is not the file info's LASTKEY (%s; the trailer's last data block is at %d)", it.cur.String(), it.blockOff, want.String(), last)
+	}
+	return nil
 }
 
 // nextBlock loads data blocks from it.nextOff on until one yields a cell or

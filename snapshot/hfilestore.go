@@ -31,6 +31,9 @@ func openHFile(r io.ReaderAt, size int64, name string) (storeReader, error) {
 		HasTimeRange:  fi.HasTimeRange,
 		Entries:       rd.Entries(),
 	}
+	if lk, ok := rd.LastKey(); ok {
+		m.LastKey = lk
+	}
 	// SKIP_RESET_SEQ_ID (MOB compaction output): a one-byte boolean, as
 	// HStoreFile reads it.
 	if v, ok := fi.Raw["SKIP_RESET_SEQ_ID"]; ok && len(v) == 1 && v[0] != 0 {

@@ -91,6 +91,10 @@ type matcher struct {
 	delSet         bool
 	delType        cell.Type
 	delTS          int64
+
+	// tracked: the last cell given to match reached the column tracker,
+	// so colQual is its qualifier (see match's sameCol).
+	tracked bool
 }
 
 // reset starts a new row (or family: each family has its own tracker in
@@ -104,6 +108,7 @@ func (m *matcher) reset(r *familyRules) {
 	m.familyStamp = 0
 	m.familyVersions = m.familyVersions[:0]
 	m.delSet = false
+	m.tracked = false
 }
 
 func (m *matcher) resetTSAndType() {
@@ -137,10 +142,14 @@ func cellTTLExpired(c *cell.Cell, now int64) bool {
 }
 
 // match decides what to do with c, the next cell of the current row and
-// family.
-func (m *matcher) match(c *cell.Cell) matchCode {
+// family. sameCol says c has the qualifier of the cell given to the
+// previous call (the store file's encoding said so): when that cell reached
+// the column tracker, the qualifier need not be compared again.
+func (m *matcher) match(c *cell.Cell, sameCol bool) matchCode {
 	r := m.r
 	ts := c.Timestamp
+	prevTracked := m.tracked
+	m.tracked = false
 	// preCheck: a cell past the TTL ends its column (unless MIN_VERSIONS
 	// keeps some expired versions, which the version check handles).
 	if ts == math.MinInt64 || (r.minVersions <= 0 && ts < r.oldestUnexpired) {
@@ -182,7 +191,9 @@ func (m *matcher) match(c *cell.Cell) matchCode {
 		}
 	}
 	// checkVersions
-	if !m.colSet || !bytes.Equal(c.Qualifier, m.colQual) {
+	same := m.colSet && ((sameCol && prevTracked) || bytes.Equal(c.Qualifier, m.colQual))
+	m.tracked = true
+	if !same {
 		m.colQual = append(m.colQual[:0], c.Qualifier...)
 		m.colSet = true
 		m.count = 0

@@ -24,6 +24,9 @@ type fileMeta struct {
 	TimeRangeMax   int64
 	HasTimeRange   bool
 	Entries        uint64
+	// LastKey is the serialized key of the file's last cell (nil when
+	// unknown); the store file iterator checks it at the end of the file.
+	LastKey []byte
 }
 
 // indexKey is one data-index entry: the first key of a data block and the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -82,22 +83,27 @@ func countChecked(it cellIter) bool {
 // Close also releases the split's store file readers to the Snapshot. It is
 // not safe for concurrent use.
 type Scanner struct {
-	ctx     context.Context
-	h       iterHeap
-	rules   map[string]*familyRules
-	m       matcher
-	curRow  []byte
-	curFam  []byte
-	haveRow bool
-	stopRow []byte
-	pending bool // the top iterator's cell was returned; advance it first
-	out     *cell.Cell
-	err     error
-	stats   Stats
-	closed  bool
-	iters   []*fileIter
-	qualBuf []byte
-	tick    int
+	ctx    context.Context
+	h      iterHeap
+	rules  map[string]*familyRules
+	m      matcher
+	curRow []byte
+	curFam []byte
+	// prevIter is the store file whose cell was last given to the
+	// matcher (nil: none, or cells were skipped since).
+	prevIter *fileIter
+	// curRules are the rules of curFam's family.
+	curRules *familyRules
+	haveRow  bool
+	stopRow  []byte
+	pending  bool // the top iterator's cell was returned; advance it first
+	out      *cell.Cell
+	err      error
+	stats    Stats
+	closed   bool
+	iters    []*fileIter
+	qualBuf  []byte
+	tick     int
 	// minChild is the index (1 or 2) of the top's smaller child, 0 when
 	// not known; see fixTop.
 	minChild int
@@ -124,6 +130,9 @@ type fileIter struct {
 	stopRow []byte
 	cur     *cell.Cell
 	stamped cell.Cell
+	// hf is it as an HFile iterator (nil for other iterators): its
+	// Repeat hint spares the scanner re-comparing rows and qualifiers.
+	hf *hfile.Iterator
 }
 
 func (fi *fileIter) load(ok bool) bool {
@@ -425,6 +434,7 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 	}
 	it := si.rd.newIter(data)
 	fi := &fileIter{it: it, ra: ra, f: si.f, order: order, stamp: -1}
+	fi.hf, _ = it.(*hfile.Iterator)
 	if si.resetSeq {
 		fi.stamp = si.seqID
 	}
@@ -448,6 +458,16 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 		c := cell.FirstOnRow(stop)
 		if fi.stopKey == nil || cell.Compare(&c, fi.stopKey) < 0 {
 			fi.stopKey = &c
+		}
+	}
+	if fi.stopKey != nil && len(si.meta.LastKey) > 0 {
+		// A file that ends before the stop key needs no stop test per
+		// cell: the common case of a whole region read. The iterator
+		// holds LASTKEY to the file's real last cell when it gets there,
+		// so a file that understates it fails instead of leaking cells.
+		var last cell.Cell
+		if cell.ParseKey(si.meta.LastKey, &last) == nil && cell.Compare(&last, fi.stopKey) < 0 {
+			fi.stopKey = nil
 		}
 	}
 	if k := fi.stopKey; k != nil && k.Type == cell.Maximum && k.Timestamp == cell.LatestTimestamp && len(k.Family) == 0 && len(k.Qualifier) == 0 {
@@ -526,24 +546,43 @@ func (sc *Scanner) next() bool {
 				return false
 			}
 		}
-		c := sc.h[0].cur
-		if !sc.haveRow || !bytes.Equal(c.Row, sc.curRow) || !bytes.Equal(c.Family, sc.curFam) {
-			r := sc.rules[string(c.Family)]
+		top := sc.h[0]
+		c := top.cur
+		// When the previous cell matched came from the same store file,
+		// the file's encoding may say c repeats its row (and column), so
+		// the current row's state holds without comparing bytes.
+		rep := hfile.RepeatNone
+		if top == sc.prevIter && top.hf != nil {
+			rep = top.hf.Repeat()
+		}
+		if rep == hfile.RepeatNone && (!sc.haveRow || !bytes.Equal(c.Row, sc.curRow) || !bytes.Equal(c.Family, sc.curFam)) {
+			// A new row, usually of the same family: its rules are the
+			// current ones, without a map lookup.
+			r := sc.curRules
+			sameFam := sc.haveRow && bytes.Equal(c.Family, sc.curFam)
+			if !sameFam {
+				r = sc.rules[string(c.Family)]
+			}
 			if r == nil {
 				// A cell of a family the region's descriptor does not
 				// have, or one that is not selected: HBase opens no store
 				// for it, so it never shows.
+				sc.prevIter = nil
 				if !sc.advance() {
 					return false
 				}
 				continue
 			}
 			sc.curRow = append(sc.curRow[:0], c.Row...)
-			sc.curFam = append(sc.curFam[:0], c.Family...)
+			if !sameFam {
+				sc.curFam = append(sc.curFam[:0], c.Family...)
+				sc.curRules = r
+			}
 			sc.haveRow = true
 			sc.m.reset(r)
 		}
-		switch sc.m.match(c) {
+		sc.prevIter = top
+		switch sc.m.match(c, rep == hfile.RepeatColumn) {
 		case matchInclude:
 			sc.out = c
 			sc.pending = true
@@ -554,6 +593,9 @@ func (sc *Scanner) next() bool {
 				return false
 			}
 		case matchSeekNextCol:
+			// The cells skipped here are not matched: the next one is
+			// compared in full.
+			sc.prevIter = nil
 			sc.qualBuf = append(sc.qualBuf[:0], c.Qualifier...)
 			for {
 				if !sc.advance() {
