@@ -237,7 +237,8 @@ public final class Cluster {
       default:
         return "error unknown command " + f[0]
             + " (ping, list-regionservers, stop-regionserver N, start-regionserver, shutdown;"
-            + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I, dfs2-shutdown)";
+            + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
+            + " dfs2-replicated PATH, dfs2-shutdown)";
     }
   }
 

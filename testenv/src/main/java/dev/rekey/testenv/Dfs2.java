@@ -9,6 +9,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.BlockLocation;
+import org.apache.hadoop.fs.LocatedFileStatus;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
 import org.apache.hadoop.hdfs.HdfsConfiguration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
@@ -74,11 +78,18 @@ final class Dfs2 {
       case "dfs2-datanodes":
         requireRunning();
         return "ok" + list();
+      case "dfs2-replicated":
+        if (f.length != 2) {
+          return "error usage: dfs2-replicated PATH";
+        }
+        requireRunning();
+        return "ok " + waitReplicated(new org.apache.hadoop.fs.Path(f[1]));
       case "dfs2-shutdown":
         shutdown();
         return "ok shut down";
       default:
-        return "error unknown command " + f[0];
+        return "error unknown command " + f[0] + " (dfs2-start, dfs2-datanodes, dfs2-stop-datanode I,"
+            + " dfs2-start-datanode I, dfs2-replicated PATH, dfs2-shutdown)";
     }
   }
 
@@ -158,6 +169,41 @@ final class Dfs2 {
       Thread.sleep(100);
     }
     throw new IOException("the NameNode did not see DataNode " + i + " (" + addrs[i] + ") live within 60 s");
+  }
+
+  /**
+   * Waits until every block of every file under path has a replica on
+   * each DataNode: a write with replication 2 returns once one replica is
+   * reported, and the other is reported a little later. Returns "FILES
+   * files BLOCKS blocks".
+   */
+  private String waitReplicated(org.apache.hadoop.fs.Path path) throws Exception {
+    DistributedFileSystem fs = dfs.getFileSystem();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (true) {
+      int files = 0;
+      int blocks = 0;
+      String shortOne = null;
+      RemoteIterator<LocatedFileStatus> it = fs.listFiles(path, true);
+      while (it.hasNext()) {
+        LocatedFileStatus st = it.next();
+        files++;
+        for (BlockLocation b : st.getBlockLocations()) {
+          blocks++;
+          if (shortOne == null && b.getNames().length < DATANODES) {
+            shortOne = st.getPath().toUri().getPath() + " block at offset " + b.getOffset()
+                + " on " + String.join(",", b.getNames());
+          }
+        }
+      }
+      if (shortOne == null) {
+        return files + " files " + blocks + " blocks";
+      }
+      if (System.nanoTime() > deadline) {
+        throw new IOException("not replicated " + DATANODES + " times within 60 s: " + shortOne);
+      }
+      Thread.sleep(100);
+    }
   }
 
   private DatanodeDescriptor find(DatanodeReportType type, String addr) {
