@@ -91,12 +91,13 @@ func TestHDFSConnectionDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var hs vfs.HDFSStats // the last read's
 	read := func(d *dropper, ra vfs.ReadAheadOptions) ([]byte, snapshot.Stats, error) {
 		h, err := vfs.DialHDFSWith(u.Host, vfs.HDFSOptions{DatanodeDial: d.dial})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Close()
+		defer func() { hs = h.Stats(); h.Close() }()
 		s, err := snapshot.Open(t.Context(), u.Path, name, snapshot.OpenOptions{FS: h, ReadAhead: ra})
 		if err != nil {
 			return nil, snapshot.Stats{}, err
@@ -149,7 +150,12 @@ func TestHDFSConnectionDrops(t *testing.T) {
 			if diff := diffDumps(got, want); diff != "" {
 				t.Fatalf("after a dropped connection: %s", diff)
 			}
-			t.Logf("%d DataNode connections, %d bytes; read-ahead %+v", d.dials.Load(), d.received.Load(), stats.ReadAhead)
+			// One DataNode, so the client has no other replica: the
+			// failure reaches vfs, which reads again.
+			if hs.DatanodeFailures != 1 || hs.Retries < 1 || hs.DatanodeConns != d.dials.Load() {
+				t.Errorf("HDFS stats %+v after one dropped connection of %d: want 1 failure, a retry, every connection counted", hs, d.dials.Load())
+			}
+			t.Logf("%d DataNode connections, %d bytes; read-ahead %+v; HDFS %+v", d.dials.Load(), d.received.Load(), stats.ReadAhead, hs)
 		})
 		t.Run("DataNode gone, "+ra.label, func(t *testing.T) {
 			d := &dropper{after: cutAt, thenDown: true}
