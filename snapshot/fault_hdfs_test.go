@@ -66,8 +66,9 @@ func (c *droppingConn) Read(p []byte) (int, error) {
 // same offset and returns exactly the oracle's cells, with read-ahead on
 // and off. A DataNode that does not come back: the scan fails with an
 // error naming the store file, never ends early with fewer cells. (The
-// test cluster has one DataNode, so failing over to another replica cannot
-// be shown here; the reconnect path is the same one.)
+// cluster's HDFS has one DataNode, so the client has no other replica and
+// every failure reaches vfs, which reopens; TestHDFSReplicaFailover shows
+// the client failing over to another replica, on testenv's dfs2.)
 func TestHDFSConnectionDrops(t *testing.T) {
 	st := testenv.Require(t)
 	prefix := os.Getenv("REKEY_TEST_PREFIX")
