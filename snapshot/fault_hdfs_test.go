@@ -66,8 +66,9 @@ func (c *droppingConn) Read(p []byte) (int, error) {
 // same offset and returns exactly the oracle's cells, with read-ahead on
 // and off. A DataNode that does not come back: the scan fails with an
 // error naming the store file, never ends early with fewer cells. (The
-// test cluster has one DataNode, so failing over to another replica cannot
-// be shown here; the reconnect path is the same one.)
+// cluster's HDFS has one DataNode, so the client has no other replica and
+// every failure reaches vfs, which reopens; TestHDFSReplicaFailover shows
+// the client failing over to another replica, on testenv's dfs2.)
 func TestHDFSConnectionDrops(t *testing.T) {
 	st := testenv.Require(t)
 	prefix := os.Getenv("REKEY_TEST_PREFIX")
@@ -91,12 +92,13 @@ func TestHDFSConnectionDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var hs vfs.HDFSStats // the last read's
 	read := func(d *dropper, ra vfs.ReadAheadOptions) ([]byte, snapshot.Stats, error) {
 		h, err := vfs.DialHDFSWith(u.Host, vfs.HDFSOptions{DatanodeDial: d.dial})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer h.Close()
+		defer func() { hs = h.Stats(); h.Close() }()
 		s, err := snapshot.Open(t.Context(), u.Path, name, snapshot.OpenOptions{FS: h, ReadAhead: ra})
 		if err != nil {
 			return nil, snapshot.Stats{}, err
@@ -149,7 +151,12 @@ func TestHDFSConnectionDrops(t *testing.T) {
 			if diff := diffDumps(got, want); diff != "" {
 				t.Fatalf("after a dropped connection: %s", diff)
 			}
-			t.Logf("%d DataNode connections, %d bytes; read-ahead %+v", d.dials.Load(), d.received.Load(), stats.ReadAhead)
+			// One DataNode, so the client has no other replica: the
+			// failure reaches vfs, which reads again.
+			if hs.DatanodeFailures != 1 || hs.Retries < 1 || hs.DatanodeConns != d.dials.Load() {
+				t.Errorf("HDFS stats %+v after one dropped connection of %d: want 1 failure, a retry, every connection counted", hs, d.dials.Load())
+			}
+			t.Logf("%d DataNode connections, %d bytes; read-ahead %+v; HDFS %+v", d.dials.Load(), d.received.Load(), stats.ReadAhead, hs)
 		})
 		t.Run("DataNode gone, "+ra.label, func(t *testing.T) {
 			d := &dropper{after: cutAt, thenDown: true}

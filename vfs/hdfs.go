@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/colinmarc/hdfs/v2"
@@ -22,6 +23,49 @@ import (
 type HDFS struct {
 	client *hdfs.Client
 	name   string
+	stats  hdfsCounters
+}
+
+// HDFSStats counts an HDFS file system's DataNode connections and what
+// went wrong with them.
+//
+// Failing over to another replica happens inside the HDFS client: the
+// NameNode lists each block's replicas sorted by network distance to the
+// reader (the DataNode on the reader's host first, so a reader on a
+// DataNode reads its local replica), and the client's block reader
+// tries them in that order; when a DataNode refuses the connection or the
+// connection breaks mid-block, it records the DataNode as failed and goes
+// on from the same offset with the next replica. The record is for the
+// whole process and never expires: later blocks try that DataNode after
+// every replica that has not failed, even once it is back. Only when every
+// replica of a block failed does the read fail up to this package, which
+// reopens (Retries).
+type HDFSStats struct {
+	// DatanodeConns is the number of DataNode connections dialled.
+	DatanodeConns int64
+	// DatanodeFailures counts DataNode connections that failed: a dial
+	// refused or timed out, or an error reading from or writing to an open
+	// connection (the DataNode went away, a timeout). A read that
+	// completed despite a failure went on from another replica, or from
+	// the same DataNode after a retry.
+	DatanodeFailures int64
+	// Retries counts reads this package tried again after the client
+	// returned an error (every replica of a block failed): a stream
+	// reopened at its offset, or a positional read repeated.
+	Retries int64
+}
+
+type hdfsCounters struct {
+	conns, failures, retries atomic.Int64
+}
+
+// Stats returns the counters so far.
+func (h *HDFS) Stats() HDFSStats {
+	return HDFSStats{
+		DatanodeConns:    h.stats.conns.Load(),
+		DatanodeFailures: h.stats.failures.Load(),
+		Retries:          h.stats.retries.Load(),
+	}
 }
 
 // HDFSOptions tune DialHDFSWith.
@@ -68,9 +112,15 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		return nil, err
 	}
 	opts.Addresses = addrs
-	if o.DatanodeDial != nil {
-		opts.DatanodeDialFunc = o.DatanodeDial
+	h := &HDFS{name: "hdfs://" + authority}
+	dial := o.DatanodeDial
+	if dial == nil {
+		dial = opts.DatanodeDialFunc
 	}
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	opts.DatanodeDialFunc = h.countingDial(dial)
 	opts.User = os.Getenv("HADOOP_USER_NAME")
 	if opts.User == "" {
 		u, err := user.Current()
@@ -83,7 +133,50 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vfs: connecting to HDFS %s (%s): %w", authority, strings.Join(addrs, ","), err)
 	}
-	return &HDFS{client: c, name: "hdfs://" + authority}, nil
+	h.client = c
+	return h, nil
+}
+
+// countingDial wraps the DataNode dialler so Stats sees every connection
+// and its failures, which the client handles (fails over) out of sight.
+func (h *HDFS) countingDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		h.stats.conns.Add(1)
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			h.stats.failures.Add(1)
+			return nil, err
+		}
+		return &countedConn{Conn: c, stats: &h.stats}, nil
+	}
+}
+
+// countedConn counts its first failed read or write. The client reads a
+// block's packets and no further, so in normal operation no read fails,
+// not even with io.EOF; an error after the client closed the connection
+// itself (net.ErrClosed) is not a failure.
+type countedConn struct {
+	net.Conn
+	stats  *hdfsCounters
+	failed atomic.Bool
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.check(err)
+	return n, err
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.check(err)
+	return n, err
+}
+
+func (c *countedConn) check(err error) {
+	if err != nil && !errors.Is(err, net.ErrClosed) && c.failed.CompareAndSwap(false, true) {
+		c.stats.failures.Add(1)
+	}
 }
 
 // namenodeAddrs turns the authority of an hdfs:// URL into NameNode RPC
@@ -206,14 +299,18 @@ func (s *hdfsStream) open() error {
 	return nil
 }
 
-// Read reads from the stream. A failed read (the DataNode connection
-// dropped, a timeout, a DataNode that went away) reopens the file at the
-// same offset, which also fetches the block locations again, so the read
-// goes on from another replica or from the same DataNode once it is back;
-// after hdfsStreamRetries failures in a row the error is returned.
+// Read reads from the stream. The client fails over between a block's
+// replicas by itself (see HDFSStats), so a read fails here only when every
+// replica failed (the DataNode connection dropped, a timeout, a DataNode
+// that went away). It then reopens the file at the same offset, which
+// also fetches the block locations again, so the read goes on from a
+// replica the NameNode lists now or from the same DataNode once it is
+// back; after hdfsStreamRetries failures in a row the error is returned.
 func (s *hdfsStream) Read(p []byte) (int, error) {
 	for {
 		if s.r == nil {
+			// A read failed: reopen at s.pos.
+			s.h.stats.retries.Add(1)
 			if err := s.open(); err != nil {
 				if err := s.fail(err); err != nil {
 					return 0, err
@@ -279,6 +376,7 @@ func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 		if attempt > hdfsStreamRetries {
 			return n, fmt.Errorf("vfs: %s%s: reading %d bytes at offset %d, %d attempts: %w", f.h.name, f.name, len(p), off, attempt, err)
 		}
+		f.h.stats.retries.Add(1)
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
 }

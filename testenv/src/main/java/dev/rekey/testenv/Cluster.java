@@ -36,7 +36,8 @@ import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
 /**
  * The mini cluster process: HDFS (one NameNode, one DataNode), ZooKeeper,
  * one HMaster and two RegionServers in this JVM, all on 127.0.0.1, plus a
- * one-line text control channel on a loopback port.
+ * one-line text control channel on a loopback port. On demand, a second
+ * HDFS with two DataNodes (Dfs2) runs beside it.
  *
  * <p>Usage: Cluster INFO_JSON CONTROL_PORT LOG_PATH. Once the cluster
  * serves, the process writes INFO_JSON (atomically) with the addresses
@@ -44,11 +45,14 @@ import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
  */
 public final class Cluster {
   private final TestingHBaseCluster cluster;
+  /** The separate two-DataNode HDFS, started by dfs2-start. */
+  private final Dfs2 dfs2;
   private Connection conn;
   private volatile boolean stopping;
 
-  private Cluster(TestingHBaseCluster cluster) {
+  private Cluster(TestingHBaseCluster cluster, Dfs2 dfs2) {
     this.cluster = cluster;
+    this.dfs2 = dfs2;
   }
 
   public static void main(String[] args) {
@@ -81,7 +85,7 @@ public final class Cluster {
         .conf(conf).numMasters(1).numRegionServers(2).numDataNodes(1).numZkServers(1)
         .dataNodeHosts(new String[] {"127.0.0.1"})
         .createRootDir(true).build());
-    Cluster self = new Cluster(c);
+    Cluster self = new Cluster(c, new Dfs2(info.toAbsolutePath().getParent().resolve("dfs2")));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -141,7 +145,9 @@ public final class Cluster {
         }
         String reply;
         try {
-          reply = command(line);
+          // dfs2 commands take their own lock: starting dfs2 takes seconds,
+          // and must not hold up other tests' region server commands.
+          reply = line.startsWith("dfs2-") ? dfs2.command(line.split("\\s+")) : command(line);
         } catch (Exception e) {
           reply = "error " + oneLine(e);
         }
@@ -230,12 +236,19 @@ public final class Cluster {
         return "ok shutting down";
       default:
         return "error unknown command " + f[0]
-            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, shutdown)";
+            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, shutdown;"
+            + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
+            + " dfs2-replicated PATH, dfs2-shutdown)";
     }
   }
 
   private synchronized void stop() {
     stopping = true;
+    try {
+      dfs2.shutdown();
+    } catch (Exception e) {
+      System.err.println("rekey-testenv: stopping dfs2: " + e);
+    }
     try {
       if (conn != null) {
         conn.close();

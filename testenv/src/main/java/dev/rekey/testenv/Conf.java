@@ -47,10 +47,7 @@ final class Conf {
     conf.set("hbase.zookeeper.quorum", "127.0.0.1");
     conf.setInt("hbase.master.info.port", -1);
     conf.setInt("hbase.regionserver.info.port", -1);
-    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
-    conf.set("dfs.datanode.address", "127.0.0.1:0");
-    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
-    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    hdfsLoopback(conf);
     // Store files change only when a test asks: no automatic minor or
     // periodic major compactions and no size-based splits, so a seeded
     // table always has the same files per region and flush.
@@ -64,8 +61,6 @@ final class Conf {
     // Small machine: fewer threads.
     conf.setInt("hbase.regionserver.handler.count", 10);
     conf.setInt("hbase.master.handler.count", 10);
-    conf.setInt("dfs.namenode.handler.count", 5);
-    conf.setInt("dfs.datanode.handler.count", 5);
     // Several engineers' tests take snapshots at once; the master's
     // default of one snapshot at a time rejects the others outright.
     conf.setInt("hbase.snapshot.master.threads", 4);
@@ -74,6 +69,20 @@ final class Conf {
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
     compression(conf);
     return conf;
+  }
+
+  /**
+   * HDFS settings shared by the main cluster's HDFS and the separate
+   * two-DataNode one (Dfs2): every NameNode and DataNode listener on
+   * 127.0.0.1 with an ephemeral port, and few server threads.
+   */
+  static void hdfsLoopback(Configuration conf) {
+    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+    conf.set("dfs.datanode.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    conf.setInt("dfs.namenode.handler.count", 5);
+    conf.setInt("dfs.datanode.handler.count", 5);
   }
 
   /** Reads testenv/state.json as written by testenv/bin/up. */
