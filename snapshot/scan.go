@@ -140,7 +140,12 @@ func (fi *fileIter) load(ok bool) bool {
 		fi.cur = nil
 		return false
 	}
-	c := fi.it.Cell()
+	var c *cell.Cell
+	if fi.hf != nil {
+		c = fi.hf.Cell() // a direct call: this runs once per cell
+	} else {
+		c = fi.it.Cell()
+	}
 	if fi.stopRow != nil {
 		if bytes.Compare(c.Row, fi.stopRow) >= 0 {
 			fi.cur = nil
@@ -501,7 +506,13 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 // advance moves the top iterator forward and restores the heap.
 func (sc *Scanner) advance() bool {
 	top := sc.h[0]
-	if top.load(top.it.Next()) {
+	var ok bool
+	if top.hf != nil {
+		ok = top.hf.Next() // a direct call: this runs once per cell
+	} else {
+		ok = top.it.Next()
+	}
+	if top.load(ok) {
 		sc.stats.Examined++
 		if len(sc.h) > 1 {
 			sc.fixTop()

@@ -578,6 +578,9 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 	if st, ok := s.SinkStats.(stage.Stats); ok {
 		p("  staged    %d runs (%.1f MB), %d HFiles (%.1f MB, %d cells), %d duplicate cells collapsed, %d collisions across splits, %d regions loaded\n",
 			st.Runs, float64(st.RunBytes)/1e6, st.HFiles, float64(st.HFileBytes)/1e6, st.Cells, st.Duplicates, st.Collisions, st.RegionsLoaded)
+		if st.MergeSeconds > 0 || st.LoadSeconds > 0 {
+			p("  phases    merge %.1f s, load %.1f s (after the splits were read and spilled)\n", st.MergeSeconds, st.LoadSeconds)
+		}
 		for _, e := range st.Examples {
 			p("  collision %s\n", e)
 		}

@@ -13,6 +13,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
@@ -34,7 +35,12 @@ func (s *Sink) Finish(ctx context.Context, rep pipeline.Reporter) error {
 		return err
 	}
 	if !st.Written {
-		if err := s.writeAll(ctx, rep, recs, st); err != nil {
+		began := time.Now()
+		err := s.writeAll(ctx, rep, recs, st)
+		s.mu.Lock()
+		s.stats.MergeSeconds = time.Since(began).Seconds()
+		s.mu.Unlock()
+		if err != nil {
 			return err
 		}
 	}
@@ -73,7 +79,12 @@ func (s *Sink) Finish(ctx context.Context, rep pipeline.Reporter) error {
 		rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s (the tool re-splits files whose region split since):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd)
 		return nil
 	}
-	return s.loadAll(ctx, rep, st)
+	began := time.Now()
+	err = s.loadAll(ctx, rep, st)
+	s.mu.Lock()
+	s.stats.LoadSeconds = time.Since(began).Seconds()
+	s.mu.Unlock()
+	return err
 }
 
 func allFiles(st *finishState) []hfileInfo {

@@ -115,6 +115,10 @@ type Stats struct {
 	Collisions  int64    `json:"collisions"` // same key, different value: one kept
 	Examples    []string `json:"collision_examples,omitempty"`
 	PeakStaging int64    `json:"peak_staging_bytes"`
+	// MergeSeconds is the wall time of the merge phase in this process
+	// (runs merged into HFiles); LoadSeconds that of the bulk load.
+	MergeSeconds float64 `json:"merge_seconds"`
+	LoadSeconds  float64 `json:"load_seconds"`
 	// Load phase.
 	RegionsLoaded int64 `json:"regions_loaded"`
 	FilesResplit  int64 `json:"files_resplit"` // HFiles split again because their region split
