@@ -502,7 +502,12 @@ func TestStageMemoryBound(t *testing.T) {
 	if st.PeakMemory > o.Memory {
 		t.Errorf("accounted sort memory %d over the budget %d", st.PeakMemory, o.Memory)
 	}
-	if limit := data / 4; grown > limit {
+	// Heap in use also holds garbage the collector has not swept yet,
+	// more of it when the machine is loaded: 2.5-4.8 MB idle, 7.0 MB once
+	// during a full CI run on 2 cores. Holding the staged cells would show
+	// at least data; a third of it still catches memory that grows with
+	// the data.
+	if limit := data / 3; grown > limit {
 		t.Errorf("heap grew by %d bytes staging %d bytes of cells; want under %d", grown, data, limit)
 	}
 }
