@@ -13,18 +13,27 @@ import (
 	"github.com/rekeyhq/rekey/snapshot"
 )
 
+// openSplits opens a snapshot and lists its splits (default split
+// options); the caller closes the Snapshot.
+func openSplits(t testing.TB, root, name string, o snapshot.OpenOptions) (*snapshot.Snapshot, []snapshot.Split) {
+	t.Helper()
+	s, err := snapshot.Open(t.Context(), root, name, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	return s, splits
+}
+
 // readCells reads every cell of a snapshot, split by split.
 func readCells(t testing.TB, root, name string, opts snapshot.ScanOptions) []cell.Cell {
 	t.Helper()
-	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, splits := openSplits(t, root, name, snapshot.OpenOptions{})
 	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []cell.Cell
 	for _, sp := range splits {
 		sc, err := s.NewScanner(t.Context(), sp, opts)

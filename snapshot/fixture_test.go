@@ -194,15 +194,8 @@ func TestWideRowStreams(t *testing.T) {
 	// open store file, bounded by the chunk size whatever the row's size; a
 	// small chunk keeps them well under the threshold below, which is about
 	// the row.
-	s, err := snapshot.Open(t.Context(), root, "wide_row", snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 64 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, splits := openSplits(t, root, "wide_row", snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{AllFiles: true, Chunk: 64 << 10}})
 	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -119,15 +119,8 @@ func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, 
 	}
 	// 8 KB chunks: the stream runs at most two chunks ahead of the
 	// scanner, so the stop lands while the file is being read.
-	s, err := snapshot.Open(t.Context(), loc.Path, name, snapshot.OpenOptions{FS: h, ReadAhead: vfs.ReadAheadOptions{Chunk: 8 << 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, splits := openSplits(t, loc.Path, name, snapshot.OpenOptions{FS: h, ReadAhead: vfs.ReadAheadOptions{Chunk: 8 << 10}})
 	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Split IDs are the same for the same snapshot and split options, so
 	// the local copy's count for the first split says where its middle is.
 	target := splits[0].ID
@@ -166,15 +159,8 @@ func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, 
 // cellsPerSplit counts each split's cells in the snapshot at a local root.
 func cellsPerSplit(t *testing.T, root, name string) map[string]int {
 	t.Helper()
-	s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, splits := openSplits(t, root, name, snapshot.OpenOptions{})
 	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := map[string]int{}
 	for _, sp := range splits {
 		if err := s.ReadSplit(t.Context(), sp, snapshot.ScanOptions{}, func(*cell.Cell) error {
