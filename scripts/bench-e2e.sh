@@ -232,20 +232,12 @@ PY
 done
 
 python3 - "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" "$BENCH_DIR/verify.jsonl" <<'PY'
-import json, os, platform, statistics, subprocess, sys, datetime
+import json, os, statistics, sys
+sys.path.insert(0, "scripts")
+import bench_meta
 runs_path, out_path, size, rounds, batch, src_path, exp_path, verify_path = sys.argv[1:]
 verify_rows = [json.loads(l) for l in open(verify_path) if l.strip()]
 runs = [json.loads(l) for l in open(runs_path) if l.strip()]
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip() or None
-    except Exception:
-        return None
-model = None
-for l in open("/proc/cpuinfo"):
-    if l.startswith("model name"):
-        model = l.split(":", 1)[1].strip(); break
-mem_kb = int(next(l for l in open("/proc/meminfo") if l.startswith("MemTotal")).split()[1])
 source, expected = json.load(open(src_path)), json.load(open(exp_path))
 # Bytes read (KeyValue key + value per cell) as the Java and Spark
 # contenders count them: the same source for every contender.
@@ -266,19 +258,19 @@ best = min((s["wall_s"] for s in rk), default=None)
 for s in summary:
     s["rekey_speedup"] = round(s["wall_s"] / best, 2) if best and "wall_s" in s else None
 doc = {
-    "bench": "e2e", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "bench": "e2e", "date": bench_meta.now(),
     "size": size, "rounds": int(rounds), "batch": int(batch),
-    "machine": {"cpus": os.cpu_count(), "cpu_model": model, "mem_gib": round(mem_kb / 2**20, 1),
-                "kernel": platform.release(), "load_avg_at_end": os.getloadavg()},
-    "versions": {"java": (sh("java -version 2>&1 | head -1") or "").replace('"', ""), "hbase": "2.5.11-hadoop3",
-                 "spark": "3.5.6 (Scala 2.12, local[2])", "go": sh("go env GOVERSION"),
-                 "rekey_commit": sh("git rev-parse --short HEAD")},
+    "machine": bench_meta.machine(), "versions": bench_meta.versions(),
     "source": source, "expected_target": expected,
     "summary": summary, "runs": runs, "verify": verify_rows,
     "notes": "wall_s, cpu_s and peak RSS are of the whole process (JVM start included), medians over the ok rounds; "
              "the mini cluster shares the same cores, so put and bulk-load figures include the cluster's work; "
              "rekey_speedup = contender wall / fastest rekey wall (above 1: rekey is faster).",
 }
+# make bench measures the parts first: their rows go in the same record.
+parts_path = os.environ.get("BENCH_PARTS")
+if parts_path and os.path.exists(parts_path):
+    doc["parts"] = json.load(open(parts_path))
 with open(out_path + ".tmp", "w") as f:
     json.dump(doc, f, indent=1)
 os.replace(out_path + ".tmp", out_path)

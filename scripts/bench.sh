@@ -7,7 +7,13 @@
 #   BENCH_CELLS    cells per HFile (default 2000000)
 #   BENCH_ROWS     rows of the snapshot table (100k rows x 5 columns x 2 versions)
 #   BENCH_PUTS     puts per side (default 500000), BENCH_BATCH (default 1000)
-#   BENCH_JSON=1   also write every measurement to $BENCH_DIR/results.jsonl
+#   ROUNDS         rounds of the part rows (default 3); each row is the
+#                  median of its rounds, Java and rekey alternating
+#   PARTS_RESULTS  where the part rows go as JSON, with machine, versions,
+#                  sizes and date (default bench/results/parts.json); the
+#                  end-to-end bench then copies them into its latest.json
+#
+# Every measurement is also kept raw in $BENCH_DIR/results.jsonl.
 #
 # Reads are pinned to one core each (taskset) where the issue asks for
 # one-core figures; the snapshot read also runs with 2 workers on 2 cores.
@@ -19,6 +25,8 @@ BENCH_CELLS="${BENCH_CELLS:-2000000}"
 BENCH_ROWS="${BENCH_ROWS:-100000}"
 BENCH_PUTS="${BENCH_PUTS:-500000}"
 BENCH_BATCH="${BENCH_BATCH:-1000}"
+ROUNDS="${ROUNDS:-3}"
+PARTS_RESULTS="${PARTS_RESULTS:-bench/results/parts.json}"
 rm -rf "$BENCH_DIR"
 mkdir -p "$BENCH_DIR"
 results="$BENCH_DIR/results.jsonl"
@@ -53,20 +61,11 @@ measure() {
 	fi
 	local line
 	line="$(grep '^{' "$out" | tail -n 1)"
-	printf '{"side":"%s","label":"%s","peak_rss_kb":%s,"result":%s}\n' "$side" "$label" "$(tail -n 1 "$rss")" "$line" >>"$results"
+	printf '{"round":%s,"side":"%s","label":"%s","peak_rss_kb":%s,"result":%s}\n' "$round" "$side" "$label" "$(tail -n 1 "$rss")" "$line" >>"$results"
 }
 
-echo "== HFile write (the same cells, the same file settings) and read, one core each, of the file HBase's own writer made ($BENCH_CELLS cells)"
-for combo in "FAST_DIFF SNAPPY" "NONE NONE" "PREFIX GZ" "DIFF LZ4" "ROW_INDEX_V1 ZSTD"; do
-	set -- $combo
-	f="$BENCH_DIR/$1-$2.hfile"
-	measure java "write-hfile $1+$2" testenv/bin/oracle bench-write-hfile "file://$f" "$BENCH_CELLS" "$1" "$2"
-	measure rekey "write-hfile $1+$2" bin/benchtool write-hfile "$BENCH_DIR/rekey-$1-$2.hfile" "$BENCH_CELLS" "$1" "$2"
-	measure java "read-hfile $1+$2" "${pin1[@]}" testenv/bin/oracle bench-read-hfile "file://$f"
-	measure rekey "read-hfile $1+$2" "${pin1[@]}" bin/benchtool read-hfile "$f"
-done
-
-echo "== snapshot read ($BENCH_ROWS rows x 5 columns x 2 versions, FAST_DIFF+SNAPPY, 4 regions, on HDFS)"
+# The snapshots every round reads: seeded once, outside every timer.
+echo "== seeding bench_snap ($BENCH_ROWS rows x 5 columns x 2 versions, FAST_DIFF+SNAPPY, 4 regions, on HDFS) and bench_merge (three flushes per region)"
 cat >"$BENCH_DIR/bench_snap.json" <<JSON
 {"table": "bench_snap", "seed": 7,
  "families": [{"name": "f", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 2}],
@@ -78,17 +77,6 @@ cat >"$BENCH_DIR/bench_snap.json" <<JSON
 JSON
 testenv/bin/oracle seed "$BENCH_DIR/bench_snap.json" >/dev/null
 testenv/bin/oracle export-snapshot bench_snap "$BENCH_DIR/local_snap" >/dev/null
-measure java "read-snapshot" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_snap
-measure rekey "read-snapshot" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_snap 1
-measure rekey "read-snapshot 2 workers" bin/benchtool read-snapshot "$rootdir" bench_snap 2
-measure rekey "read-snapshot, read-ahead off" "${pin1[@]}" bin/benchtool read-snapshot --readahead=off "$rootdir" bench_snap 1
-# The disk-speed ceiling: the same snapshot exported to a local dir; and
-# the same store files read one by one with the bare HFile iterator (no
-# merge, no read semantics).
-measure rekey "read-snapshot local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_snap" bench_snap 1
-measure rekey "read-storefiles local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_snap"
-
-echo "== snapshot read, 3-way merge (three flushes per region, $BENCH_ROWS rows x 4 columns each)"
 merge_rows='{"op": "rows", "rows": '"$BENCH_ROWS"', "row_format": "r%06d", "qualifiers": 4, "versions": 1, "value_max": 40, "ts_base": TS}'
 cat >"$BENCH_DIR/bench_merge.json" <<JSON
 {"table": "bench_merge", "seed": 8, "compaction_enabled": false,
@@ -101,38 +89,90 @@ cat >"$BENCH_DIR/bench_merge.json" <<JSON
 JSON
 testenv/bin/oracle seed "$BENCH_DIR/bench_merge.json" >/dev/null
 testenv/bin/oracle export-snapshot bench_merge "$BENCH_DIR/local_merge" >/dev/null
-measure java "read-snapshot 3-way merge" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_merge
-measure rekey "read-snapshot 3-way merge" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_merge 1
-measure rekey "read-snapshot 3-way merge local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_merge" bench_merge 1
-measure rekey "read-storefiles 3-way merge local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_merge"
 
-echo "== puts into the same cluster ($BENCH_PUTS cells, batches of $BENCH_BATCH)"
-measure java "put" testenv/bin/oracle bench-put bench_put_java "$BENCH_PUTS" "$BENCH_BATCH"
-measure rekey "put" bin/benchtool put "$zk" bench_put_rekey "$BENCH_PUTS" "$BENCH_BATCH"
+for ((round = 1; round <= ROUNDS; round++)); do
+	echo "==== round $round of $ROUNDS"
+	echo "== HFile write (the same cells, the same file settings) and read, one core each, of the file HBase's own writer made ($BENCH_CELLS cells)"
+	for combo in "FAST_DIFF SNAPPY" "NONE NONE" "PREFIX GZ" "DIFF LZ4" "ROW_INDEX_V1 ZSTD"; do
+		set -- $combo
+		f="$BENCH_DIR/$1-$2.hfile"
+		measure java "write-hfile $1+$2" testenv/bin/oracle bench-write-hfile "file://$f" "$BENCH_CELLS" "$1" "$2"
+		measure rekey "write-hfile $1+$2" bin/benchtool write-hfile "$BENCH_DIR/rekey-$1-$2.hfile" "$BENCH_CELLS" "$1" "$2"
+		measure java "read-hfile $1+$2" "${pin1[@]}" testenv/bin/oracle bench-read-hfile "file://$f"
+		measure rekey "read-hfile $1+$2" "${pin1[@]}" bin/benchtool read-hfile "$f"
+	done
 
-echo "== scans of a live table (the Java side's $BENCH_PUTS cells, flushed)"
-testenv/bin/oracle flush bench_put_java >/dev/null
-measure java "scan" testenv/bin/oracle bench-scan bench_put_java
-measure rekey "scan" bin/benchtool scan "$zk" bench_put_java
+	echo "== snapshot read, on HDFS and from the local copy"
+	measure java "read-snapshot" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_snap
+	measure rekey "read-snapshot" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_snap 1
+	measure rekey "read-snapshot 2 workers" bin/benchtool read-snapshot "$rootdir" bench_snap 2
+	measure rekey "read-snapshot, read-ahead off" "${pin1[@]}" bin/benchtool read-snapshot --readahead=off "$rootdir" bench_snap 1
+	# The disk-speed ceiling: the same snapshot exported to a local dir; and
+	# the same store files read one by one with the bare HFile iterator (no
+	# merge, no read semantics).
+	measure rekey "read-snapshot local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_snap" bench_snap 1
+	measure rekey "read-storefiles local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_snap"
+
+	echo "== snapshot read, 3-way merge"
+	measure java "read-snapshot 3-way merge" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_merge
+	measure rekey "read-snapshot 3-way merge" "${pin1[@]}" bin/benchtool read-snapshot "$rootdir" bench_merge 1
+	measure rekey "read-snapshot 3-way merge local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_merge" bench_merge 1
+	measure rekey "read-storefiles 3-way merge local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_merge"
+
+	echo "== puts into the same cluster ($BENCH_PUTS cells, batches of $BENCH_BATCH)"
+	measure java "put" testenv/bin/oracle bench-put "bench_put_java_$round" "$BENCH_PUTS" "$BENCH_BATCH"
+	measure rekey "put" bin/benchtool put "$zk" "bench_put_rekey_$round" "$BENCH_PUTS" "$BENCH_BATCH"
+
+	echo "== scans of a live table (the Java side's $BENCH_PUTS cells, flushed)"
+	testenv/bin/oracle flush "bench_put_java_$round" >/dev/null
+	measure java "scan" testenv/bin/oracle bench-scan "bench_put_java_$round"
+	measure rekey "scan" bin/benchtool scan "$zk" "bench_put_java_$round"
+	# The next round's puts start from the same empty cluster.
+	testenv/bin/oracle drop-table "bench_put_java_$round" >/dev/null
+	testenv/bin/oracle drop-table "bench_put_rekey_$round" >/dev/null
+done
 
 echo
-python3 - "$results" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-java = {r["label"]: r for r in rows if r["side"] == "java"}
-print(f'{"operation":32} {"rekey cells/s":>14} {"java cells/s":>14} {"ratio":>7} {"rekey RSS MB":>13} {"java RSS MB":>12}')
-for r in rows:
-    if r["side"] != "rekey":
+python3 - "$results" "$PARTS_RESULTS" "$ROUNDS" "$BENCH_CELLS" "$BENCH_ROWS" "$BENCH_PUTS" "$BENCH_BATCH" <<'PY'
+import json, os, statistics, sys
+sys.path.insert(0, "scripts")
+import bench_meta
+results, out_path, rounds, hcells, rows_n, puts, batch = sys.argv[1:]
+raw = [json.loads(l) for l in open(results) if l.strip()]
+# One row per side and label: the median cells/s of its rounds, the
+# largest peak RSS.
+rows = {}
+for r in raw:
+    rows.setdefault((r["side"], r["label"]), []).append(r)
+def row(side, label):
+    rs = rows.get((side, label))
+    if not rs:
+        return None
+    return {"side": side, "label": label, "rounds": len(rs),
+            "cells_per_sec": round(statistics.median(x["result"]["cells_per_sec"] for x in rs)),
+            "cells": rs[0]["result"].get("cells"),
+            "peak_rss_mb": round(max(x["peak_rss_kb"] for x in rs) / 1024)}
+table = []
+print(f'{"operation":40} {"rekey cells/s":>14} {"java cells/s":>14} {"ratio":>7} {"rekey RSS MB":>13} {"java RSS MB":>12}')
+for side, label in rows:
+    if side != "rekey":
         continue
-    label = r["label"]
-    base = java.get(label) or java.get(label.replace(" 2 workers", ""))
-    rc = r["result"]["cells_per_sec"]
-    jc = base["result"]["cells_per_sec"] if base else float("nan")
-    jr = base["peak_rss_kb"] / 1024 if base else float("nan")
-    print(f'{label:32} {rc:14,.0f} {jc:14,.0f} {rc / jc:7.2f} {r["peak_rss_kb"] / 1024:13.0f} {jr:12.0f}')
+    r = row("rekey", label)
+    base = row("java", label) or row("java", label.replace(" 2 workers", ""))
+    # Both sides must have counted the same cells, or the ratio means nothing.
+    if base and base["cells"] is not None and r["cells"] is not None and base["cells"] != r["cells"]:
+        print(f'{label:40} cell counts differ: rekey {r["cells"]}, java {base["cells"]}: no ratio')
+        base = None
+    ratio = round(r["cells_per_sec"] / base["cells_per_sec"], 2) if base else None
+    table.append({"label": label, "rekey": r, "java": base, "ratio": ratio})
+    jc = f'{base["cells_per_sec"]:14,}' if base else f'{"-":>14}'
+    jr = f'{base["peak_rss_mb"]:12}' if base else f'{"-":>12}'
+    rt = f'{ratio:7.2f}' if ratio is not None else f'{"-":>7}'
+    print(f'{label:40} {r["cells_per_sec"]:14,} {jc} {rt} {r["peak_rss_mb"]:13} {jr}')
 # The read path's own ratios (issue 14's goals), rekey against rekey.
-rk = {r["label"]: r["result"]["cells_per_sec"] for r in rows if r["side"] == "rekey"}
+rk = {t["label"]: t["rekey"]["cells_per_sec"] for t in table}
 print()
+ratios = []
 for what, a, b, goal in [
     ("HDFS / local copy", "read-snapshot", "read-snapshot local copy", ">= 0.80"),
     ("local copy / bare store files", "read-snapshot local copy", "read-storefiles local copy", ">= 0.70"),
@@ -142,7 +182,20 @@ for what, a, b, goal in [
     ("read-ahead on / off", "read-snapshot", "read-snapshot, read-ahead off", ""),
 ]:
     if a in rk and b in rk:
+        ratios.append({"what": what, "ratio": round(rk[a] / rk[b], 2), "goal": goal})
         print(f'{what:40} {rk[a] / rk[b]:7.2f}   goal {goal}')
+doc = {"bench": "parts", "date": bench_meta.now(), "rounds": int(rounds),
+       "sizes": {"hfile_cells": int(hcells), "snapshot_rows": int(rows_n), "puts": int(puts), "batch": int(batch)},
+       "machine": bench_meta.machine(), "versions": bench_meta.versions(),
+       "rows": table, "read_path_ratios": ratios,
+       "notes": "cells/s is each side's own in-process figure (JVM start excluded), the median of the rounds; "
+                "peak RSS is the whole process's, the largest of the rounds; ratio = rekey / java (above 1: rekey is faster); "
+                "reads pinned to one core with taskset except the 2-worker row."}
+os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
+with open(out_path + ".tmp", "w") as f:
+    json.dump(doc, f, indent=1)
+os.replace(out_path + ".tmp", out_path)
+print(f"\nmedians of {rounds} rounds written to {out_path}")
 PY
 echo
 echo "raw measurements: $results"
@@ -152,5 +205,5 @@ echo "raw measurements: $results"
 # PARTS_ONLY=1 skips them.
 if [ "${PARTS_ONLY:-0}" != 1 ]; then
 	echo
-	scripts/bench-e2e.sh
+	BENCH_PARTS="$PARTS_RESULTS" scripts/bench-e2e.sh
 fi

@@ -18,6 +18,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline"
+	"golang.org/x/sync/errgroup"
 )
 
 // Finish implements pipeline.Sink: it merges every partition's runs into
@@ -130,13 +131,18 @@ func (s *Sink) saveFinish(st *finishState) error {
 	return writeJSON(s.fs, path.Join(s.root, finishFile), st)
 }
 
-// writeAll merges every partition not yet done, then removes the runs.
+// writeAll merges every partition not yet done, Workers of them at once,
+// then removes the runs. Partitions are independent (each writes its own
+// region and family folder), so the merge phase scales with the workers
+// like the spill phase; the biggest partitions start first so one large
+// partition does not run alone at the end.
 func (s *Sink) writeAll(ctx context.Context, rep pipeline.Reporter, recs []*splitRecord, st *finishState) error {
 	type pk struct {
 		region int
 		family string
 	}
 	runs := map[pk][]partRun{}
+	size := map[pk]int64{}
 	var keys []pk
 	for _, r := range recs {
 		for _, f := range r.Runs {
@@ -149,31 +155,62 @@ func (s *Sink) writeAll(ctx context.Context, rep pipeline.Reporter, recs []*spli
 					keys = append(keys, k)
 				}
 				runs[k] = append(runs[k], partRun{name: path.Join(s.root, f.Name), part: p})
+				size[k] += p.Bytes
 			}
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].region != keys[j].region {
-			return keys[i].region < keys[j].region
-		}
-		return keys[i].family < keys[j].family
-	})
-	for i, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	// Every partition's state exists before the workers start: they only
+	// change their own partState, under finMu, never the map.
+	var todo []pk
+	for _, k := range keys {
 		ps := st.Parts[partKey(k.region, k.family)]
 		if ps == nil {
 			ps = &partState{Region: k.region, Family: k.family}
 			st.Parts[partKey(k.region, k.family)] = ps
 		}
-		if ps.Done {
-			continue
+		if !ps.Done {
+			todo = append(todo, k)
 		}
-		if err := s.writePartition(ctx, st, ps, runs[k]); err != nil {
-			return err
+	}
+	sort.Slice(todo, func(i, j int) bool {
+		a, b := todo[i], todo[j]
+		if size[a] != size[b] {
+			return size[a] > size[b]
 		}
-		rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.plan.Regions[k.region].Dir, k.family, len(ps.Files), i+1, len(keys))
+		if a.region != b.region {
+			return a.region < b.region
+		}
+		return a.family < b.family
+	})
+	workers := max(min(s.o.Workers, len(todo)), 1)
+	// The merge's memory bound holds over all workers together.
+	fan := s.o.mergeFanIn(workers)
+	doneBefore := len(keys) - len(todo)
+	var finished int
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, k := range todo {
+		if gctx.Err() != nil {
+			break
+		}
+		ps := st.Parts[partKey(k.region, k.family)]
+		part := runs[k]
+		g.Go(func() error {
+			if err := s.writePartition(gctx, st, ps, part, fan); err != nil {
+				return err
+			}
+			s.finMu.Lock()
+			defer s.finMu.Unlock()
+			finished++
+			rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.plan.Regions[k.region].Dir, k.family, len(ps.Files), doneBefore+finished, len(keys))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	st.Written = true
 	if err := s.saveFinish(st); err != nil {
@@ -286,7 +323,11 @@ func (o *hfileOut) abort(s *Sink) {
 // equal keys collapse into one: a duplicate when value and tags agree
 // (a redone split), a collision otherwise (counted, the first run's cell
 // kept).
-func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, runs []partRun) error {
+//
+// Partitions merge in parallel: ps is this call's own, but finish.json
+// holds every partition, so changes to ps that others may save (and the
+// save itself) happen under finMu.
+func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, runs []partRun, fan int) error {
 	reg := &s.plan.Regions[ps.Region]
 	rel := path.Join(hfilesDir, reg.Dir, ps.Family)
 	dir := path.Join(s.root, rel)
@@ -322,7 +363,7 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 		limit = 1<<63 - 1
 	}
 
-	runs, made, err := s.reduce(runs, ps.Region, ps.Family)
+	runs, made, err := s.reduce(runs, ps.Region, ps.Family, fan)
 	defer func() {
 		for _, m := range made {
 			fi, err := s.fs.Stat(m)
@@ -347,18 +388,32 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 		prevBuf []byte
 		has     bool
 		n       int
+		// Counted here, folded into ps when a file is recorded: a resumed
+		// merge skips the recorded files' rows, and counts the rest again.
+		dups, colls int64
 	)
+	record := func(info *hfileInfo, done bool) error {
+		s.finMu.Lock()
+		defer s.finMu.Unlock()
+		if info != nil {
+			ps.Files = append(ps.Files, *info)
+		}
+		ps.Duplicates += dups
+		ps.Collisions += colls
+		dups, colls = 0, 0
+		ps.Done = done
+		return s.saveFinish(st)
+	}
 	closeOut := func() error {
 		info, err := s.finishHFile(out)
 		out = nil
 		if err != nil {
 			return err
 		}
-		ps.Files = append(ps.Files, info)
 		if err := s.addStaged(info.Size); err != nil {
 			return fmt.Errorf("stage: region %s family %s: %w", reg.Dir, ps.Family, err)
 		}
-		return s.saveFinish(st)
+		return record(&info, false)
 	}
 	err = m.each(func(c *cell.Cell) error {
 		if !reg.Contains(c.Row) {
@@ -369,9 +424,9 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 		}
 		if has && cell.Compare(&prev, c) == 0 {
 			if sameCell(&prev, c) {
-				ps.Duplicates++
+				dups++
 			} else {
-				ps.Collisions++
+				colls++
 				s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
 			}
 			return nil
@@ -421,8 +476,7 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 			return err
 		}
 	}
-	ps.Done = true
-	return s.saveFinish(st)
+	return record(nil, true)
 }
 
 func clip(b []byte) []byte {

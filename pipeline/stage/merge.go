@@ -90,12 +90,11 @@ func (m *merger) close() {
 	m.all, m.h = nil, nil
 }
 
-// reduce merges runs in passes of at most fanIn runs each until at most
-// fanIn are left, writing each pass's output to the merge folder. It
+// reduce merges runs in passes of at most fan runs each until at most
+// fan are left, writing each pass's output to the merge folder. It
 // returns the runs to read and the files it wrote (the caller removes
 // them once the partition is done).
-func (s *Sink) reduce(runs []partRun, region int, family string) ([]partRun, []string, error) {
-	fan := s.o.fanIn()
+func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]partRun, []string, error) {
 	var made []string
 	pass := 0
 	for len(runs) > fan {

@@ -29,10 +29,12 @@ type Options struct {
 	// over all splits at once (default 256 MiB). Each of Workers splits
 	// gets an equal share; a split spills a sorted run when its share is
 	// full. The merge keeps at most Memory/BatchBytes/2 run batches open
-	// and merges in passes when there are more runs.
+	// over all the partitions it merges at once, and merges in passes when
+	// a partition has more runs than its share.
 	Memory int64
-	// Workers is how many splits the runner writes at once (default the
-	// number of CPUs); it divides Memory.
+	// Workers is how many splits the runner writes at once, and how many
+	// partitions the merge writes at once (default the number of CPUs); it
+	// divides Memory.
 	Workers int
 	// RunCompression compresses run files: "lz4" (default) or "zstd".
 	RunCompression string
@@ -93,10 +95,11 @@ func (o *Options) splitBudget() int64 {
 	return max(o.Memory/int64(o.Workers), 64<<10)
 }
 
-// fanIn is how many runs one merge pass reads at once: each open run holds
-// about one decoded batch and its compressed body.
-func (o *Options) fanIn() int {
-	return max(int(o.Memory/(2*o.BatchBytes)), 2)
+// mergeFanIn is how many runs one partition's merge reads at once when
+// workers partitions merge side by side: each open run holds about one
+// decoded batch and its compressed body, and all workers share Memory.
+func (o *Options) mergeFanIn(workers int) int {
+	return max(int(o.Memory/(2*o.BatchBytes*int64(max(workers, 1)))), 2)
 }
 
 // Stats is what the sink did, for the run's summary.

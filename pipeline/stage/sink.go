@@ -42,6 +42,10 @@ type Sink struct {
 	mu    sync.Mutex
 	stats Stats
 
+	// finMu guards finish.json's state while partitions merge in parallel:
+	// every partState change and every save of the file.
+	finMu sync.Mutex
+
 	closeOnce sync.Once
 	closeErr  error
 }

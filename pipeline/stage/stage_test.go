@@ -264,7 +264,7 @@ func TestStageTinyBudget(t *testing.T) {
 		t.Errorf("%d runs spilled; the tiny budget should force many", st.Runs)
 	}
 	if st.MergePasses == 0 {
-		t.Errorf("no extra merge pass, though runs outnumber the fan-in %d", s.o.fanIn())
+		t.Errorf("no extra merge pass, though runs outnumber the fan-in %d", s.o.mergeFanIn(s.o.Workers))
 	}
 	if st.Duplicates != 50 || st.Collisions != 7 {
 		t.Errorf("duplicates %d collisions %d, want 50 and 7", st.Duplicates, st.Collisions)
@@ -299,12 +299,19 @@ func TestStageTinyBudget(t *testing.T) {
 // TestStageCrashResume: a split that spilled runs and then died (no Commit,
 // no Abort: kill -9) leaves nothing in the result; an aborted split leaves
 // no files; a Finish that fails part way (staging bound) resumes without
-// rewriting the HFiles it recorded.
+// rewriting the HFiles it recorded. With 2 workers both partitions merge
+// at once, and the failure stops them both.
 func TestStageCrashResume(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) { testStageCrashResume(t, workers) })
+	}
+}
+
+func testStageCrashResume(t *testing.T, workers int) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")},
-		Memory: 128 << 10, Workers: 1, BatchBytes: 1 << 10, HFileSize: 32 << 10, MaxFiles: 64}
+		Memory: 128 << 10, Workers: workers, BatchBytes: 1 << 10, HFileSize: 32 << 10, MaxFiles: 64}
 	s, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -358,8 +365,13 @@ func TestStageCrashResume(t *testing.T) {
 	writeSplit(t, s, "b", b)
 
 	// Finish dies part way: the staging bound is reached after a few HFiles.
+	// Partitions merging side by side each hold their merge passes' files
+	// at once, so 2 workers need room for those (at most the runs again).
 	runBytes := s.staged.Load()
 	s.o.MaxStagingBytes = runBytes + 3*o.HFileSize
+	if workers > 1 {
+		s.o.MaxStagingBytes += runBytes
+	}
 	err = s.Finish(ctx, logRep{t})
 	if !errors.Is(err, ErrStagingFull) {
 		t.Fatalf("Finish over the staging bound: %v, want ErrStagingFull", err)
