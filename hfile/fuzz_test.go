@@ -3,7 +3,9 @@ package hfile
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -229,6 +231,9 @@ func TestChecksumNamesBlock(t *testing.T) {
 // TestRejects checks that valid files this package cannot read, and
 // inconsistent ones, fail with the right class and a message that says why.
 func TestRejects(t *testing.T) {
+	// The first cell of every seedFile(…, 20): a LASTKEY that understates a
+	// file of several data blocks.
+	firstKey := cell.AppendKey(nil, &genCells(7, 20, false, false)[0])
 	for _, tc := range []struct {
 		name    string
 		o       writeOpts
@@ -248,6 +253,10 @@ func TestRejects(t *testing.T) {
 		// must find it to be the last cell's key.
 		{"LASTKEY past the last cell", writeOpts{extraInfo: map[string][]byte{"hfile.LASTKEY": cell.AppendKey(nil, &cell.Cell{Row: []byte("zzzz"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put})}}, ErrCorrupt, "is not the file info's LASTKEY", true},
 		{"LASTKEY does not parse", writeOpts{extraInfo: map[string][]byte{"hfile.LASTKEY": {0, 9, 1}}}, ErrCorrupt, "LASTKEY does not parse", true},
+		// A reader that stops early never reaches the end check, so a
+		// LASTKEY before the last data block's index key fails at open.
+		{"LASTKEY before the last data block", writeOpts{blockSize: 200, extraInfo: map[string][]byte{"hfile.LASTKEY": firstKey}}, ErrCorrupt, "sorts before", false},
+		{"LASTKEY before the last data block, 3-level index", writeOpts{blockSize: 200, leafEntries: 2, rootEntries: 2, extraInfo: map[string][]byte{"hfile.LASTKEY": firstKey}}, ErrCorrupt, "sorts before", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := seedFile(t, tc.o, 20)
@@ -260,6 +269,104 @@ func TestRejects(t *testing.T) {
 			}
 			if !errors.Is(err, tc.class) || !strings.Contains(err.Error(), tc.message) || !strings.Contains(err.Error(), "reject.hfile") {
 				t.Fatalf("error %v, want %v mentioning %q and the file", err, tc.class, tc.message)
+			}
+		})
+	}
+}
+
+// offsetRecorder records where each read starts.
+type offsetRecorder struct {
+	r    *bytes.Reader
+	offs []int64
+}
+
+func (o *offsetRecorder) ReadAt(p []byte, off int64) (int, error) {
+	o.offs = append(o.offs, off)
+	return o.r.ReadAt(p, off)
+}
+
+// TestLastKeyCheckedAtOpen checks the open-time bound on LASTKEY, the index
+// key of the last data block, with one, two and three index levels. A
+// LASTKEY that stops at the previous block's last cell (the tightest
+// understatement the bound can see) fails Open without a data block read,
+// so a reader that would stop early never gets a cell. A LASTKEY equal to
+// the index key, a separator before the block's first cell, still opens:
+// the bound is not the real first key, and only a whole pass finds it
+// wrong.
+func TestLastKeyCheckedAtOpen(t *testing.T) {
+	// One cell per row: every later block starts a new row, so the test
+	// writer, like HBase, indexes it by FirstOnRow(row), which sorts before
+	// the block's first cell.
+	var cells []cell.Cell
+	for i := range 300 {
+		cells = append(cells, cell.Cell{Row: fmt.Appendf(nil, "row-%04d", i), Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: 1700000000000, Type: cell.Put, Value: bytes.Repeat([]byte("v"), 40)})
+	}
+	for _, tc := range []struct {
+		name   string
+		o      writeOpts
+		levels uint32
+	}{
+		{"1 level", writeOpts{blockSize: 512}, 1},
+		{"2 levels", writeOpts{enc: EncodingFastDiff, codec: CodecSnappy, blockSize: 512, leafEntries: 4}, 2},
+		{"3 levels", writeOpts{enc: EncodingRowIndexV1, blockSize: 512, leafEntries: 3, rootEntries: 5}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withLastKey := func(k []byte) []byte {
+				o := tc.o
+				o.extraInfo = map[string][]byte{"hfile.LASTKEY": k}
+				return writeTestHFile(t, cells, o)
+			}
+			r, err := openBytes(t, "good.hfile", writeTestHFile(t, cells, tc.o))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Trailer().NumDataIndexLevels; got != tc.levels {
+				t.Fatalf("setup: %d index levels, want %d", got, tc.levels)
+			}
+			idx, err := r.DataIndex()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lastIdx := idx[len(idx)-1]
+			var sep cell.Cell
+			if err := cell.ParseKey(lastIdx.Key, &sep); err != nil {
+				t.Fatal(err)
+			}
+			// The last block's first cell and the cell before it.
+			i := slices.IndexFunc(cells, func(c cell.Cell) bool { return cell.Compare(&c, &sep) >= 0 })
+			if i < 1 || cell.Compare(&sep, &cells[i]) >= 0 {
+				t.Fatalf("setup: the last block's index key %s is not a separator before a later block's first cell", &sep)
+			}
+
+			prevKey := cell.AppendKey(nil, &cells[i-1])
+			bad := withLastKey(prevKey)
+			rec := &offsetRecorder{r: bytes.NewReader(bad)}
+			_, err = Open(rec, int64(len(bad)), "understated.hfile")
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open with LASTKEY %s before the last block = %v, want ErrCorrupt", &cells[i-1], err)
+			}
+			for _, want := range []string{"understated.hfile", "hfile.LASTKEY " + clipHex(prevKey) + " sorts before " + clipHex(lastIdx.Key), fmt.Sprintf("last data block (at offset %d)", lastIdx.Offset)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+			for _, off := range rec.offs {
+				if slices.ContainsFunc(idx, func(e IndexEntry) bool { return e.Offset == off }) {
+					t.Errorf("Open read the data block at offset %d", off)
+				}
+			}
+
+			r, err = openBytes(t, "separator.hfile", withLastKey(lastIdx.Key))
+			if err != nil {
+				t.Fatalf("Open with LASTKEY equal to the last block's index key: %v", err)
+			}
+			it := r.NewIterator()
+			if !it.First() {
+				t.Fatalf("an early-stopping reader found no first cell: %v", it.Err())
+			}
+			it.Close()
+			if _, err := readAll(t, r); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is not the file info's LASTKEY") {
+				t.Fatalf("a whole pass = %v, want the end check's ErrCorrupt", err)
 			}
 		})
 	}

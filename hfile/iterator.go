@@ -177,7 +177,8 @@ func (it *Iterator) end() bool {
 // decoded after it). A scanner that trusts LASTKEY to skip its per-cell
 // stop-row test (snapshot's addFile) relies on this check: a file whose
 // LASTKEY understates its cells fails at the end instead of leaking cells
-// past the stop row unnoticed.
+// past the stop row unnoticed. A pass that stops early never gets here;
+// Open's checkLastKeyIndex covers most of that case from the index.
 func (it *Iterator) checkLastKey() error {
 	lk, ok := it.r.LastKey()
 	if !ok || !it.dec.decoded {

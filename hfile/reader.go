@@ -1,10 +1,14 @@
 package hfile
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/rekeyhq/rekey/cell"
 )
 
 // Reader reads one HFile. Open parses the trailer and the load-on-open
@@ -219,6 +223,9 @@ func (rd *Reader) open() error {
 	if hasLast := rd.info.LastKey != nil; hasLast != (t.EntryCount > 0) {
 		return corruptf(rd.name, fiOff, BlockFileInfo, "file info %s hfile.LASTKEY but the trailer counts %d cells", map[bool]string{true: "has", false: "lacks"}[hasLast], t.EntryCount)
 	}
+	if err := rd.checkLastKeyIndex(rootOff, fiOff); err != nil {
+		return err
+	}
 	// Bloom metadata blocks follow; record them for inspect, read nothing.
 	for pos < len(rd.loadOnOpen) {
 		off := start + int64(pos)
@@ -295,6 +302,115 @@ func (rd *Reader) checkRootIndex(rootOff int64, payload int) error {
 		return corruptf(rd.name, rootOff, BlockRootIndex, "data blocks indexed from offset %d to %d, but the trailer says %d to %d", first, last, t.FirstDataBlockOffset, t.LastDataBlockOffset)
 	}
 	return nil
+}
+
+// checkLastKeyIndex holds the file info's LASTKEY to the data index at
+// open: the index key of the last data block must not sort after it. The
+// iterator's end-of-file check (checkLastKey) catches an understated
+// LASTKEY only in a pass that reaches the last block; a reader that stops
+// early (rekey plan's sample, any consumer that stops consuming) never gets
+// there, yet a scanner that trusts LASTKEY (snapshot's addFile) has dropped
+// its per-cell stop test for the whole file. This check catches most such
+// damage before any data block is read: a LASTKEY that sorts before the
+// last block's key, so before every cell of that block.
+//
+// HBase indexes a data block by getMidpoint(last cell of the previous
+// block, first cell of this block) (HFileWriterImpl.finishBlock): the real
+// first key for the first block and for hbase:meta files, otherwise
+// possibly a shorter separator that sorts after the previous block's last
+// cell and no later than this block's first. So the index key is at most
+// the block's first key, and "index key <= LASTKEY" holds for every file
+// HBase writes; against a separator it is weaker, as a LASTKEY between the
+// separator and the block's real first key passes here and is left to
+// the iterator's end check.
+//
+// With a multi-level index the last data block's key is in the last leaf
+// block, reached through the last entry of each level: one positional read
+// per level below the root, of index blocks only, never a data block. HBase
+// writes leaf blocks only once the index outgrows one index block
+// (hfile.index.block.max.size, 128 KiB by default), i.e. for files of some
+// thousands of data blocks (fewer with long keys), so the extra read is
+// small next to any scan of the file.
+func (rd *Reader) checkLastKeyIndex(rootOff, fiOff int64) error {
+	lk, ok := rd.LastKey()
+	if !ok || len(rd.root) == 0 || !cellOrdered(rd.trailer.ComparatorClassName) {
+		return nil
+	}
+	var last cell.Cell
+	if cell.ParseKey(lk, &last) != nil {
+		// The iterator's end check reports it, and a scanner cannot
+		// trust a LASTKEY it cannot parse, so nothing leaks meanwhile.
+		return nil
+	}
+	e, at, bt, err := rd.lastDataIndexEntry(rootOff)
+	if err != nil {
+		return err
+	}
+	var first cell.Cell
+	if err := cell.ParseKey(e.Key, &first); err != nil {
+		return corruptf(rd.name, at, bt, "the index key of the last data block (at offset %d) does not parse: %v", e.Offset, err)
+	}
+	if cell.Compare(&first, &last) > 0 {
+		return corruptf(rd.name, fiOff, BlockFileInfo, "hfile.LASTKEY %s sorts before %s, the index key of the last data block (at offset %d): the file holds cells past its LASTKEY", clipHex(lk), clipHex(e.Key), e.Offset)
+	}
+	return nil
+}
+
+// lastDataIndexEntry returns the data index entry of the last data block
+// and where it was found (the root at rootOff, or the last leaf block).
+// Below the root it follows the last entry of each level, and checks that
+// the leaf entry it reaches is the trailer's last data block, as
+// checkRootIndex does for a one-level index. The key aliases a buffer of
+// its own.
+func (rd *Reader) lastDataIndexEntry(rootOff int64) (IndexEntry, int64, BlockType, error) {
+	e := rd.root[len(rd.root)-1]
+	at, bt := rootOff, BlockRootIndex
+	levels := int(rd.trailer.NumDataIndexLevels)
+	if levels <= 1 {
+		return e, at, bt, nil
+	}
+	var b blockBuf
+	for level := 1; level < levels; level++ {
+		want := BlockIntermediateIndex
+		if level == levels-1 {
+			want = BlockLeafIndex
+		}
+		p, err := rd.readIndexBlock(&b, e, want)
+		if err != nil {
+			return e, at, bt, err
+		}
+		x, err := parseNonRootIndex(p)
+		if err != nil {
+			return e, at, bt, corruptf(rd.name, e.Offset, want, "%v", err)
+		}
+		if x.n == 0 {
+			return e, at, bt, corruptf(rd.name, e.Offset, want, "index block has no entries")
+		}
+		at, bt = e.Offset, want
+		e = x.entry(x.n - 1)
+	}
+	if last := rd.trailer.LastDataBlockOffset; e.Offset != last {
+		return e, at, bt, corruptf(rd.name, at, bt, "the last leaf index entry points at offset %d, but the trailer puts the last data block at %d", e.Offset, last)
+	}
+	return e, at, bt, nil
+}
+
+// cellOrdered reports whether the file's comparator orders keys as
+// cell.Compare does. hbase:meta files (Meta comparators, and the -ROOT-
+// comparator of old releases) order rows by their table,startrow,id parts,
+// so comparing their keys byte-wise could call a valid file damaged.
+func cellOrdered(comparator string) bool {
+	return !strings.Contains(comparator, "Meta") && !strings.Contains(comparator, "Root")
+}
+
+// clipHex renders a key for an error message: hex, cut after 40 bytes
+// (rows can be kilobytes long) with the full length noted.
+func clipHex(k []byte) string {
+	const clip = 40
+	if len(k) <= clip {
+		return hex.EncodeToString(k)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", hex.EncodeToString(k[:clip]), len(k))
 }
 
 // checkChecksumKind refuses a block whose checksum type or chunk size

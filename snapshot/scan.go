@@ -467,9 +467,10 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) erro
 	}
 	if fi.stopKey != nil && len(si.meta.LastKey) > 0 {
 		// A file that ends before the stop key needs no stop test per
-		// cell: the common case of a whole region read. The iterator
-		// holds LASTKEY to the file's real last cell when it gets there,
-		// so a file that understates it fails instead of leaking cells.
+		// cell: the common case of a whole region read. hfile.Open holds
+		// LASTKEY to the last data block's index key, and the iterator to
+		// the file's real last cell when it gets there, so a file that
+		// understates it fails instead of leaking cells.
 		var last cell.Cell
 		if cell.ParseKey(si.meta.LastKey, &last) == nil && cell.Compare(&last, fi.stopKey) < 0 {
 			fi.stopKey = nil
