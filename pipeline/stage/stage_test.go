@@ -630,3 +630,43 @@ func TestStageBoundDuringSpill(t *testing.T) {
 		t.Errorf("%d run files left after the aborted split", left)
 	}
 }
+
+// TestStageRefusesOversizedFields: the sort buffer keeps a row's and the
+// tags' lengths in 16 bits and a family's in 8 (HBase allows at most 32767,
+// 65535 and 127 bytes); a transform that makes a longer one gets an error
+// naming the split, never a cell cut short. A row of the largest length
+// HBase allows goes through whole.
+func TestStageRefusesOversizedFields(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: t.TempDir(), Table: "t", Memory: 1 << 20, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	base := cell.Cell{Row: []byte("r"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put, Value: []byte("v")}
+	for name, c := range map[string]cell.Cell{
+		"row of 65536 bytes":  {Row: bytes.Repeat([]byte("r"), 65536), Family: base.Family, Qualifier: base.Qualifier, Type: cell.Put},
+		"family of 256 bytes": {Row: base.Row, Family: bytes.Repeat([]byte("f"), 256), Qualifier: base.Qualifier, Type: cell.Put},
+		"tags of 65536 bytes": {Row: base.Row, Family: base.Family, Qualifier: base.Qualifier, Type: cell.Put, Tags: make([]byte, 65536)},
+	} {
+		if err := w.Write(ctx, &c); err == nil || !strings.Contains(err.Error(), "long") {
+			t.Errorf("%s: %v, want an error naming split long", name, err)
+		}
+	}
+	long := base
+	long.Row = bytes.Repeat([]byte{0xff}, 32767)
+	if err := w.Write(ctx, &long); err != nil {
+		t.Fatal(err)
+	}
+	ss := w.(*splitSink)
+	var got cell.Cell
+	ss.view(&ss.ents[len(ss.ents)-1], &got)
+	if cell.Compare(&got, &long) != 0 || !bytes.Equal(got.Value, long.Value) {
+		t.Errorf("a 32767-byte row came back as %d bytes", len(got.Row))
+	}
+}
