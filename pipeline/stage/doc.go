@@ -6,7 +6,10 @@
 //
 //  1. Spill (per split, in the runner's workers). Every cell is assigned its
 //     target region from a Plan (the live table's regions, or split keys
-//     given offline) and copied into the split's sort buffer. When the
+//     given offline) and copied into the split's sort buffer (the bytes
+//     into an arena, the key fields and offsets into a 40-byte entry with no
+//     pointers, so a buffer of millions of cells costs the garbage
+//     collector nothing to scan). When the
 //     split's share of Options.Memory is full, the buffer is sorted by
 //     (region, family, cell.Compare) and written as one run file: an Arrow
 //     IPC file with LZ4 or ZSTD buffers whose record batches each hold one
@@ -14,7 +17,8 @@
 //     in splits/SPLIT.json (atomically); until then they do not count, and
 //     reopening the folder removes them.
 //
-//  2. Merge (Finish). For each region and family, a k-way merge over its
+//  2. Merge (Finish). For each region and family (Options.Workers of them
+//     at once, the largest first), a k-way merge over its
 //     batches in every committed run (in passes, if there are more runs than
 //     the memory budget lets one pass open) writes HFiles with hfile.Writer
 //     under hfiles/REGION/FAMILY/. Cells with equal keys collapse: a
@@ -42,7 +46,7 @@
 // Memory: the sort buffers of all splits together stay within
 // Options.Memory (Stats.PeakMemory is the accounted high mark: cell bytes
 // plus per-cell bookkeeping); the merge holds about two batches per open
-// run. Disk: Stats.PeakStaging is the most the folder held (runs and
+// run, over all the partitions it merges at once. Disk: Stats.PeakStaging is the most the folder held (runs and
 // HFiles; the runs are removed once every HFile is written), bounded by
 // Options.MaxStagingBytes.
 //
