@@ -111,6 +111,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	# the same store files read one by one with the bare HFile iterator (no
 	# merge, no read semantics).
 	measure rekey "read-snapshot local copy" "${pin1[@]}" bin/benchtool read-snapshot "$BENCH_DIR/local_snap" bench_snap 1
+	# The reader's own scaling, without the DataNode sharing the cores.
+	measure rekey "read-snapshot local copy 2 workers" bin/benchtool read-snapshot "$BENCH_DIR/local_snap" bench_snap 2
 	measure rekey "read-storefiles local copy" "${pin1[@]}" bin/benchtool read-storefiles "$BENCH_DIR/local_snap"
 
 	echo "== snapshot read, 3-way merge"
@@ -179,6 +181,7 @@ for what, a, b, goal in [
     ("3-way merge: HDFS / local copy", "read-snapshot 3-way merge", "read-snapshot 3-way merge local copy", ">= 0.80"),
     ("3-way merge: local / bare store files", "read-snapshot 3-way merge local copy", "read-storefiles 3-way merge local copy", ">= 0.70"),
     ("2 workers / 1 worker", "read-snapshot 2 workers", "read-snapshot", ">= 1.8"),
+    ("2 workers / 1 worker, local copy", "read-snapshot local copy 2 workers", "read-snapshot local copy", ""),
     ("read-ahead on / off", "read-snapshot", "read-snapshot, read-ahead off", ""),
 ]:
     if a in rk and b in rk:
