@@ -34,6 +34,10 @@ func openHFile(r io.ReaderAt, size int64, name string) (storeReader, error) {
 	if lk, ok := rd.LastKey(); ok {
 		m.LastKey = lk
 	}
+	if fk, ok := rd.FirstKey(); ok {
+		m.FirstKey = fk
+		m.DataStart = int64(rd.Trailer().FirstDataBlockOffset)
+	}
 	// SKIP_RESET_SEQ_ID (MOB compaction output): a one-byte boolean, as
 	// HStoreFile reads it.
 	if v, ok := fi.Raw["SKIP_RESET_SEQ_ID"]; ok && len(v) == 1 && v[0] != 0 {

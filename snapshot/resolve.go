@@ -27,6 +27,11 @@ type fileMeta struct {
 	// LastKey is the serialized key of the file's last cell (nil when
 	// unknown); the store file iterator checks it at the end of the file.
 	LastKey []byte
+	// FirstKey is the serialized key of the file's first cell and
+	// DataStart the offset of its first data block (nil and 0 when
+	// unknown): a scan from before FirstKey reads from DataStart on.
+	FirstKey  []byte
+	DataStart int64
 }
 
 // indexKey is one data-index entry: the first key of a data block and the

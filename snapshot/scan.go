@@ -321,6 +321,11 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 	}
 	sc.stopRow = stop
 
+	type pendingFile struct {
+		si    storeFileInfo
+		order int
+	}
+	var todo []pendingFile
 	for _, fam := range region.Families {
 		r, ok := sc.rules[string(fam.Family)]
 		if !ok {
@@ -378,10 +383,26 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 					continue
 				}
 			}
-			if err := sc.addFile(fi, order, start, stop); err != nil {
-				sc.Close()
-				return nil, err
+			todo = append(todo, pendingFile{fi, order})
+		}
+	}
+	// Every file's read-ahead starts before any file is positioned: over
+	// HDFS the first chunks of a region's store files (one per flush,
+	// per family) then arrive side by side instead of one round trip
+	// after another.
+	ras := make([]*vfs.ReadAhead, len(todo))
+	for i, p := range todo {
+		ras[i] = sc.readAhead(p.si, start)
+	}
+	for i, p := range todo {
+		if err := sc.addFile(p.si, p.order, start, stop, ras[i]); err != nil {
+			for _, ra := range ras[i+1:] {
+				if ra != nil {
+					ra.Close()
+				}
 			}
+			sc.Close()
+			return nil, err
 		}
 	}
 	if sc.err != nil {
@@ -429,12 +450,34 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 	return si
 }
 
-// addFile positions one store file at the first cell of the scan.
-func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte) error {
-	var ra *vfs.ReadAhead
+// readAhead returns the read-ahead reader of a store file the scan will
+// read, or nil when the options want none for it. When the scan starts at
+// or before the file's first cell (a whole region read; start is the
+// region's start row), the stream starts at the first data block at once.
+func (sc *Scanner) readAhead(si storeFileInfo, start []byte) *vfs.ReadAhead {
+	if si.file == nil || !sc.snap.readAhead.Wants(si.file) {
+		return nil
+	}
+	ra := vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
+	if si.meta.FirstKey == nil || (si.f.ref != nil && si.f.ref.Top) {
+		// The top half of a reference starts at its split key: a seek.
+		return ra
+	}
+	var first cell.Cell
+	if cell.ParseKey(si.meta.FirstKey, &first) != nil {
+		return ra
+	}
+	if len(start) == 0 || bytes.Compare(start, first.Row) <= 0 {
+		ra.Prefetch(si.meta.DataStart)
+	}
+	return ra
+}
+
+// addFile positions one store file at the first cell of the scan, reading
+// its data blocks through ra (nil: from the file).
+func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte, ra *vfs.ReadAhead) error {
 	var data io.ReaderAt
-	if si.file != nil && sc.snap.readAhead.Wants(si.file) {
-		ra = vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
+	if ra != nil {
 		data = ra
 	}
 	it := si.rd.newIter(data)

@@ -186,8 +186,41 @@ func (r *ReadAhead) advance() error {
 	return nil
 }
 
-// startStream starts streaming at off, if the budget allows.
+// Prefetch tells r that its reader will start reading sequentially at off
+// (a scan from the first data block): the stream starts there now, and
+// with prefetch its first chunk is read in the background, so the first
+// read costs no positional round trip of its own, and a merge that
+// prefetches each of its files before reading any of them waits for their
+// first chunks side by side rather than one after another. A first read
+// elsewhere is served as without it (positionally, ending the stream).
+// Without room in the budget, or with read-ahead off, it does nothing.
+func (r *ReadAhead) Prefetch(off int64) {
+	if r.err != nil || r.st != nil || off < 0 || off >= r.end {
+		return
+	}
+	if r.open(off) {
+		// An empty current chunk ending at off: the read at off takes the
+		// stream's first chunk (ReadAt's "next chunk" case).
+		r.cur = chunk{start: off}
+		r.expect = off
+	}
+}
+
+// startStream starts streaming at off, if the budget allows, and takes
+// its first chunk.
 func (r *ReadAhead) startStream(off int64) bool {
+	if !r.open(off) {
+		return false
+	}
+	// A stream that fails at once leaves this read to ReadAt, which
+	// reports the failure in its own words (or succeeds, on a passing
+	// fault); the next sequential read tries a stream again.
+	return r.advance() == nil
+}
+
+// open starts a stream at off, if the budget allows; with prefetch its
+// first chunk is being read when it returns.
+func (r *ReadAhead) open(off int64) bool {
 	r.stopStream()
 	// A stream over less than a chunk needs no more than that.
 	size := int(min(int64(r.chunk), r.end-off))
@@ -217,10 +250,7 @@ func (r *ReadAhead) startStream(off int64) bool {
 	}
 	r.st = newStream(src, off, r.end, size, bufs)
 	r.stats.Streams++
-	// A stream that fails at once leaves this read to ReadAt, which
-	// reports the failure in its own words (or succeeds, on a passing
-	// fault); the next sequential read tries a stream again.
-	return r.advance() == nil
+	return true
 }
 
 // stopStream ends the stream, if any, and gives its buffers back.

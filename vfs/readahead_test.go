@@ -160,3 +160,64 @@ func TestReadAheadFault(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAheadPrefetch: a stream started by Prefetch serves a scan from
+// that offset without any positional read; a first read elsewhere (before
+// the offset, or far past it) still returns the file's bytes; Prefetch
+// past the end, twice, or with read-ahead off changes nothing.
+func TestReadAheadPrefetch(t *testing.T) {
+	data := make([]byte, 2<<20+777)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	mem := NewMem()
+	mem.WriteFile("/f", data)
+	check := func(t *testing.T, ra *ReadAhead, off, n int64) {
+		t.Helper()
+		p := make([]byte, n)
+		if m, err := ra.ReadAt(p, off); err != nil || m != len(p) {
+			t.Fatalf("ReadAt(%d, %d) = %d, %v", n, off, m, err)
+		}
+		if !bytes.Equal(p, data[off:off+n]) {
+			t.Fatalf("ReadAt(%d, %d) returned other bytes than the file's", n, off)
+		}
+	}
+	for _, pre := range []bool{true, false} {
+		f, _ := mem.Open("/f")
+		ra := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 256 << 10, NoPrefetch: !pre})
+		ra.Prefetch(4096)
+		ra.Prefetch(4096) // a second call while streaming: no new stream
+		for _, r := range scanReads(int64(len(data))-4096, 9) {
+			check(t, ra, 4096+r[0], r[1])
+		}
+		if st := ra.Stats(); st.Positional != 0 || st.Streams != 1 || st.StreamBytes != int64(len(data))-4096 {
+			t.Errorf("prefetch %v: a scan from the prefetched offset: %+v, want one stream of %d bytes and no positional read", pre, st, len(data)-4096)
+		}
+		ra.Close()
+	}
+	for name, first := range map[string][2]int64{"before": {100, 5000}, "far past": {1 << 20, 70000}, "inside the first chunk": {4096 + 1000, 3000}} {
+		t.Run(name, func(t *testing.T) {
+			f, _ := mem.Open("/f")
+			ra := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 256 << 10})
+			defer ra.Close()
+			ra.Prefetch(4096)
+			check(t, ra, first[0], first[1])
+			check(t, ra, first[0]+first[1], 10000)
+			check(t, ra, 0, 4096)
+		})
+	}
+	f, _ := mem.Open("/f")
+	for _, o := range []ReadAheadOptions{{Off: true}, {}} {
+		ra := NewReadAhead(f, 0, o)
+		ra.Prefetch(int64(len(data)))
+		if o.Off {
+			ra.Prefetch(0)
+		}
+		if st := ra.Stats(); st.Streams != 0 {
+			t.Errorf("%+v: Prefetch at the end or with read-ahead off started a stream: %+v", o, st)
+		}
+		check(t, ra, 0, 100)
+		ra.Close()
+	}
+}
