@@ -26,14 +26,21 @@ func scanReads(n int64, seed uint64) [][2]int64 {
 	return out
 }
 
-func TestReadAheadServesTheFile(t *testing.T) {
-	data := make([]byte, 3<<20+12345)
-	rng := rand.New(rand.NewPCG(1, 2))
+// randomFile writes n random bytes (from seed) to /f of a new in-memory
+// file system.
+func randomFile(n int, seed uint64) (*Mem, []byte) {
+	data := make([]byte, n)
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
 	mem := NewMem()
 	mem.WriteFile("/f", data)
+	return mem, data
+}
+
+func TestReadAheadServesTheFile(t *testing.T) {
+	mem, data := randomFile(3<<20+12345, 1)
 	for _, tc := range []struct {
 		name string
 		opts ReadAheadOptions
@@ -166,13 +173,7 @@ func TestReadAheadFault(t *testing.T) {
 // the offset, or far past it) still returns the file's bytes; Prefetch
 // past the end, twice, or with read-ahead off changes nothing.
 func TestReadAheadPrefetch(t *testing.T) {
-	data := make([]byte, 2<<20+777)
-	rng := rand.New(rand.NewPCG(5, 6))
-	for i := range data {
-		data[i] = byte(rng.Uint32())
-	}
-	mem := NewMem()
-	mem.WriteFile("/f", data)
+	mem, data := randomFile(2<<20+777, 5)
 	check := func(t *testing.T, ra *ReadAhead, off, n int64) {
 		t.Helper()
 		p := make([]byte, n)

@@ -107,6 +107,11 @@ final class Dfs2 {
     // spans several blocks; the NameNode refuses blocks under 1 MB by default.
     conf.setLong("dfs.namenode.fs-limits.min-block-size", 4096);
     conf.setInt("dfs.replication", DATANODES);
+    // A client's close completes once the last block is committed, without
+    // waiting for a DataNode to report it: a CI run once saw complete()
+    // refused for a whole minute on an upload. Tests wait for the replicas
+    // themselves (dfs2-replicated) before they read.
+    conf.setInt("dfs.namenode.file.close.num-committed-allowed", 1);
     dfs = new MiniDFSCluster.Builder(conf, base.toFile())
         .numDataNodes(DATANODES)
         .hosts(new String[] {"127.0.0.1", "127.0.0.1"})
