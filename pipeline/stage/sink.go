@@ -220,8 +220,9 @@ func (s *Sink) Begin(ctx context.Context, si pipeline.SplitInfo) (pipeline.Split
 
 // entry is one buffered cell: its target region, its key fields and
 // where its bytes (row, family, qualifier, value, tags, back to back) lie
-// in the arena. It holds no pointers, and is 40 bytes where a cell.Cell
-// is 120: a split of a million cells doubles, sorts and is scanned by the
+// in the arena. It holds no pointers, and is 40 bytes where an entry
+// holding a cell.Cell took 152 (five slice headers among them): a split
+// of a million cells doubles, sorts and is scanned by the
 // garbage collector as a plain block of memory (measured on the heavy
 // split's shape, BenchmarkStageHeavySplit: growing and sorting a slice of
 // full cells cost more than the rest of the spill together).
