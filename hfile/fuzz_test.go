@@ -274,14 +274,19 @@ func TestRejects(t *testing.T) {
 	}
 }
 
-// offsetRecorder records where each read starts.
+// offsetRecorder records where each read starts, except the read of the
+// file's last bytes (the trailer, with whatever precedes it in Open's
+// first read: in a small file, data blocks too, which Open does not
+// decode).
 type offsetRecorder struct {
 	r    *bytes.Reader
 	offs []int64
 }
 
 func (o *offsetRecorder) ReadAt(p []byte, off int64) (int, error) {
-	o.offs = append(o.offs, off)
+	if off+int64(len(p)) != o.r.Size() {
+		o.offs = append(o.offs, off)
+	}
 	return o.r.ReadAt(p, off)
 }
 

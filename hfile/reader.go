@@ -101,15 +101,25 @@ func (rd *Reader) readAtFrom(src io.ReaderAt, b []byte, off int64, what string) 
 	return fmt.Errorf("hfile: %s: reading %s at offset %d: %w", rd.name, what, off, err)
 }
 
+// openTail is how much of a file's end Open reads at once: the trailer
+// (4 KiB in v3) and, in most files, the whole load-on-open section (root
+// data index, meta index, file info, bloom metadata), which is a few KiB
+// to a few tens of KiB for store files of up to a few GB.
+const openTail = 64 << 10
+
 func (rd *Reader) open() error {
 	if rd.size < 4 {
 		return corruptf(rd.name, -1, 0, "file is %d bytes, too short for an HFile", rd.size)
 	}
-	tail := make([]byte, min(rd.size, maxTrailerSize))
-	if err := rd.readAt(tail, rd.size-int64(len(tail)), "trailer"); err != nil {
+	// One read for the trailer and, when it fits in openTail, the
+	// load-on-open section before it: on HDFS every positional read is a
+	// new block read on a DataNode (a connection and a round trip).
+	tail := make([]byte, min(rd.size, openTail))
+	tailStart := rd.size - int64(len(tail))
+	if err := rd.readAt(tail, tailStart, "trailer"); err != nil {
 		return err
 	}
-	t, err := parseTrailer(tail, rd.size, rd.name)
+	t, err := parseTrailer(tail[len(tail)-int(min(int64(len(tail)), maxTrailerSize)):], rd.size, rd.name)
 	if err != nil {
 		return err
 	}
@@ -131,10 +141,13 @@ func (rd *Reader) open() error {
 	if err := rd.checkTrailer(); err != nil {
 		return err
 	}
-	// One read for the whole load-on-open section.
+	// One read for the whole load-on-open section, unless the trailer's
+	// read holds it already.
 	start := int64(t.LoadOnOpenOffset)
 	rd.loadOnOpen = make([]byte, end-start)
-	if err := rd.readAt(rd.loadOnOpen, start, "load-on-open section"); err != nil {
+	if start >= tailStart {
+		copy(rd.loadOnOpen, tail[start-tailStart:])
+	} else if err := rd.readAt(rd.loadOnOpen, start, "load-on-open section"); err != nil {
 		return err
 	}
 	var dc decompressor

@@ -345,11 +345,17 @@ func (r *runner) run(ctx context.Context) (*Summary, error) {
 	stopAux := r.startAux(ctx, len(items))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Workers)
-	for _, w := range todo {
+	for i, w := range todo {
 		if gctx.Err() != nil {
 			break
 		}
 		g.Go(func() error { return r.runSplit(gctx, w) })
+		// g.Go returned: a worker took w. The next split's store files
+		// open while the workers read, so whichever takes it next starts
+		// reading at once.
+		if i+1 < len(todo) && todo[i+1].split.Region.EncodedName != w.split.Region.EncodedName {
+			r.snap.Prepare(todo[i+1].split, r.scan)
+		}
 	}
 	werr := g.Wait()
 	stopAux()

@@ -46,22 +46,33 @@ fi
 zk="$(state_get zookeeper_quorum)"
 rootdir="$(state_get hbase_rootdir)"
 
+cluster_pid="$(state_get pid)"
 pin1=()
 if command -v taskset >/dev/null; then pin1=(taskset -c 0); fi
 
-# measure SIDE LABEL CMD...: runs CMD, keeps its JSON line, adds peak RSS.
+# cluster_cpu prints the CPU seconds (user+system) the test cluster's JVM
+# (NameNode, DataNode, region server, ZooKeeper: one process) has used.
+cluster_cpu() {
+	awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$cluster_pid/stat"
+}
+
+# measure SIDE LABEL CMD...: runs CMD, keeps its JSON line, adds peak RSS
+# and the cluster JVM's CPU time over the whole command (every pass of it:
+# the DataNode serves HDFS reads from the same cores).
 measure() {
 	local side="$1" label="$2"
 	shift 2
-	local out="$BENCH_DIR/out.$$" rss="$BENCH_DIR/rss.$$"
+	local out="$BENCH_DIR/out.$$" rss="$BENCH_DIR/rss.$$" c0 c1
+	c0="$(cluster_cpu)"
 	if ! /usr/bin/time -f '%M' -o "$rss" "$@" >"$out" 2>"$BENCH_DIR/err.$$"; then
 		echo "bench: $side $label failed:" >&2
 		tail -n 20 "$BENCH_DIR/err.$$" >&2
 		exit 1
 	fi
+	c1="$(cluster_cpu)"
 	local line
 	line="$(grep '^{' "$out" | tail -n 1)"
-	printf '{"round":%s,"side":"%s","label":"%s","peak_rss_kb":%s,"result":%s}\n' "$round" "$side" "$label" "$(tail -n 1 "$rss")" "$line" >>"$results"
+	printf '{"round":%s,"side":"%s","label":"%s","peak_rss_kb":%s,"cluster_cpu_s":%s,"result":%s}\n' "$round" "$side" "$label" "$(tail -n 1 "$rss")" "$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.3f", b - a}')" "$line" >>"$results"
 }
 
 # The snapshots every round reads: seeded once, outside every timer.
@@ -187,6 +198,24 @@ for what, a, b, goal in [
     if a in rk and b in rk:
         ratios.append({"what": what, "ratio": round(rk[a] / rk[b], 2), "goal": goal})
         print(f'{what:40} {rk[a] / rk[b]:7.2f}   goal {goal}')
+# What 2 cores allow 2 workers over HDFS: the DataNode serving the blocks
+# runs on the same cores. Per pass, the reader's CPU (its own measured
+# pass) plus the cluster JVM's (over the whole command, which runs a
+# warm-up pass and the measured one, so halved): on 2 cores that work
+# takes at least half its sum, so one worker's wall time over that is the
+# most 2 workers can gain.
+def med(label, f):
+    rs = rows.get(("rekey", label)) or []
+    vals = [f(x) for x in rs if f(x) is not None]
+    return statistics.median(vals) if vals else None
+one_wall = med("read-snapshot", lambda x: x["result"].get("seconds"))
+cpu2 = med("read-snapshot 2 workers", lambda x: x["result"].get("cpu_seconds"))
+dn2 = med("read-snapshot 2 workers", lambda x: x.get("cluster_cpu_s", 0) / 2 if "cluster_cpu_s" in x else None)
+if one_wall and cpu2 and dn2 is not None:
+    ceiling = one_wall / ((cpu2 + dn2) / 2)
+    ratios.append({"what": "2 workers / 1 worker, HDFS: what 2 shared cores allow", "ratio": round(ceiling, 2), "goal": "",
+                   "reader_cpu_s": round(cpu2, 3), "cluster_cpu_s": round(dn2, 3), "one_worker_s": round(one_wall, 3)})
+    print(f'{"2 workers / 1 worker, ceiling on 2 cores":40} {ceiling:7.2f}   (per pass: reader {cpu2:.3f} CPU s + cluster JVM {dn2:.3f} CPU s on 2 cores, against 1 worker\'s {one_wall:.3f} s)')
 doc = {"bench": "parts", "date": bench_meta.now(), "rounds": int(rounds),
        "sizes": {"hfile_cells": int(hcells), "snapshot_rows": int(rows_n), "puts": int(puts), "batch": int(batch)},
        "machine": bench_meta.machine(), "versions": bench_meta.versions(),

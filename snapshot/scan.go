@@ -325,28 +325,22 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 		si    storeFileInfo
 		order int
 	}
+	opened, err := s.acquireRegion(region, func(fam []byte) bool { _, ok := sc.rules[string(fam)]; return ok })
+	if err != nil {
+		sc.Close()
+		return nil, err
+	}
 	var todo []pendingFile
-	for _, fam := range region.Families {
+	for fi, fam := range region.Families {
 		r, ok := sc.rules[string(fam.Family)]
 		if !ok {
 			continue
 		}
 		files := make([]storeFileInfo, 0, len(fam.Files))
-		for i := range fam.Files {
-			sf := &fam.Files[i]
-			rf, err := s.resolve(region, fam.Family, sf)
-			if err != nil {
-				sc.Close()
-				return nil, err
-			}
-			rd, file, err := s.acquire(rf)
-			if err != nil {
-				sc.Close()
-				return nil, err
-			}
-			sc.held = append(sc.held, rf)
-			si := storeInfo(rf, rd)
-			si.file = file
+		for _, o := range opened[fi] {
+			sc.held = append(sc.held, o.rf)
+			si := storeInfo(o.rf, o.rd)
+			si.file = o.file
 			files = append(files, si)
 		}
 		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger

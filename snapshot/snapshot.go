@@ -221,6 +221,9 @@ type Snapshot struct {
 	fileCache map[string]*resolvedFile
 	readers   readerPool
 	readAhead vfs.ReadAheadOptions
+	// preparing counts Prepare's background opens; Close waits for them
+	// before it closes the file system under them.
+	preparing sync.WaitGroup
 }
 
 // Info returns the snapshot description.
@@ -244,6 +247,9 @@ func (s *Snapshot) Close() error {
 	s.fileCache = nil
 	s.mu.Unlock()
 	s.readers.closeAllReaders()
+	// Opens under way finish (or fail) against the closed pool, which
+	// closes what they opened.
+	s.preparing.Wait()
 	if s.closeFS != nil {
 		return s.closeFS()
 	}

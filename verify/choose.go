@@ -265,7 +265,7 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Workers)
-	for _, sp := range old.splits {
+	for i, sp := range old.splits {
 		g.Go(func() error {
 			ex, sk := entity.NewExact(o.Limit), entity.NewSketch(o.K, o.N, o.Seed)
 			var cells, rejected int64
@@ -320,6 +320,10 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 			cs.Rejected += rejected
 			return nil
 		})
+		// The next split's files open while the workers read.
+		if i+1 < len(old.splits) {
+			old.snap.Prepare(old.splits[i+1], old.opts)
+		}
 	}
 	err := g.Wait()
 	cs.BytesRead = old.BytesRead() - before

@@ -266,12 +266,14 @@ type hdfsFile struct {
 
 // Stream implements Streamer: a FileReader of its own, read front to back,
 // keeps one DataNode connection per HDFS block and the DataNode streaming.
+//
+// The FileReader is opened by the first Read, not here: opening it costs
+// two NameNode round trips (the file's status, then its block locations),
+// and a read-ahead stream's first Read runs on its prefetch goroutine, so
+// the scan that asked for the stream goes on meanwhile (opening the other
+// files of a merge, decoding) instead of waiting for them.
 func (f *hdfsFile) Stream(off int64) (io.ReadCloser, error) {
-	s := &hdfsStream{h: f.h, name: f.name, pos: off}
-	if err := s.open(); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return &hdfsStream{h: f.h, name: f.name, pos: off, first: true}, nil
 }
 
 // hdfsStream reads a file sequentially from pos, reopening at the same
@@ -282,6 +284,8 @@ type hdfsStream struct {
 	r     *hdfs.FileReader
 	pos   int64
 	fails int
+	// first: the FileReader was never opened, so opening it is no retry.
+	first bool
 }
 
 func (s *hdfsStream) open() error {
@@ -309,8 +313,11 @@ func (s *hdfsStream) open() error {
 func (s *hdfsStream) Read(p []byte) (int, error) {
 	for {
 		if s.r == nil {
-			// A read failed: reopen at s.pos.
-			s.h.stats.retries.Add(1)
+			// The first read, or a read failed: (re)open at s.pos.
+			if !s.first {
+				s.h.stats.retries.Add(1)
+			}
+			s.first = false
 			if err := s.open(); err != nil {
 				if err := s.fail(err); err != nil {
 					return 0, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 )
 
@@ -222,18 +223,23 @@ func (r *ReadAhead) startStream(off int64) bool {
 // first chunk is being read when it returns.
 func (r *ReadAhead) open(off int64) bool {
 	r.stopStream()
-	// A stream over less than a chunk needs no more than that.
+	// A stream over less than a chunk needs buffers no larger than that.
+	// With prefetch it still reads in the background whenever it reads
+	// more than one chunk (the first is capped at firstChunk): a store file
+	// smaller than a chunk, read by a merge, is otherwise read chunk by
+	// chunk on the scan's goroutine, with no overlap at all.
 	size := int(min(int64(r.chunk), r.end-off))
 	bufs := 1
-	if r.pre && size < int(r.end-off) {
+	if r.pre && r.end-off > firstChunk {
 		bufs = 2
 	}
-	want := int64(bufs * size)
+	bufSize := bufferSize(size, r.chunk)
+	want := int64(bufs * bufSize)
 	if !r.bud.TryAcquire(want) {
-		if bufs == 1 || !r.bud.TryAcquire(int64(size)) {
+		if bufs == 1 || !r.bud.TryAcquire(int64(bufSize)) {
 			return false
 		}
-		bufs, want = 1, int64(size)
+		bufs, want = 1, int64(bufSize)
 	}
 	r.held = want
 	var src io.ReadCloser
@@ -248,7 +254,7 @@ func (r *ReadAhead) open(off int64) bool {
 	} else {
 		src = &readerAtStream{f: r.f, off: off}
 	}
-	r.st = newStream(src, off, r.end, size, bufs)
+	r.st = newStream(src, off, r.end, size, bufSize, bufs)
 	r.stats.Streams++
 	return true
 }
@@ -297,15 +303,17 @@ func (s *readerAtStream) Close() error { return nil }
 // stream fills chunks from src in order: in a goroutine with two buffers
 // (prefetch), or on demand with one.
 type stream struct {
-	src   io.ReadCloser
-	pos   int64 // next offset to read
-	end   int64
-	size  int
-	bg    bool
-	ready chan chunk
-	free  chan []byte
-	quit  chan struct{}
-	done  sync.WaitGroup
+	src  io.ReadCloser
+	pos  int64 // next offset to read
+	end  int64
+	size int // the largest chunk read
+	// bufSize is the length of its buffers: size rounded up for reuse.
+	bufSize int
+	bg      bool
+	ready   chan chunk
+	free    chan []byte
+	quit    chan struct{}
+	done    sync.WaitGroup
 	// spare is the one buffer of a stream without prefetch.
 	spare []byte
 	// next is the size of the next chunk: streams start with a small one
@@ -318,17 +326,17 @@ type stream struct {
 // firstChunk is the size a stream's first chunk is capped at.
 const firstChunk = 128 << 10
 
-func newStream(src io.ReadCloser, off, end int64, size, bufs int) *stream {
-	s := &stream{src: src, pos: off, end: end, size: size, bg: bufs > 1, next: min(size, firstChunk)}
+func newStream(src io.ReadCloser, off, end int64, size, bufSize, bufs int) *stream {
+	s := &stream{src: src, pos: off, end: end, size: size, bufSize: bufSize, bg: bufs > 1, next: min(size, firstChunk)}
 	if !s.bg {
-		s.spare = getBuf(size)
+		s.spare = getBuf(bufSize)
 		return s
 	}
 	s.ready = make(chan chunk, 1)
 	s.free = make(chan []byte, bufs)
 	s.quit = make(chan struct{})
 	for i := 0; i < bufs; i++ {
-		s.free <- getBuf(size)
+		s.free <- getBuf(bufSize)
 	}
 	s.done.Add(1)
 	go s.run()
@@ -385,7 +393,7 @@ func (s *stream) take() chunk {
 		buf := s.spare
 		s.spare = nil
 		if buf == nil {
-			buf = getBuf(s.size)
+			buf = getBuf(s.bufSize)
 		}
 		return s.fill(buf)
 	}
@@ -431,10 +439,27 @@ func (s *stream) stop() {
 }
 
 // Chunk buffers are recycled by size: scans open and close streams per
-// store file, and 4 MB buffers are not worth handing to the GC each time.
-// Only power-of-two sizes (whole chunks) are kept; the short buffers of
-// streams over less than a chunk are left to the GC.
+// store file, and megabyte buffers are not worth handing to the GC each
+// time (a 3-way merge of small flushes allocated 5 MB per file and ran the
+// GC five times as often as from a local copy). Only power-of-two sizes
+// are kept: bufferSize rounds a stream's buffers up to one.
 var bufPools sync.Map // int -> *sync.Pool
+
+// bufferSize is the buffer length for a stream whose largest chunk is size
+// bytes, at most chunk: size rounded up to a power of two, so a stream over
+// a file smaller than a chunk shares pooled buffers with the streams of
+// similar files, unless that would pass chunk (a chunk that is no power of
+// two, or size itself the chunk).
+func bufferSize(size, chunk int) int {
+	if size <= 0 {
+		return size
+	}
+	b := 1 << bits.Len(uint(size-1))
+	if b > chunk {
+		return size
+	}
+	return b
+}
 
 func getBuf(size int) []byte {
 	if p, ok := bufPools.Load(size); ok {

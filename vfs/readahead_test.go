@@ -222,3 +222,52 @@ func TestReadAheadPrefetch(t *testing.T) {
 		ra.Close()
 	}
 }
+
+// TestReadAheadFileSmallerThanChunk checks a stream over less than a chunk
+// still prefetches in the background (a merge of small flushes otherwise
+// reads every chunk on the scan's goroutine), with buffers rounded up to a
+// power of two for reuse and counted as such in the budget.
+func TestReadAheadFileSmallerThanChunk(t *testing.T) {
+	mem, data := randomFile(700<<10, 11)
+	for _, tc := range []struct {
+		pre      bool
+		wantPeak int64
+	}{{true, 2 << 20}, {false, 1 << 20}} {
+		b := NewBudget(64 << 20)
+		f, _ := mem.Open("/f")
+		ra := NewReadAhead(f, 0, ReadAheadOptions{Chunk: 4 << 20, Budget: b, NoPrefetch: !tc.pre})
+		ra.Prefetch(0)
+		if ra.st == nil || ra.st.bg != tc.pre {
+			t.Fatalf("prefetch %v: stream %+v, want one reading in the background: %v", tc.pre, ra.st, tc.pre)
+		}
+		for _, r := range scanReads(int64(len(data)), 12) {
+			p := make([]byte, r[1])
+			if _, err := ra.ReadAt(p, r[0]); err != nil || !bytes.Equal(p, data[r[0]:r[0]+r[1]]) {
+				t.Fatalf("prefetch %v: ReadAt(%d, %d): %v or other bytes than the file's", tc.pre, r[1], r[0], err)
+			}
+		}
+		if st := ra.Stats(); st.Positional != 0 || st.Streams != 1 {
+			t.Errorf("prefetch %v: %+v, want one stream and no positional read", tc.pre, st)
+		}
+		ra.Close()
+		if now, peak := b.Used(); now != 0 || peak != tc.wantPeak {
+			t.Errorf("prefetch %v: budget %d taken after Close, peak %d, want 0 and %d (1 MiB buffers for a 700 KiB file)", tc.pre, now, peak, tc.wantPeak)
+		}
+	}
+}
+
+func TestBufferSize(t *testing.T) {
+	for _, tc := range [][3]int{
+		// size, chunk, want
+		{700 << 10, 4 << 20, 1 << 20},
+		{1 << 20, 4 << 20, 1 << 20},
+		{4 << 20, 4 << 20, 4 << 20},
+		{3 << 20, 3 << 20, 3 << 20},     // a chunk that is no power of two
+		{2<<20 + 1, 3 << 20, 2<<20 + 1}, // rounding would pass the chunk
+		{1, 4 << 20, 1},
+	} {
+		if got := bufferSize(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("bufferSize(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
+		}
+	}
+}

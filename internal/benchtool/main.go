@@ -8,7 +8,7 @@
 //	benchtool read-storefiles DIR                  every cell of every HFile under a local root dir's
 //	                                               data/ and archive/, one file after the other, with the
 //	                                               bare HFile iterator (no merge, no read semantics)
-//	benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]
+//	benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] [--trace=FILE] ROOT NAME [WORKERS]
 //	                                               every cell of a snapshot, all versions, split per region
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
@@ -28,9 +28,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,6 +53,18 @@ type result struct {
 	CellsPerSec float64 `json:"cells_per_sec"`
 	MBPerSec    float64 `json:"mb_per_sec"`
 	Workers     int     `json:"workers,omitempty"`
+	// CPUSeconds is the process's user+system CPU time over the measured
+	// pass (read-snapshot), to tell waiting from working.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func main() {
@@ -97,7 +111,7 @@ func run(args []string) error {
 		return warmThenEmit(func() (result, error) { return readStoreFiles(args[1]) })
 	case "read-snapshot":
 		var ra vfs.ReadAheadOptions
-		profile := ""
+		profile, tracePath := "", ""
 		for len(args) > 1 && strings.HasPrefix(args[1], "--") {
 			k, v, _ := strings.Cut(args[1], "=")
 			switch k {
@@ -111,13 +125,15 @@ func run(args []string) error {
 				ra.Chunk = n
 			case "--cpuprofile":
 				profile = v
+			case "--trace":
+				tracePath = v
 			default:
 				return fmt.Errorf("unknown option %s", args[1])
 			}
 			args = append(args[:1], args[2:]...)
 		}
 		if len(args) < 3 || len(args) > 4 {
-			return fmt.Errorf("usage: benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] ROOT NAME [WORKERS]")
+			return fmt.Errorf("usage: benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--cpuprofile=FILE] [--trace=FILE] ROOT NAME [WORKERS]")
 		}
 		workers := 1
 		if len(args) == 4 {
@@ -127,7 +143,7 @@ func run(args []string) error {
 			}
 			workers = n
 		}
-		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile) })
+		return warmThenEmit(func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile, tracePath) })
 	case "put":
 		if len(args) != 5 {
 			return fmt.Errorf("usage: benchtool put ZKQUORUM TABLE N BATCH")
@@ -244,8 +260,20 @@ func readStoreFiles(dir string) (result, error) {
 	return res, nil
 }
 
-func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profile string) (result, error) {
+func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profile, tracePath string) (result, error) {
 	ctx := context.Background()
+	if tracePath != "" {
+		// Like the profile, the measured pass's trace is the one kept.
+		f, err := os.Create(tracePath)
+		if err != nil {
+			return result{}, err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return result{}, err
+		}
+		defer trace.Stop()
+	}
 	if profile != "" {
 		// The profile covers the measured pass only: warmThenEmit runs this
 		// twice and the second file write wins.
@@ -259,7 +287,7 @@ func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profi
 		}
 		defer pprof.StopCPUProfile()
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	s, err := snapshot.Open(ctx, root, name, snapshot.OpenOptions{ReadAhead: ra})
 	if err != nil {
 		return result{}, err
@@ -272,20 +300,26 @@ func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profi
 	var cells, bytes atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(workers)
-	for _, sp := range splits {
+	// All versions, as the oracle's bench scan reads them.
+	opts := snapshot.ScanOptions{MaxVersions: 1 << 30}
+	for i, sp := range splits {
 		g.Go(func() error {
-			// All versions, as the oracle's bench scan reads them.
 			var part result
-			err := s.ReadSplit(gctx, sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, part.count)
+			err := s.ReadSplit(gctx, sp, opts, part.count)
 			cells.Add(part.Cells)
 			bytes.Add(part.Bytes)
 			return err
 		})
+		// As rekey run does: the next split's files open while this one
+		// is read.
+		if i+1 < len(splits) {
+			s.Prepare(splits[i+1], opts)
+		}
 	}
 	if err := g.Wait(); err != nil {
 		return result{}, err
 	}
-	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers}, nil
+	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers, CPUSeconds: (cpuTime() - cpu0).Seconds()}, nil
 }
 
 // put writes the same rows as the oracle's bench-put (a hashed first byte,
