@@ -246,5 +246,7 @@ echo "raw measurements: $results"
 # PARTS_ONLY=1 skips them.
 if [ "${PARTS_ONLY:-0}" != 1 ]; then
 	echo
-	BENCH_PARTS="$PARTS_RESULTS" scripts/bench-e2e.sh
+	# The jobs run as many rounds as the part rows (bench-e2e alone
+	# defaults to 1 at SIZE=default).
+	ROUNDS="$ROUNDS" BENCH_PARTS="$PARTS_RESULTS" scripts/bench-e2e.sh
 fi

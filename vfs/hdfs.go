@@ -53,10 +53,15 @@ type HDFSStats struct {
 	// returned an error (every replica of a block failed): a stream
 	// reopened at its offset, or a positional read repeated.
 	Retries int64
+	// FileReaders counts the client FileReaders opened, each at the cost
+	// of NameNode round trips (the file's status, then its block
+	// locations at its first read). An open file reuses its readers for
+	// its positional reads and streams.
+	FileReaders int64
 }
 
 type hdfsCounters struct {
-	conns, failures, retries atomic.Int64
+	conns, failures, retries, readers atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -65,6 +70,7 @@ func (h *HDFS) Stats() HDFSStats {
 		DatanodeConns:    h.stats.conns.Load(),
 		DatanodeFailures: h.stats.failures.Load(),
 		Retries:          h.stats.retries.Load(),
+		FileReaders:      h.stats.readers.Load(),
 	}
 }
 
@@ -225,7 +231,7 @@ func (h *HDFS) Close() error { return h.client.Close() }
 
 // Open implements FS.
 func (h *HDFS) Open(name string) (File, error) {
-	r, err := h.client.Open(name)
+	r, err := h.openReader(name)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +239,16 @@ func (h *HDFS) Open(name string) (File, error) {
 		r.Close()
 		return nil, &iofs.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
 	}
-	return &hdfsFile{h: h, r: r, size: r.Stat().Size(), name: name}, nil
+	return &hdfsFile{h: h, idle: []*hdfs.FileReader{r}, size: r.Stat().Size(), name: name}, nil
+}
+
+// openReader opens a client FileReader, counted in Stats.
+func (h *HDFS) openReader(name string) (*hdfs.FileReader, error) {
+	r, err := h.client.Open(name)
+	if err == nil {
+		h.stats.readers.Add(1)
+	}
+	return r, err
 }
 
 // Stat implements FS.
@@ -249,55 +264,105 @@ func (h *HDFS) ReadDir(name string) ([]iofs.FileInfo, error) {
 	return fis, nil
 }
 
-// hdfsFile serialises ReadAt: the client's ReadAt seeks a shared stream.
+// hdfsFile keeps the client's FileReaders of one file for reuse: each
+// ReadAt and each stream takes one (opening another only when none is
+// free) and gives it back. A FileReader knows the file's status and, once
+// it has read, its block locations, so reusing one spares the NameNode
+// round trips a fresh one costs (two, before its first byte): the stream
+// of a store file's scan takes the FileReader that read its trailer.
 //
 // The client's ReadAt is a Seek then a Read, and its Seek drops the
 // DataNode connection unless it can skip forward (a seek to where the
-// stream already is cannot), so every ReadAt opens a new block read on the
+// reader already is cannot), so every ReadAt opens a new block read on the
 // DataNode. That is fine for the few positional reads of an HFile (trailer,
 // load-on-open section, index blocks, seeks); scans read through Stream.
 type hdfsFile struct {
 	h    *HDFS
-	mu   sync.Mutex
-	r    *hdfs.FileReader
 	size int64
 	name string
+
+	mu     sync.Mutex
+	idle   []*hdfs.FileReader // not in use, no DataNode connection open
+	closed bool
+}
+
+// maxIdleReaders bounds the FileReaders a file keeps for reuse: one
+// stream and one positional reader at a time is the common case.
+const maxIdleReaders = 2
+
+// take returns a free FileReader of the file, opening one if none is.
+func (f *hdfsFile) take() (*hdfs.FileReader, error) {
+	f.mu.Lock()
+	if n := len(f.idle); n > 0 && !f.closed {
+		r := f.idle[n-1]
+		f.idle = f.idle[:n-1]
+		f.mu.Unlock()
+		return r, nil
+	}
+	closed := f.closed
+	f.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("vfs: %s%s: %w", f.h.name, f.name, iofs.ErrClosed)
+	}
+	return f.h.openReader(f.name)
+}
+
+// give returns a FileReader taken with take. Its DataNode connection, if
+// any, is closed first (a Seek to where it is drops it), so an idle reader
+// holds no DataNode thread.
+func (f *hdfsFile) give(r *hdfs.FileReader) {
+	if _, err := r.Seek(0, io.SeekCurrent); err == nil {
+		f.mu.Lock()
+		if !f.closed && len(f.idle) < maxIdleReaders {
+			f.idle = append(f.idle, r)
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+	}
+	r.Close()
 }
 
 // Stream implements Streamer: a FileReader of its own, read front to back,
 // keeps one DataNode connection per HDFS block and the DataNode streaming.
 //
-// The FileReader is opened by the first Read, not here: opening it costs
-// two NameNode round trips (the file's status, then its block locations),
-// and a read-ahead stream's first Read runs on its prefetch goroutine, so
-// the scan that asked for the stream goes on meanwhile (opening the other
-// files of a merge, decoding) instead of waiting for them.
+// The FileReader is taken by the first Read, not here: a read-ahead
+// stream's first Read runs on its prefetch goroutine, so when no reader
+// is free and a new one must be opened (two NameNode round trips: the
+// file's status, then its block locations), the scan that asked for the
+// stream goes on meanwhile (opening the other files of a merge, decoding).
 func (f *hdfsFile) Stream(off int64) (io.ReadCloser, error) {
-	return &hdfsStream{h: f.h, name: f.name, pos: off, first: true}, nil
+	return &hdfsStream{f: f, pos: off, first: true}, nil
 }
 
 // hdfsStream reads a file sequentially from pos, reopening at the same
 // offset when a read fails.
 type hdfsStream struct {
-	h     *HDFS
-	name  string
+	f     *hdfsFile
 	r     *hdfs.FileReader
 	pos   int64
 	fails int
-	// first: the FileReader was never opened, so opening it is no retry.
+	// first: no FileReader was taken yet, so taking one is no retry.
 	first bool
 }
 
+// open positions a FileReader at s.pos: the first one from the file's
+// free readers, after a failure a fresh one (its block locations fetched
+// again, so the read goes on from a replica the NameNode lists now).
 func (s *hdfsStream) open() error {
-	r, err := s.h.client.Open(s.name)
+	var r *hdfs.FileReader
+	var err error
+	if s.first {
+		r, err = s.f.take()
+	} else {
+		r, err = s.f.h.openReader(s.f.name)
+	}
 	if err != nil {
 		return err
 	}
-	if s.pos > 0 {
-		if _, err := r.Seek(s.pos, io.SeekStart); err != nil {
-			r.Close()
-			return fmt.Errorf("vfs: %s: seeking to %d: %w", s.name, s.pos, err)
-		}
+	if _, err := r.Seek(s.pos, io.SeekStart); err != nil {
+		r.Close()
+		return fmt.Errorf("vfs: %s: seeking to %d: %w", s.f.name, s.pos, err)
 	}
 	s.r = r
 	return nil
@@ -315,10 +380,11 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 		if s.r == nil {
 			// The first read, or a read failed: (re)open at s.pos.
 			if !s.first {
-				s.h.stats.retries.Add(1)
+				s.f.h.stats.retries.Add(1)
 			}
+			err := s.open()
 			s.first = false
-			if err := s.open(); err != nil {
+			if err != nil {
 				if err := s.fail(err); err != nil {
 					return 0, err
 				}
@@ -334,6 +400,7 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 			}
 			return n, err
 		}
+		// A reader whose read failed is not reused.
 		s.r.Close()
 		s.r = nil
 		if n > 0 {
@@ -350,43 +417,65 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 func (s *hdfsStream) fail(err error) error {
 	s.fails++
 	if s.fails > hdfsStreamRetries {
-		return fmt.Errorf("vfs: %s%s: reading at offset %d, %d attempts: %w", s.h.name, s.name, s.pos, s.fails, err)
+		return fmt.Errorf("vfs: %s%s: reading at offset %d, %d attempts: %w", s.f.h.name, s.f.name, s.pos, s.fails, err)
 	}
 	time.Sleep(time.Duration(s.fails) * 100 * time.Millisecond)
 	return nil
 }
 
+// Close gives the stream's FileReader back to the file.
 func (s *hdfsStream) Close() error {
 	if s.r == nil {
 		return nil
 	}
-	err := s.r.Close()
+	s.r.SetDeadline(time.Time{})
+	s.f.give(s.r)
 	s.r = nil
-	return err
+	return nil
 }
 
-// ReadAt reads at off. A failed read (other than at the end of the file)
-// is tried again from the start: the client's ReadAt opens a new block
-// read, fetching from the next replica or from the same DataNode once it
-// is back, as a stream does (hdfsStreamRetries).
+// ReadAt reads at off, with a free FileReader of the file. A failed read
+// (other than at the end of the file) is tried again from the start: the
+// client's ReadAt opens a new block read, fetching from the next replica
+// or from the same DataNode once it is back, as a stream does
+// (hdfsStreamRetries).
 func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	r, err := f.take()
+	if err != nil {
+		return 0, err
+	}
 	for attempt := 1; ; attempt++ {
-		n, err := f.r.ReadAt(p, off)
+		n, err := r.ReadAt(p, off)
 		if err == nil && n < len(p) {
 			err = io.ErrUnexpectedEOF
 		}
 		if err == nil || err == io.EOF {
+			f.give(r)
 			return n, err
 		}
 		if attempt > hdfsStreamRetries {
+			r.Close()
 			return n, fmt.Errorf("vfs: %s%s: reading %d bytes at offset %d, %d attempts: %w", f.h.name, f.name, len(p), off, attempt, err)
 		}
 		f.h.stats.retries.Add(1)
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
 }
-func (f *hdfsFile) Close() error { return f.r.Close() }
+
+// Close closes the file's free FileReaders; a stream still open closes
+// its own when it is closed.
+func (f *hdfsFile) Close() error {
+	f.mu.Lock()
+	idle := f.idle
+	f.idle, f.closed = nil, true
+	f.mu.Unlock()
+	var first error
+	for _, r := range idle {
+		if err := r.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 func (f *hdfsFile) Size() int64  { return f.size }
 func (f *hdfsFile) Name() string { return f.name }
