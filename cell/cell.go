@@ -154,6 +154,12 @@ func CompareColumnsAndVersion(a, b *Cell) int {
 	if c := bytes.Compare(a.Qualifier, b.Qualifier); c != 0 {
 		return c
 	}
+	return compareVersion(a, b)
+}
+
+// compareVersion orders two cells of one column: timestamp descending,
+// then type descending.
+func compareVersion(a, b *Cell) int {
 	switch {
 	case a.Timestamp > b.Timestamp:
 		return -1
@@ -169,13 +175,8 @@ func CompareColumnsAndVersion(a, b *Cell) int {
 	return 0
 }
 
-// CompareWithSeqID is Compare with a final tie-break on sequence id,
-// descending, as HBase's store scanners order equal keys from different
-// files.
-func CompareWithSeqID(a, b *Cell) int {
-	if c := Compare(a, b); c != 0 {
-		return c
-	}
+// compareSeqID orders equal keys newest first: sequence id descending.
+func compareSeqID(a, b *Cell) int {
 	switch {
 	case a.SeqID > b.SeqID:
 		return -1
@@ -183,4 +184,23 @@ func CompareWithSeqID(a, b *Cell) int {
 		return 1
 	}
 	return 0
+}
+
+// CompareVersionAndSeqID is CompareWithSeqID for callers that already know
+// two cells share row, family and qualifier.
+func CompareVersionAndSeqID(a, b *Cell) int {
+	if c := compareVersion(a, b); c != 0 {
+		return c
+	}
+	return compareSeqID(a, b)
+}
+
+// CompareWithSeqID is Compare with a final tie-break on sequence id,
+// descending, as HBase's store scanners order equal keys from different
+// files.
+func CompareWithSeqID(a, b *Cell) int {
+	if c := Compare(a, b); c != 0 {
+		return c
+	}
+	return compareSeqID(a, b)
 }

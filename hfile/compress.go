@@ -111,7 +111,8 @@ func (d *decompressor) decompress(c Codec, dst, src []byte, n int) ([]byte, erro
 		return decodeHadoopBlocks(c, dst, src, n)
 	}
 	if cap(dst) < n {
-		dst = make([]byte, n)
+		putBlock(dst)
+		dst = getBlock(n)
 	}
 	dst = dst[:n]
 	if n == 0 {

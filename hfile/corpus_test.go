@@ -45,14 +45,21 @@ func openBytes(t *testing.T, name string, b []byte) (*Reader, error) {
 	return Open(bytes.NewReader(b), int64(len(b)), name)
 }
 
-// readAll reads every cell, cloned, checking the iterator contract.
+// readAll reads every cell, cloned, checking the iterator contract and
+// that ColumnKey is the cell's row, family length, family and qualifier.
 func readAll(t *testing.T, r *Reader) ([]cell.Cell, error) {
 	t.Helper()
 	it := r.NewIterator()
 	defer it.Close()
 	var cells []cell.Cell
+	var want []byte
 	for ok := it.First(); ok; ok = it.Next() {
-		cells = append(cells, it.Cell().Clone())
+		c := it.Cell()
+		want = append(append(append(append(want[:0], c.Row...), byte(len(c.Family))), c.Family...), c.Qualifier...)
+		if !bytes.Equal(it.ColumnKey(), want) {
+			t.Fatalf("%s: cell %d (%s): ColumnKey %q, want %q", r.Name(), len(cells), c, it.ColumnKey(), want)
+		}
+		cells = append(cells, c.Clone())
 	}
 	if it.Next() {
 		t.Fatalf("%s: Next returned true after exhaustion", r.Name())

@@ -38,6 +38,9 @@ type blockDecoder struct {
 	// repeat is what the last decoded cell's key shares with the one
 	// before it, as the encoding records it (DIFF and FAST_DIFF only).
 	repeat Repeat
+	// colKey is the last decoded cell's row, family-length byte, family
+	// and qualifier as they lie in its flat key (see Iterator.ColumnKey).
+	colKey []byte
 	// decoded: a cell of this block was decoded (first can turn false
 	// without one: a ROW_INDEX_V1 seek past the block's last row).
 	decoded bool
@@ -208,6 +211,7 @@ func (d *blockDecoder) nextPlain(c *cell.Cell) error {
 	if err := cell.ParseKey(b[p:p+kl:p+kl], c); err != nil {
 		return errDecode("cell at block byte %d: %v", d.pos, err)
 	}
+	d.colKey = b[p+2 : p+kl-tsTypeLen : p+kl-tsTypeLen]
 	p += kl
 	c.Value = b[p : p+vl : p+vl]
 	p += vl
@@ -286,6 +290,7 @@ func (d *blockDecoder) nextPrefix(c *cell.Cell) error {
 	if err := cell.ParseKey(d.key[:kl:kl], c); err != nil {
 		return errDecode("PREFIX cell at block byte %d: %v", d.pos, err)
 	}
+	d.colKey = d.key[2 : kl-tsTypeLen : kl-tsTypeLen]
 	d.keyLen = kl
 	c.Value = b[p : p+vl : p+vl]
 	p += vl
@@ -451,6 +456,7 @@ func (d *blockDecoder) nextDiff(c *cell.Cell, fast bool) error {
 	c.Row = k[2 : 2+rl : 2+rl]
 	c.Family = k[2+rl+1 : fe : fe]
 	c.Qualifier = k[fe : kl-tsTypeLen : kl-tsTypeLen]
+	d.colKey = k[2 : kl-tsTypeLen : kl-tsTypeLen]
 	c.Timestamp = d.ts
 	c.Type = cell.Type(d.typ)
 	if fast && !d.first && flag&0x40 != 0 {

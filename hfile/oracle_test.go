@@ -37,14 +37,21 @@ func oracle(t *testing.T, args ...string) []byte {
 	return out
 }
 
-// dumpCells is our canonical dump of every cell of r.
+// dumpCells is our canonical dump of every cell of r. On the way it holds
+// each cell's ColumnKey to the cell's row, family length, family and
+// qualifier (the merge orders cells by it).
 func dumpCells(t *testing.T, r *Reader) []byte {
 	t.Helper()
 	it := r.NewIterator()
 	defer it.Close()
-	var out []byte
+	var out, want []byte
 	for ok := it.First(); ok; ok = it.Next() {
-		out = cell.AppendDump(out, it.Cell())
+		c := it.Cell()
+		want = append(append(append(append(want[:0], c.Row...), byte(len(c.Family))), c.Family...), c.Qualifier...)
+		if !bytes.Equal(it.ColumnKey(), want) {
+			t.Fatalf("%s: %s: ColumnKey %q, want %q", r.Name(), c, it.ColumnKey(), want)
+		}
+		out = cell.AppendDump(out, c)
 	}
 	if err := it.Err(); err != nil {
 		t.Fatalf("%s: %v", r.Name(), err)

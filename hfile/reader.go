@@ -607,7 +607,8 @@ func (rd *Reader) readBlock(src io.ReaderAt, b *blockBuf, off int64, size int) (
 		n := h.onDiskSize()
 		want := int(min(int64(n+headerSize), limit-off))
 		if cap(b.raw) < want {
-			b.raw = make([]byte, want, want+want/4)
+			putBlock(b.raw)
+			b.raw = getBlock(want)
 		}
 		b.raw = b.raw[:want]
 		copy(b.raw, b.peek[:])
@@ -632,7 +633,8 @@ func (rd *Reader) readBlock(src io.ReaderAt, b *blockBuf, off int64, size int) (
 			return nil, nil, corruptf(rd.name, off, BlockUnknown, "block of %d bytes runs past the block section end at %d", size, limit)
 		}
 		if cap(b.raw) < want {
-			b.raw = make([]byte, want, want+want/4)
+			putBlock(b.raw)
+			b.raw = getBlock(want)
 		}
 		b.raw = b.raw[:want]
 		if err := rd.readAtFrom(src, b.raw, off, "block"); err != nil {

@@ -97,13 +97,16 @@ type Scanner struct {
 	haveRow  bool
 	stopRow  []byte
 	pending  bool // the top iterator's cell was returned; advance it first
-	out      *cell.Cell
-	err      error
-	stats    Stats
-	closed   bool
-	iters    []*fileIter
-	qualBuf  []byte
-	tick     int
+	// rep is what the top cell shares with the cell matched last, as far
+	// as the store file encoding tells (see advance).
+	rep     hfile.Repeat
+	out     *cell.Cell
+	err     error
+	stats   Stats
+	closed  bool
+	iters   []*fileIter
+	qualBuf []byte
+	tick    int
 	// minChild is the index (1 or 2) of the top's smaller child, 0 when
 	// not known; see fixTop.
 	minChild int
@@ -129,6 +132,9 @@ type fileIter struct {
 	stopKey *cell.Cell
 	stopRow []byte
 	cur     *cell.Cell
+	// ck is cur's row, family and qualifier as one slice when the
+	// iterator gives it (hf.ColumnKey), else nil.
+	ck      []byte
 	stamped cell.Cell
 	// hf is it as an HFile iterator (nil for other iterators): its
 	// Repeat hint spares the scanner re-comparing rows and qualifiers.
@@ -143,6 +149,7 @@ func (fi *fileIter) load(ok bool) bool {
 	var c *cell.Cell
 	if fi.hf != nil {
 		c = fi.hf.Cell() // a direct call: this runs once per cell
+		fi.ck = fi.hf.ColumnKey()
 	} else {
 		c = fi.it.Cell()
 	}
@@ -166,12 +173,31 @@ func (fi *fileIter) load(ok bool) bool {
 
 type iterHeap []*fileIter
 
-func (h iterHeap) Len() int { return len(h) }
-func (h iterHeap) Less(i, j int) bool {
-	if c := cell.CompareWithSeqID(h[i].cur, h[j].cur); c != 0 {
+func (h iterHeap) Len() int           { return len(h) }
+func (h iterHeap) Less(i, j int) bool { return h[i].before(h[j]) }
+
+// before orders two store files' current cells as HBase's store heap
+// does: by key, then sequence id (newest first), then file order (newer
+// first). It runs one to two times per cell of a merge. When both files
+// give their cells' column as one slice (HFile iterators) and the rows and
+// families are as long as each other, one byte comparison orders row,
+// family and qualifier together (see hfile.Iterator.ColumnKey).
+func (fi *fileIter) before(o *fileIter) bool {
+	a, b := fi.cur, o.cur
+	var c int
+	if fi.ck != nil && o.ck != nil && len(a.Row) == len(b.Row) && len(a.Family) == len(b.Family) && len(a.Family) > 0 {
+		// A non-empty family rules out the "last on row" seek key, which
+		// the general comparison orders specially.
+		if c = bytes.Compare(fi.ck, o.ck); c == 0 {
+			c = cell.CompareVersionAndSeqID(a, b)
+		}
+	} else {
+		c = cell.CompareWithSeqID(a, b)
+	}
+	if c != 0 {
 		return c < 0
 	}
-	return h[i].order > h[j].order
+	return fi.order > o.order
 }
 func (h iterHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 
@@ -550,8 +576,18 @@ func (sc *Scanner) advance() bool {
 	} else {
 		ok = top.it.Next()
 	}
+	sc.rep = hfile.RepeatNone
 	if top.load(ok) {
 		sc.stats.Examined++
+		// What top's new cell shares with the last cell matched, when
+		// that cell was top's previous one. It holds for whichever cell
+		// is on top once the heap is restored: that cell sorts between
+		// the two (not before the matched cell, which was the smallest;
+		// not after top's new cell), and cells in order that agree on
+		// their row (and column) agree with every cell between them.
+		if top == sc.prevIter && top.hf != nil {
+			sc.rep = top.hf.Repeat()
+		}
 		if len(sc.h) > 1 {
 			sc.fixTop()
 		}
@@ -597,13 +633,10 @@ func (sc *Scanner) next() bool {
 		}
 		top := sc.h[0]
 		c := top.cur
-		// When the previous cell matched came from the same store file,
-		// the file's encoding may say c repeats its row (and column), so
-		// the current row's state holds without comparing bytes.
-		rep := hfile.RepeatNone
-		if top == sc.prevIter && top.hf != nil {
-			rep = top.hf.Repeat()
-		}
+		// The store file encoding may say c repeats the row (and column)
+		// of the cell matched last (see advance), so the current row's
+		// state holds without comparing bytes.
+		rep := sc.rep
 		if rep == hfile.RepeatNone && (!sc.haveRow || !bytes.Equal(c.Row, sc.curRow) || !bytes.Equal(c.Family, sc.curFam)) {
 			// A new row, usually of the same family: its rules are the
 			// current ones, without a map lookup.
