@@ -5,14 +5,16 @@
 #
 #   BENCH_DIR      scratch directory (default /tmp/rekey-bench)
 #   BENCH_CELLS    cells per HFile (default 2000000)
-#   BENCH_ROWS     rows of the snapshot table (100k rows x 5 columns x 2 versions)
+#   BENCH_ROWS     rows of the snapshot tables (default 400000: 4M cells in
+#                  bench_snap, 4.8M in bench_merge); at 100k a pass took a
+#                  tenth of a second on rekey's side, short enough for the
+#                  host's jitter and each split's fixed costs (opening its
+#                  files) to move the read-path ratios by a fifth
 #   BENCH_PUTS     puts per side (default 500000), BENCH_BATCH (default 1000)
 #   ROUNDS         rounds of the part rows (default 3); each row is the
 #                  median of its rounds, Java and rekey alternating
 #   READ_PASSES    timed passes per snapshot-read command (default 3), after
-#                  the untimed warm-up; each reports its median pass (a pass
-#                  of the bench snapshot takes a tenth of a second on rekey's
-#                  side, where one slow pass moves a single figure by a third)
+#                  the untimed warm-up; each reports its median pass
 #   PARTS_RESULTS  where the part rows go as JSON, with machine, versions,
 #                  sizes and date (default bench/results/parts.json); the
 #                  end-to-end bench then copies them into its latest.json
@@ -26,7 +28,7 @@ cd "$(dirname "$0")/.."
 
 BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench}"
 BENCH_CELLS="${BENCH_CELLS:-2000000}"
-BENCH_ROWS="${BENCH_ROWS:-100000}"
+BENCH_ROWS="${BENCH_ROWS:-400000}"
 BENCH_PUTS="${BENCH_PUTS:-500000}"
 BENCH_BATCH="${BENCH_BATCH:-1000}"
 ROUNDS="${ROUNDS:-3}"
@@ -61,13 +63,31 @@ cluster_cpu() {
 	awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$cluster_pid/stat"
 }
 
-# measure SIDE LABEL CMD...: runs CMD, keeps its JSON line, adds peak RSS
-# and the cluster JVM's CPU time over the whole command (every pass of it:
-# the DataNode serves HDFS reads from the same cores).
+# settle waits (up to 30 s) until the cluster JVM uses under a tenth of a
+# core: after the put and scan rows it flushes and compacts for a while,
+# and a measurement started meanwhile shares its cores with that.
+settle() {
+	local i a b
+	for ((i = 0; i < 60; i++)); do
+		a="$(cluster_cpu)"
+		sleep 0.5
+		b="$(cluster_cpu)"
+		if awk -v a="$a" -v b="$b" 'BEGIN{exit !(b - a < 0.05)}'; then
+			return 0
+		fi
+	done
+	echo "bench: the cluster is still busy after 30 s; measuring anyway" >&2
+}
+
+# measure SIDE LABEL CMD...: runs CMD once the cluster is quiet, keeps its
+# JSON line, adds peak RSS and the cluster JVM's CPU time over the whole
+# command (every pass of it: the DataNode serves HDFS reads from the same
+# cores).
 measure() {
 	local side="$1" label="$2"
 	shift 2
 	local out="$BENCH_DIR/out.$$" rss="$BENCH_DIR/rss.$$" c0 c1
+	settle
 	c0="$(cluster_cpu)"
 	if ! /usr/bin/time -f '%M' -o "$rss" "$@" >"$out" 2>"$BENCH_DIR/err.$$"; then
 		echo "bench: $side $label failed:" >&2
@@ -82,10 +102,12 @@ measure() {
 
 # The snapshots every round reads: seeded once, outside every timer.
 echo "== seeding bench_snap ($BENCH_ROWS rows x 5 columns x 2 versions, FAST_DIFF+SNAPPY, 4 regions, on HDFS) and bench_merge (three flushes per region)"
+# Four equal regions, whatever the row count.
+splits="$(printf '"r%06d", "r%06d", "r%06d"' $((BENCH_ROWS / 4)) $((BENCH_ROWS / 2)) $((BENCH_ROWS * 3 / 4)))"
 cat >"$BENCH_DIR/bench_snap.json" <<JSON
 {"table": "bench_snap", "seed": 7,
  "families": [{"name": "f", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 2}],
- "split_keys": ["r025000", "r050000", "r075000"],
+ "split_keys": [$splits],
  "steps": [
   {"op": "rows", "rows": $BENCH_ROWS, "row_format": "r%06d", "qualifiers": 5, "versions": 2, "value_max": 40},
   {"op": "flush"},
@@ -97,7 +119,7 @@ merge_rows='{"op": "rows", "rows": '"$BENCH_ROWS"', "row_format": "r%06d", "qual
 cat >"$BENCH_DIR/bench_merge.json" <<JSON
 {"table": "bench_merge", "seed": 8, "compaction_enabled": false,
  "families": [{"name": "f", "encoding": "FAST_DIFF", "compression": "SNAPPY", "versions": 3}],
- "split_keys": ["r025000", "r050000", "r075000"],
+ "split_keys": [$splits],
  "steps": [${merge_rows/TS/1767225600000}, {"op": "flush"},
            ${merge_rows/TS/1767225700000}, {"op": "flush"},
            ${merge_rows/TS/1767225800000}, {"op": "flush"},

@@ -96,14 +96,7 @@ func (s *Snapshot) Prepare(sp Split, opts ScanOptions) {
 	if sp.snap != s {
 		return // NewScanner reports it
 	}
-	all := len(opts.Families) == 0 && len(opts.Columns) == 0
-	wanted := map[string]bool{}
-	for _, f := range opts.Families {
-		wanted[string(f)] = true
-	}
-	for _, c := range opts.Columns {
-		wanted[string(c.Family)] = true
-	}
+	all, wanted := opts.selection()
 	s.mu.Lock()
 	if s.fileCache == nil {
 		s.mu.Unlock()
@@ -113,7 +106,7 @@ func (s *Snapshot) Prepare(sp Split, opts ScanOptions) {
 	s.mu.Unlock()
 	go func() {
 		defer s.preparing.Done()
-		files, err := s.acquireRegion(&sp.Region, func(fam []byte) bool { return all || wanted[string(fam)] })
+		files, err := s.acquireRegion(&sp.Region, func(fam []byte) bool { _, ok := wanted[string(fam)]; return all || ok })
 		if err == nil {
 			s.releaseAll(files)
 		}

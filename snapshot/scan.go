@@ -43,6 +43,27 @@ type ScanOptions struct {
 	Now time.Time
 }
 
+// selection is which families the scan reads and which columns of each:
+// all when the options name none; else wanted holds each family named,
+// with the qualifiers named in it (nil: the whole family). As HBase's
+// Scan.addColumn after addFamily, naming columns of a family restricts it
+// to them.
+func (o *ScanOptions) selection() (all bool, wanted map[string]map[string]struct{}) {
+	wanted = map[string]map[string]struct{}{}
+	for _, f := range o.Families {
+		wanted[string(f)] = nil
+	}
+	for _, c := range o.Columns {
+		cols := wanted[string(c.Family)]
+		if cols == nil {
+			cols = map[string]struct{}{}
+			wanted[string(c.Family)] = cols
+		}
+		cols[string(c.Qualifier)] = struct{}{}
+	}
+	return len(o.Families) == 0 && len(o.Columns) == 0, wanted
+}
+
 // TimeRange is a [Min, Max) timestamp range in ms.
 type TimeRange struct{ Min, Max int64 }
 
@@ -133,8 +154,13 @@ type fileIter struct {
 	stopRow []byte
 	cur     *cell.Cell
 	// ck is cur's row, family and qualifier as one slice when the
-	// iterator gives it (hf.ColumnKey), else nil.
+	// iterator gives it (hf.ColumnKey), else nil. shape is cur's row and
+	// family lengths (row<<8 | family) when ck is set and the family is
+	// not empty, else 0: cells of equal shape order by ck. (A non-empty
+	// family rules out the "last on row" seek key, which the general
+	// comparison orders specially.)
 	ck      []byte
+	shape   int
 	stamped cell.Cell
 	// hf is it as an HFile iterator (nil for other iterators): its
 	// Repeat hint spares the scanner re-comparing rows and qualifiers.
@@ -150,6 +176,10 @@ func (fi *fileIter) load(ok bool) bool {
 	if fi.hf != nil {
 		c = fi.hf.Cell() // a direct call: this runs once per cell
 		fi.ck = fi.hf.ColumnKey()
+		fi.shape = 0
+		if len(c.Family) > 0 {
+			fi.shape = len(c.Row)<<8 | len(c.Family)
+		}
 	} else {
 		c = fi.it.Cell()
 	}
@@ -185,9 +215,7 @@ func (h iterHeap) Less(i, j int) bool { return h[i].before(h[j]) }
 func (fi *fileIter) before(o *fileIter) bool {
 	a, b := fi.cur, o.cur
 	var c int
-	if fi.ck != nil && o.ck != nil && len(a.Row) == len(b.Row) && len(a.Family) == len(b.Family) && len(a.Family) > 0 {
-		// A non-empty family rules out the "last on row" seek key, which
-		// the general comparison orders specially.
+	if fi.shape == o.shape && fi.shape != 0 {
 		if c = bytes.Compare(fi.ck, o.ck); c == 0 {
 			c = cell.CompareVersionAndSeqID(a, b)
 		}
@@ -282,22 +310,7 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 	nowMs := now.UnixMilli()
 	tr := newTimeRange(opts.TimeRange.Min, opts.TimeRange.Max)
 
-	// Which families, and which columns in them.
-	wanted := map[string]map[string]struct{}{}
-	all := len(opts.Families) == 0 && len(opts.Columns) == 0
-	for _, f := range opts.Families {
-		wanted[string(f)] = nil
-	}
-	// As HBase's Scan.addColumn after addFamily: naming columns of a family
-	// restricts it to them.
-	for _, c := range opts.Columns {
-		cols := wanted[string(c.Family)]
-		if cols == nil {
-			cols = map[string]struct{}{}
-			wanted[string(c.Family)] = cols
-		}
-		cols[string(c.Qualifier)] = struct{}{}
-	}
+	all, wanted := opts.selection()
 	for name := range wanted {
 		if s.table.Family([]byte(name)) == nil {
 			return nil, fmt.Errorf("%w: family %q is not in table %s", ErrNotFound, name, s.info.Table)
