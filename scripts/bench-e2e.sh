@@ -30,7 +30,8 @@
 #
 # Times are of the whole process as a user starts it (JVM start included),
 # from /usr/bin/time; each result line also has the contender's own
-# in-process figures.
+# in-process figures. Each contender, and each verify, starts once the
+# cluster is quiet (scripts/bench_lib.sh's settle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$(pwd)"
@@ -63,6 +64,7 @@ fi
 zk="$(state_get zookeeper_quorum)"
 rootdir="$(state_get hbase_rootdir)"
 nn="$(state_get hdfs_namenode)"
+. scripts/bench_lib.sh
 
 SRC=bench_e2e_src
 SNAP="bench_e2e_$SIZE"
@@ -173,6 +175,7 @@ verify_rows() {
 		local args=(--heaviest 100 --sample 1000)
 		[ "$mode" = all ] && args=(--all)
 		out="$BENCH_DIR/verify-$mode.$r.json" tm="$BENCH_DIR/verify-$mode.$r.time"
+		settle
 		if /usr/bin/time -f '%e %U %S %M' -o "$tm" bin/rekey verify "$BENCH_DIR/$t.yaml" --zk "$zk" --table "$t" --json "${args[@]}" >"$out" 2>"$BENCH_DIR/verify-$mode.$r.err"; then
 			read -r wall user sys rss < <(tail -n 1 "$tm") || true
 			python3 - "$out" "$mode" "$r" "$wall" "$user" "$sys" "$rss" >>"$BENCH_DIR/verify.jsonl" <<'PY'
@@ -202,6 +205,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		target_spec "$t" >"$BENCH_DIR/$t.spec.json"
 		testenv/bin/oracle seed "$BENCH_DIR/$t.spec.json" >/dev/null
 		out="$BENCH_DIR/$c.$r.out" err="$BENCH_DIR/$c.$r.err" tm="$BENCH_DIR/$c.$r.time"
+		# Each contender starts on a quiet cluster (the target's creation,
+		# the last contender's writes and drop settled).
+		settle
 		status=ok
 		if ! /usr/bin/time -f '%e %U %S %M' -o "$tm" bash -c "$(declare -f contender_cmd run_rekey); $(declare -p rootdir SNAP BATCH nn zk BENCH_DIR); contender_cmd $c $t" >"$out" 2>"$err"; then
 			status=failed

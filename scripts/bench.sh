@@ -53,31 +53,9 @@ fi
 zk="$(state_get zookeeper_quorum)"
 rootdir="$(state_get hbase_rootdir)"
 
-cluster_pid="$(state_get pid)"
+. scripts/bench_lib.sh
 pin1=()
 if command -v taskset >/dev/null; then pin1=(taskset -c 0); fi
-
-# cluster_cpu prints the CPU seconds (user+system) the test cluster's JVM
-# (NameNode, DataNode, region server, ZooKeeper: one process) has used.
-cluster_cpu() {
-	awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$cluster_pid/stat"
-}
-
-# settle waits (up to 30 s) until the cluster JVM uses under a tenth of a
-# core: after the put and scan rows it flushes and compacts for a while,
-# and a measurement started meanwhile shares its cores with that.
-settle() {
-	local i a b
-	for ((i = 0; i < 60; i++)); do
-		a="$(cluster_cpu)"
-		sleep 0.5
-		b="$(cluster_cpu)"
-		if awk -v a="$a" -v b="$b" 'BEGIN{exit !(b - a < 0.05)}'; then
-			return 0
-		fi
-	done
-	echo "bench: the cluster is still busy after 30 s; measuring anyway" >&2
-}
 
 # measure SIDE LABEL CMD...: runs CMD once the cluster is quiet, keeps its
 # JSON line, adds peak RSS and the cluster JVM's CPU time over the whole
