@@ -52,19 +52,28 @@ func readAll(t *testing.T, r *Reader) ([]cell.Cell, error) {
 	it := r.NewIterator()
 	defer it.Close()
 	var cells []cell.Cell
-	var want []byte
+	var scratch []byte
 	for ok := it.First(); ok; ok = it.Next() {
-		c := it.Cell()
-		want = append(append(append(append(want[:0], c.Row...), byte(len(c.Family))), c.Family...), c.Qualifier...)
-		if !bytes.Equal(it.ColumnKey(), want) {
-			t.Fatalf("%s: cell %d (%s): ColumnKey %q, want %q", r.Name(), len(cells), c, it.ColumnKey(), want)
-		}
-		cells = append(cells, c.Clone())
+		scratch = checkColumnKey(t, r.Name(), it, scratch)
+		cells = append(cells, it.Cell().Clone())
 	}
 	if it.Next() {
 		t.Fatalf("%s: Next returned true after exhaustion", r.Name())
 	}
 	return cells, it.Err()
+}
+
+// checkColumnKey holds it.ColumnKey to the current cell's row, family
+// length, family and qualifier; scratch is reused for the expected bytes
+// and returned.
+func checkColumnKey(t *testing.T, name string, it *Iterator, scratch []byte) []byte {
+	t.Helper()
+	c := it.Cell()
+	want := append(append(append(append(scratch[:0], c.Row...), byte(len(c.Family))), c.Family...), c.Qualifier...)
+	if !bytes.Equal(it.ColumnKey(), want) {
+		t.Fatalf("%s: %s: ColumnKey %q, want %q", name, c, it.ColumnKey(), want)
+	}
+	return want
 }
 
 // checkSorted asserts cells are in cell order, equal keys newest first.

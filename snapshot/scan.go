@@ -154,13 +154,8 @@ type fileIter struct {
 	stopRow []byte
 	cur     *cell.Cell
 	// ck is cur's row, family and qualifier as one slice when the
-	// iterator gives it (hf.ColumnKey), else nil. shape is cur's row and
-	// family lengths (row<<8 | family) when ck is set and the family is
-	// not empty, else 0: cells of equal shape order by ck. (A non-empty
-	// family rules out the "last on row" seek key, which the general
-	// comparison orders specially.)
+	// iterator gives it (hf.ColumnKey), else nil.
 	ck      []byte
-	shape   int
 	stamped cell.Cell
 	// hf is it as an HFile iterator (nil for other iterators): its
 	// Repeat hint spares the scanner re-comparing rows and qualifiers.
@@ -176,10 +171,6 @@ func (fi *fileIter) load(ok bool) bool {
 	if fi.hf != nil {
 		c = fi.hf.Cell() // a direct call: this runs once per cell
 		fi.ck = fi.hf.ColumnKey()
-		fi.shape = 0
-		if len(c.Family) > 0 {
-			fi.shape = len(c.Row)<<8 | len(c.Family)
-		}
 	} else {
 		c = fi.it.Cell()
 	}
@@ -215,7 +206,9 @@ func (h iterHeap) Less(i, j int) bool { return h[i].before(h[j]) }
 func (fi *fileIter) before(o *fileIter) bool {
 	a, b := fi.cur, o.cur
 	var c int
-	if fi.shape == o.shape && fi.shape != 0 {
+	if fi.ck != nil && o.ck != nil && len(a.Row) == len(b.Row) && len(a.Family) == len(b.Family) && len(a.Family) > 0 {
+		// A non-empty family rules out the "last on row" seek key, which
+		// the general comparison orders specially.
 		if c = bytes.Compare(fi.ck, o.ck); c == 0 {
 			c = cell.CompareVersionAndSeqID(a, b)
 		}
