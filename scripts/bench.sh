@@ -138,6 +138,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	# The reader's own scaling, without the DataNode sharing the cores.
 	measure rekey "read-snapshot local copy 2 workers" bin/benchtool read-snapshot --passes="$READ_PASSES" "$BENCH_DIR/local_snap" bench_snap 2
 	measure rekey "read-storefiles local copy" "${pin1[@]}" bin/benchtool read-storefiles --passes="$READ_PASSES" "$BENCH_DIR/local_snap"
+	# The same two, alternating in one process: timed a minute apart the
+	# two rows above drift with the machine's speed; side by side they see
+	# the same machine.
+	measure rekey "merge-cost local copy" "${pin1[@]}" bin/benchtool merge-cost --passes="$READ_PASSES" "$BENCH_DIR/local_snap" bench_snap
 
 	echo "== snapshot read, 100k rows (1M cells), against TableSnapshotScanner"
 	measure java "read-snapshot 1M cells" "${pin1[@]}" testenv/bin/oracle bench-read-snapshot "$rootdir" bench_small "$READ_PASSES"
@@ -148,6 +152,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	measure rekey "read-snapshot 3-way merge" "${pin1[@]}" bin/benchtool read-snapshot --passes="$READ_PASSES" "$rootdir" bench_merge 1
 	measure rekey "read-snapshot 3-way merge local copy" "${pin1[@]}" bin/benchtool read-snapshot --passes="$READ_PASSES" "$BENCH_DIR/local_merge" bench_merge 1
 	measure rekey "read-storefiles 3-way merge local copy" "${pin1[@]}" bin/benchtool read-storefiles --passes="$READ_PASSES" "$BENCH_DIR/local_merge"
+	measure rekey "merge-cost 3-way merge local copy" "${pin1[@]}" bin/benchtool merge-cost --passes="$READ_PASSES" "$BENCH_DIR/local_merge" bench_merge
 
 	echo "== puts into the same cluster ($BENCH_PUTS cells, batches of $BENCH_BATCH)"
 	measure java "put" testenv/bin/oracle bench-put "bench_put_java_$round" "$BENCH_PUTS" "$BENCH_BATCH"
@@ -215,6 +220,19 @@ for what, a, b, goal in [
     if a in rk and b in rk:
         ratios.append({"what": what, "ratio": round(rk[a] / rk[b], 2), "goal": goal})
         print(f'{what:40} {rk[a] / rk[b]:7.2f}   goal {goal}')
+def med(label, f):
+    rs = rows.get(("rekey", label)) or []
+    vals = [f(x) for x in rs if f(x) is not None]
+    return statistics.median(vals) if vals else None
+# The same local / bare ratios measured alternating in one process (each
+# round: a bare pass, then a snapshot pass): the median round's ratio,
+# median over the bench rounds.
+for what, label in [("local / bare, alternating in one process", "merge-cost local copy"),
+                    ("3-way: local / bare, alternating in one process", "merge-cost 3-way merge local copy")]:
+    v = med(label, lambda x: x["result"].get("bare_over_merged")) if rows.get(("rekey", label)) else None
+    if v is not None:
+        ratios.append({"what": what, "ratio": round(v, 2), "goal": ">= 0.70"})
+        print(f'{what:40} {v:7.2f}   goal >= 0.70')
 for what, label in [("vs TableSnapshotScanner, 1 core", "read-snapshot"),
                     ("vs TableSnapshotScanner, 1 core, 1M cells", "read-snapshot 1M cells")]:
     t = next((t for t in table if t["label"] == label), None)
@@ -229,10 +247,6 @@ for what, label in [("vs TableSnapshotScanner, 1 core", "read-snapshot"),
 # most 2 workers can gain. The JVM's idle work (a few percent of a core)
 # is counted in, which lowers the ceiling slightly.
 passes = int(os.environ.get("READ_PASSES", "1")) + 1
-def med(label, f):
-    rs = rows.get(("rekey", label)) or []
-    vals = [f(x) for x in rs if f(x) is not None]
-    return statistics.median(vals) if vals else None
 one_wall = med("read-snapshot", lambda x: x["result"].get("seconds"))
 cpu2 = med("read-snapshot 2 workers", lambda x: x["result"].get("cpu_seconds"))
 dn2 = med("read-snapshot 2 workers", lambda x: x["cluster_cpu_s"] / passes if "cluster_cpu_s" in x else None)

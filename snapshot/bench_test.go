@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
 	"golang.org/x/sync/errgroup"
@@ -108,4 +110,64 @@ func BenchmarkReadSnapshotEnv(b *testing.B) {
 	}
 	b.ReportMetric(float64(cells)/b.Elapsed().Seconds(), "cells/s")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(cells), "ns/cell")
+}
+
+// BenchmarkMergeCostEnv reads the snapshot REKEY_BENCH_SNAPSHOT names
+// ("ROOT NAME", a local export) in turn with the scanner and as bare store
+// files (every HFile under ROOT/data and ROOT/archive with the HFile
+// iterator alone), one after the other in each round, and reports the
+// ratio of their times: the share of a snapshot read that is decoding. In
+// one process and alternating, the ratio holds still on a machine whose
+// speed drifts, where the two timed apart do not (make bench prints the
+// same ratio from separate processes).
+func BenchmarkMergeCostEnv(b *testing.B) {
+	root, name, ok := strings.Cut(os.Getenv("REKEY_BENCH_SNAPSHOT"), " ")
+	if !ok {
+		b.Skip(`REKEY_BENCH_SNAPSHOT="ROOT NAME" is not set`)
+	}
+	var paths []string
+	for _, sub := range []string{"data", "archive"} {
+		filepath.WalkDir(filepath.Join(root, sub), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".") && !strings.Contains(p, "recovered.edits") {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+	}
+	s, err := snapshot.Open(context.Background(), root, name, snapshot.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	splits, err := s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bare, merged time.Duration
+	var bareCells, mergedCells int64
+	for b.Loop() {
+		t0 := time.Now()
+		for _, p := range paths {
+			r, err := hfile.OpenFile(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := cell.ForEach(r.NewIterator(), func(*cell.Cell) error { bareCells++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			r.Close()
+		}
+		t1 := time.Now()
+		for _, sp := range splits {
+			err := s.ReadSplit(context.Background(), sp, snapshot.ScanOptions{MaxVersions: 1 << 30}, func(*cell.Cell) error { mergedCells++; return nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		bare += t1.Sub(t0)
+		merged += time.Since(t1)
+	}
+	b.ReportMetric(float64(bare)/float64(merged), "bare/merged")
+	b.ReportMetric(float64(merged.Nanoseconds())/float64(mergedCells), "merged-ns/cell")
+	b.ReportMetric(float64(bare.Nanoseconds())/float64(bareCells), "bare-ns/cell")
 }

@@ -10,6 +10,8 @@
 //	                                               bare HFile iterator (no merge, no read semantics)
 //	benchtool read-snapshot [--readahead=off] [--chunk=BYTES] [--passes=N] [--cpuprofile=FILE] [--trace=FILE] ROOT NAME [WORKERS]
 //	                                               every cell of a snapshot, all versions, split per region
+//	benchtool merge-cost [--passes=N] ROOT NAME     N rounds of read-storefiles then read-snapshot (1 worker) of
+//	                                               a local snapshot in one process: the median ratio of the two
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
 //
@@ -59,6 +61,10 @@ type result struct {
 	// CPUSeconds is the process's user+system CPU time over the measured
 	// pass (read-snapshot), to tell waiting from working.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// merge-cost only: the bare store file passes' rate, and the median of
+	// each round's bare time over its snapshot time.
+	BareCellsPerSec float64 `json:"bare_cells_per_sec,omitempty"`
+	BareOverMerged  float64 `json:"bare_over_merged,omitempty"`
 }
 
 // cpuTime is the process's user+system CPU time so far.
@@ -157,6 +163,19 @@ func run(args []string) error {
 			workers = n
 		}
 		return warmThenMedian(passes, func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile, tracePath) })
+	case "merge-cost":
+		passes, err := passesFlag(&args)
+		if err != nil {
+			return err
+		}
+		if len(args) != 3 {
+			return fmt.Errorf("usage: benchtool merge-cost [--passes=N] ROOT NAME")
+		}
+		r, err := mergeCost(args[1], args[2], passes)
+		if err != nil {
+			return err
+		}
+		return emit(r)
 	case "put":
 		if len(args) != 5 {
 			return fmt.Errorf("usage: benchtool put ZKQUORUM TABLE N BATCH")
@@ -368,6 +387,53 @@ func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profi
 		return result{}, err
 	}
 	return result{Op: "read-snapshot", Cells: cells.Load(), Bytes: bytes.Load(), Seconds: time.Since(start).Seconds(), Workers: workers, CPUSeconds: (cpuTime() - cpu0).Seconds()}, nil
+}
+
+// mergeCost measures what the scanner adds to decoding: rounds of one
+// bare pass over the snapshot's store files (readStoreFiles) followed at
+// once by one snapshot pass, one worker, after one untimed pass of each.
+// Taken in separate processes the two rates drift apart with the
+// machine's speed (on a shared VM by a tenth from one second to the
+// next); side by side in one process each round's ratio sees the same
+// machine. It reports the median snapshot pass, the median bare pass's
+// rate and the median of the rounds' ratios.
+func mergeCost(root, name string, rounds int) (result, error) {
+	bare := func() (result, error) { return readStoreFiles(root) }
+	merged := func() (result, error) { return readSnapshot(root, name, 1, vfs.ReadAheadOptions{}, "", "") }
+	for _, f := range []func() (result, error){bare, merged} {
+		if _, err := f(); err != nil {
+			return result{}, err
+		}
+	}
+	var bs, ms []result
+	var ratios []float64
+	for range rounds {
+		b, err := bare()
+		if err != nil {
+			return result{}, err
+		}
+		m, err := merged()
+		if err != nil {
+			return result{}, err
+		}
+		// Every version of every cell, no deletes: both passes must count
+		// the same cells, or the ratio compares different work.
+		if b.Cells != m.Cells {
+			return result{}, fmt.Errorf("the store files hold %d cells but the snapshot read returned %d: a ratio would compare different work (deletes or expired cells in the snapshot?)", b.Cells, m.Cells)
+		}
+		bs, ms = append(bs, b), append(ms, m)
+		ratios = append(ratios, b.Seconds/m.Seconds)
+	}
+	bySeconds := func(rs []result) result {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Seconds < rs[j].Seconds })
+		return rs[len(rs)/2]
+	}
+	sort.Float64s(ratios)
+	b, m := bySeconds(bs), bySeconds(ms)
+	m.Op = "merge-cost"
+	m.BareCellsPerSec = float64(b.Cells) / b.Seconds
+	m.BareOverMerged = ratios[len(ratios)/2]
+	return m, nil
 }
 
 // put writes the same rows as the oracle's bench-put (a hashed first byte,
