@@ -39,7 +39,9 @@ mkdir -p "$BENCH_DIR"
 results="$BENCH_DIR/results.jsonl"
 : >"$results"
 
-go build -o bin/benchtool ./internal/benchtool
+# With the profile the rekey binary is built with (go build uses a main
+# package's default.pgo by itself; benchtool is another main package).
+go build -pgo=cmd/rekey/default.pgo -o bin/benchtool ./internal/benchtool
 testenv/bin/build
 
 started=0

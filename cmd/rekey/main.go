@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -50,6 +51,34 @@ func newRootCmd() *cobra.Command {
 	return root
 }
 
+// addProfileFlag gives every subcommand --cpuprofile FILE: a Go CPU profile
+// of the whole command (go tool pprof FILE), for a job slower than it
+// should be. scripts/pgo.sh uses it to refresh cmd/rekey/default.pgo,
+// the profile the compiler optimises the rekey binary for. It returns the
+// function that ends the profile, a no-op when none was asked for.
+func addProfileFlag(root *cobra.Command) (stop func() error) {
+	var path string
+	var f *os.File
+	root.PersistentFlags().StringVar(&path, "cpuprofile", "", "write a CPU profile of the command to `FILE`")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if path == "" {
+			return nil
+		}
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return usageError{fmt.Errorf("--cpuprofile: %w", err)}
+		}
+		return pprof.StartCPUProfile(f)
+	}
+	return func() error {
+		if f == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		return f.Close()
+	}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
@@ -59,10 +88,14 @@ func run(args []string) int { return runWith(args, os.Stdout) }
 // runWith runs the CLI with stdout going to out.
 func runWith(args []string, out io.Writer) int {
 	root := newRootCmd()
+	stopProfile := addProfileFlag(root)
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	err := root.Execute()
+	if perr := stopProfile(); perr != nil && err == nil {
+		err = fmt.Errorf("--cpuprofile: %w", perr)
+	}
 	switch {
 	case err == nil:
 		return exitOK
