@@ -27,7 +27,6 @@ type blockDecoder struct {
 	fam            [1 + 255]byte
 	famWS          int // family length + its 1-byte size
 	ts             int64
-	tsBytes        [8]byte
 	typ            byte
 	valLen         int
 	value          []byte
@@ -373,8 +372,7 @@ func (d *blockDecoder) nextDiff(c *cell.Cell, fast bool) error {
 		}
 		copy(d.fam[:], k[2+rl:2+rl+fws])
 		d.famWS, d.rowLen = fws, rl
-		copy(d.tsBytes[:], k[kl-tsTypeLen:])
-		d.ts = int64(binary.BigEndian.Uint64(d.tsBytes[:]))
+		d.ts = int64(binary.BigEndian.Uint64(k[kl-tsTypeLen:]))
 		d.typ = k[kl-1]
 	} else {
 		if d.famWS == 0 {
@@ -427,9 +425,8 @@ func (d *blockDecoder) nextDiff(c *cell.Cell, fast bool) error {
 			if err := need(8 - shared); err != nil {
 				return err
 			}
-			copy(d.tsBytes[shared:], b[p:p+8-shared])
+			d.ts = replaceLowBytes(d.ts, b[p:p+8-shared])
 			p += 8 - shared
-			d.ts = int64(binary.BigEndian.Uint64(d.tsBytes[:]))
 		} else {
 			n := int((flag>>4)&0x07) + 1
 			if err := need(n); err != nil {
@@ -549,9 +546,8 @@ func (d *blockDecoder) fastDiffSameRow(c *cell.Cell) (bool, error) {
 	k := d.key
 	copy(k[common:qualEnd], b[p:p+n])
 	p += n
-	copy(d.tsBytes[8-tsLen:], b[p:p+tsLen])
+	d.ts = replaceLowBytes(d.ts, b[p:p+tsLen])
 	p += tsLen
-	d.ts = int64(binary.BigEndian.Uint64(d.tsBytes[:]))
 	if flag&0x20 == 0 {
 		d.typ = b[p]
 		p++
@@ -575,6 +571,19 @@ func (d *blockDecoder) fastDiffSameRow(c *cell.Cell) (bool, error) {
 	}
 	c.Value = d.value
 	return true, d.encodedTail(c, p)
+}
+
+// replaceLowBytes is a FAST_DIFF timestamp: the previous one (prev) with
+// its last len(low) bytes replaced by low, big-endian. It is assembled in
+// a register: copying the bytes into an array and loading the eight back
+// would stall the load on the partial stores before it.
+func replaceLowBytes(prev int64, low []byte) int64 {
+	var v uint64
+	for _, x := range low {
+		v = v<<8 | uint64(x)
+	}
+	n := 8 * uint(len(low)) // a shift by 64 gives 0: all 8 bytes replaced
+	return int64(uint64(prev)>>n<<n | v)
 }
 
 // encodedTail reads what follows a cell in PREFIX/DIFF/FAST_DIFF blocks:
