@@ -40,8 +40,7 @@ func decodeBlock(payload []byte, flags byte, generalOnly bool) (lines []string, 
 // path: long rows, qualifiers and values (lengths of two bytes), repeated
 // values, types and timestamps, tags (plain and compressed) and memstore
 // timestamps, many columns per row.
-func fastDiffBlocks(t *testing.T) (payloads [][]byte, flags []byte) {
-	t.Helper()
+func fastDiffBlocks() (payloads [][]byte, flags []byte) {
 	opts := []writeOpts{{}, {mvcc: true}, {tags: true, mvcc: true}, {tags: true, tagsCompressed: true, mvcc: true}}
 	for i, o := range opts {
 		for seed := uint64(0); seed < 6; seed++ {
@@ -51,28 +50,9 @@ func fastDiffBlocks(t *testing.T) (payloads [][]byte, flags []byte) {
 			} else {
 				cells = wideRows(seed, 300, o.tags, o.mvcc)
 			}
-			e := &blockEncoder{enc: EncodingFastDiff, tags: o.tags, mvcc: o.mvcc, compressTags: o.tagsCompressed}
-			e.reset()
-			for j := range cells {
-				var prev *cell.Cell
-				if j > 0 {
-					prev = &cells[j-1]
-				}
-				e.add(&cells[j], prev)
-			}
-			e.finish()
-			var f byte
-			if o.tags {
-				f |= 1
-			}
-			if o.mvcc {
-				f |= 2
-			}
-			if o.tagsCompressed {
-				f |= 4
-			}
-			payloads = append(payloads, bytes.Clone(e.buf[headerSize:]))
-			flags = append(flags, f)
+			o.enc = EncodingFastDiff
+			payloads = append(payloads, encodeBlock(o, cells))
+			flags = append(flags, o.decoderFlags())
 		}
 	}
 	return payloads, flags
@@ -123,7 +103,7 @@ func wideRows(seed uint64, n int, withTags, withSeq bool) []cell.Cell {
 }
 
 func TestFastDiffSameRowAgreesWithGeneral(t *testing.T) {
-	payloads, flags := fastDiffBlocks(t)
+	payloads, flags := fastDiffBlocks()
 	rng := rand.New(rand.NewPCG(5, 6))
 	check := func(name string, p []byte, f byte) {
 		t.Helper()

@@ -100,33 +100,46 @@ func FuzzBlockHeader(f *testing.F) {
 func blockSeeds(f *testing.F, enc Encoding) {
 	for i, o := range []writeOpts{{}, {tags: true, mvcc: true}, {tags: true, tagsCompressed: true, mvcc: true}} {
 		o.enc = enc
-		e := &blockEncoder{enc: enc, tags: o.tags, mvcc: o.mvcc, compressTags: o.tagsCompressed && enc != EncodingNone && enc != EncodingRowIndexV1}
-		e.reset()
 		cells := genCells(uint64(i), 25, o.tags, o.mvcc)
 		for j := range cells {
 			if len(cells[j].Value) > 100 {
 				cells[j].Value = cells[j].Value[:100]
 			}
-			var prev *cell.Cell
-			if j > 0 {
-				prev = &cells[j-1]
-			}
-			e.add(&cells[j], prev)
 		}
-		e.finish()
-		p := e.buf[headerSize:]
-		flags := byte(0)
-		if o.tags {
-			flags |= 1
-		}
-		if o.mvcc {
-			flags |= 2
-		}
-		if o.tagsCompressed {
-			flags |= 4
-		}
-		f.Add(flags, p)
+		f.Add(o.decoderFlags(), encodeBlock(o, cells))
 	}
+}
+
+// encodeBlock encodes cells as one data block with o's encoding and
+// options and returns its payload (the bytes after the block header).
+func encodeBlock(o writeOpts, cells []cell.Cell) []byte {
+	e := &blockEncoder{enc: o.enc, tags: o.tags, mvcc: o.mvcc, compressTags: o.tagsCompressed && o.enc != EncodingNone && o.enc != EncodingRowIndexV1}
+	e.reset()
+	for j := range cells {
+		var prev *cell.Cell
+		if j > 0 {
+			prev = &cells[j-1]
+		}
+		e.add(&cells[j], prev)
+	}
+	e.finish()
+	return bytes.Clone(e.buf[headerSize:])
+}
+
+// decoderFlags packs o's tag and memstore-timestamp options the way the
+// decoder fuzz targets take them: 1 tags, 2 mvcc, 4 compressed tags.
+func (o writeOpts) decoderFlags() byte {
+	var f byte
+	if o.tags {
+		f |= 1
+	}
+	if o.mvcc {
+		f |= 2
+	}
+	if o.tagsCompressed {
+		f |= 4
+	}
+	return f
 }
 
 func fuzzDecoder(f *testing.F, enc Encoding) {

@@ -85,19 +85,7 @@ func BenchmarkReadSnapshots(b *testing.B) {
 // profile target for the merge (go test -bench ReadSnapshotEnv
 // -cpuprofile cpu.out ./snapshot).
 func BenchmarkReadSnapshotEnv(b *testing.B) {
-	root, name, ok := strings.Cut(os.Getenv("REKEY_BENCH_SNAPSHOT"), " ")
-	if !ok {
-		b.Skip(`REKEY_BENCH_SNAPSHOT="ROOT NAME" is not set`)
-	}
-	s, err := snapshot.Open(context.Background(), root, name, snapshot.OpenOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, s, splits := envSnapshot(b)
 	var cells int64
 	b.ReportAllocs()
 	for b.Loop() {
@@ -121,10 +109,7 @@ func BenchmarkReadSnapshotEnv(b *testing.B) {
 // speed drifts, where the two timed apart do not (make bench prints the
 // same ratio from separate processes).
 func BenchmarkMergeCostEnv(b *testing.B) {
-	root, name, ok := strings.Cut(os.Getenv("REKEY_BENCH_SNAPSHOT"), " ")
-	if !ok {
-		b.Skip(`REKEY_BENCH_SNAPSHOT="ROOT NAME" is not set`)
-	}
+	root, s, splits := envSnapshot(b)
 	var paths []string
 	for _, sub := range []string{"data", "archive"} {
 		filepath.WalkDir(filepath.Join(root, sub), func(p string, d os.DirEntry, err error) error {
@@ -133,15 +118,6 @@ func BenchmarkMergeCostEnv(b *testing.B) {
 			}
 			return nil
 		})
-	}
-	s, err := snapshot.Open(context.Background(), root, name, snapshot.OpenOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	splits, err := s.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		b.Fatal(err)
 	}
 	var bare, merged time.Duration
 	var bareCells, mergedCells int64
@@ -170,4 +146,25 @@ func BenchmarkMergeCostEnv(b *testing.B) {
 	b.ReportMetric(float64(bare)/float64(merged), "bare/merged")
 	b.ReportMetric(float64(merged.Nanoseconds())/float64(mergedCells), "merged-ns/cell")
 	b.ReportMetric(float64(bare.Nanoseconds())/float64(bareCells), "bare-ns/cell")
+}
+
+// envSnapshot opens the snapshot REKEY_BENCH_SNAPSHOT names ("ROOT NAME")
+// and its splits, closed when the benchmark ends; it skips the benchmark
+// when the variable is not set.
+func envSnapshot(b *testing.B) (root string, s *snapshot.Snapshot, splits []snapshot.Split) {
+	b.Helper()
+	root, name, ok := strings.Cut(os.Getenv("REKEY_BENCH_SNAPSHOT"), " ")
+	if !ok {
+		b.Skip(`REKEY_BENCH_SNAPSHOT="ROOT NAME" is not set`)
+	}
+	s, err := snapshot.Open(context.Background(), root, name, snapshot.OpenOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	splits, err = s.Splits(snapshot.SplitOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return root, s, splits
 }
