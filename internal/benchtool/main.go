@@ -232,8 +232,13 @@ func warmThenMedian(passes int, measure func() (result, error)) error {
 		}
 		rs = append(rs, r)
 	}
+	return emit(medianPass(rs))
+}
+
+// medianPass is the pass of median time among rs (which it sorts).
+func medianPass(rs []result) result {
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Seconds < rs[j].Seconds })
-	return emit(rs[len(rs)/2])
+	return rs[len(rs)/2]
 }
 
 func warmThenEmit(measure func() (result, error)) error {
@@ -424,12 +429,8 @@ func mergeCost(root, name string, rounds int) (result, error) {
 		bs, ms = append(bs, b), append(ms, m)
 		ratios = append(ratios, b.Seconds/m.Seconds)
 	}
-	bySeconds := func(rs []result) result {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].Seconds < rs[j].Seconds })
-		return rs[len(rs)/2]
-	}
 	sort.Float64s(ratios)
-	b, m := bySeconds(bs), bySeconds(ms)
+	b, m := medianPass(bs), medianPass(ms)
 	m.Op = "merge-cost"
 	m.BareCellsPerSec = float64(b.Cells) / b.Seconds
 	m.BareOverMerged = ratios[len(ratios)/2]
