@@ -12,6 +12,8 @@
 //	                                               every cell of a snapshot, all versions, split per region
 //	benchtool merge-cost [--passes=N] ROOT NAME     N rounds of read-storefiles then read-snapshot (1 worker) of
 //	                                               a local snapshot in one process: the median ratio of the two
+//	benchtool worker-scaling [--passes=N] ROOT NAME N rounds of read-snapshot with 1 worker then with 2 in one
+//	                                               process: the median ratio of the two
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
 //
@@ -65,6 +67,10 @@ type result struct {
 	// each round's bare time over its snapshot time.
 	BareCellsPerSec float64 `json:"bare_cells_per_sec,omitempty"`
 	BareOverMerged  float64 `json:"bare_over_merged,omitempty"`
+	// worker-scaling only: the one-worker passes' rate, and the median of
+	// each round's one-worker time over its two-worker time.
+	OneWorkerCellsPerSec float64 `json:"one_worker_cells_per_sec,omitempty"`
+	TwoOverOne           float64 `json:"two_over_one,omitempty"`
 }
 
 // cpuTime is the process's user+system CPU time so far.
@@ -172,6 +178,19 @@ func run(args []string) error {
 			return fmt.Errorf("usage: benchtool merge-cost [--passes=N] ROOT NAME")
 		}
 		r, err := mergeCost(args[1], args[2], passes)
+		if err != nil {
+			return err
+		}
+		return emit(r)
+	case "worker-scaling":
+		passes, err := passesFlag(&args)
+		if err != nil {
+			return err
+		}
+		if len(args) != 3 {
+			return fmt.Errorf("usage: benchtool worker-scaling [--passes=N] ROOT NAME")
+		}
+		r, err := workerScaling(args[1], args[2], passes, vfs.ReadAheadOptions{})
 		if err != nil {
 			return err
 		}
@@ -405,37 +424,72 @@ func readSnapshot(root, name string, workers int, ra vfs.ReadAheadOptions, profi
 func mergeCost(root, name string, rounds int) (result, error) {
 	bare := func() (result, error) { return readStoreFiles(root) }
 	merged := func() (result, error) { return readSnapshot(root, name, 1, vfs.ReadAheadOptions{}, "", "") }
-	for _, f := range []func() (result, error){bare, merged} {
-		if _, err := f(); err != nil {
-			return result{}, err
-		}
+	// Every version of every cell, no deletes: both passes must count the
+	// same cells, or the ratio compares different work.
+	bs, ms, ratio, err := alternate(rounds, bare, merged, "the store files hold %d cells but the snapshot read returned %d: a ratio would compare different work (deletes or expired cells in the snapshot?)")
+	if err != nil {
+		return result{}, err
 	}
-	var bs, ms []result
-	var ratios []float64
-	for range rounds {
-		b, err := bare()
-		if err != nil {
-			return result{}, err
-		}
-		m, err := merged()
-		if err != nil {
-			return result{}, err
-		}
-		// Every version of every cell, no deletes: both passes must count
-		// the same cells, or the ratio compares different work.
-		if b.Cells != m.Cells {
-			return result{}, fmt.Errorf("the store files hold %d cells but the snapshot read returned %d: a ratio would compare different work (deletes or expired cells in the snapshot?)", b.Cells, m.Cells)
-		}
-		bs, ms = append(bs, b), append(ms, m)
-		ratios = append(ratios, b.Seconds/m.Seconds)
-	}
-	sort.Float64s(ratios)
-	b, m := medianPass(bs), medianPass(ms)
+	m := medianPass(ms)
 	m.Op = "merge-cost"
-	m.BareCellsPerSec = float64(b.Cells) / b.Seconds
-	m.BareOverMerged = ratios[len(ratios)/2]
+	m.BareCellsPerSec = rate(medianPass(bs))
+	m.BareOverMerged = ratio
 	return m, nil
 }
+
+// workerScaling measures what a second worker adds: rounds of one
+// snapshot pass with one worker followed at once by one with two, after
+// one untimed pass of each, in one process (so both see the same machine
+// and the same cores: the process is not pinned, and one worker's
+// read-ahead, where the files stream, runs beside it on the other core).
+// It reports the median two-worker pass, the median one-worker pass's
+// rate and the median of the rounds' time ratios (one worker's over two's).
+func workerScaling(root, name string, rounds int, ra vfs.ReadAheadOptions) (result, error) {
+	one := func() (result, error) { return readSnapshot(root, name, 1, ra, "", "") }
+	two := func() (result, error) { return readSnapshot(root, name, 2, ra, "", "") }
+	ones, twos, ratio, err := alternate(rounds, one, two, "one worker read %d cells but two read %d")
+	if err != nil {
+		return result{}, err
+	}
+	t := medianPass(twos)
+	t.Op = "worker-scaling"
+	t.OneWorkerCellsPerSec = rate(medianPass(ones))
+	t.TwoOverOne = ratio
+	return t, nil
+}
+
+// alternate runs a and b once each untimed, then rounds of a followed at
+// once by b, and returns their passes and the median of the rounds'
+// ratios of a's time over b's. Both must count the same cells in every
+// round (mismatch is a format with the two counts).
+func alternate(rounds int, a, b func() (result, error), mismatch string) (as, bs []result, ratio float64, err error) {
+	for _, f := range []func() (result, error){a, b} {
+		if _, err := f(); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	var ratios []float64
+	for range rounds {
+		ra, err := a()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		rb, err := b()
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if ra.Cells != rb.Cells {
+			return nil, nil, 0, fmt.Errorf(mismatch, ra.Cells, rb.Cells)
+		}
+		as, bs = append(as, ra), append(bs, rb)
+		ratios = append(ratios, ra.Seconds/rb.Seconds)
+	}
+	sort.Float64s(ratios)
+	return as, bs, ratios[len(ratios)/2], nil
+}
+
+// rate is r's cells per second.
+func rate(r result) float64 { return float64(r.Cells) / r.Seconds }
 
 // put writes the same rows as the oracle's bench-put (a hashed first byte,
 // then the big-endian row number; family f, qualifier q, 32 zero bytes) so
