@@ -265,6 +265,20 @@ if one_wall and cpu2 and dn2 is not None:
     ratios.append({"what": "2 workers / 1 worker, HDFS: what 2 shared cores allow", "ratio": round(ceiling, 2), "goal": "",
                    "reader_cpu_s": round(cpu2, 3), "cluster_cpu_s": round(dn2, 3), "one_worker_s": round(one_wall, 3)})
     print(f'{"2 workers / 1 worker, ceiling on 2 cores":40} {ceiling:7.2f}   (per pass: reader {cpu2:.3f} CPU s + cluster JVM {dn2:.3f} CPU s on 2 cores, against 1 worker\'s {one_wall:.3f} s)')
+# The same bound for the alternating row, from its one-worker passes: one
+# worker over HDFS keeps more than one core busy (its read-ahead beside
+# it, the DataNode on the other core), and 2 cores hold 2 / that many such
+# workers. The cluster JVM's CPU is per command (a warm-up and READ_PASSES
+# passes of each count), so per pass it is divided by twice their count.
+one_s = med("worker-scaling", lambda x: x["result"].get("one_worker_seconds"))
+one_cpu = med("worker-scaling", lambda x: x["result"].get("one_worker_cpu_seconds"))
+dn = med("worker-scaling", lambda x: x["cluster_cpu_s"] / (2 * passes) if "cluster_cpu_s" in x else None)
+if one_s and one_cpu and dn is not None:
+    busy = (one_cpu + dn) / one_s
+    ratios.append({"what": "2 workers / 1, HDFS, alternating: what 2 cores allow", "ratio": round(2 / busy, 2), "goal": "",
+                   "one_worker_cores_busy": round(busy, 2), "one_worker_reader_cpu_s": round(one_cpu, 3),
+                   "cluster_cpu_s": round(dn, 3), "one_worker_s": round(one_s, 3)})
+    print(f'{"2 workers / 1, HDFS, alternating: ceiling":40} {2 / busy:7.2f}   (one worker keeps {busy:.2f} cores busy: reader {one_cpu:.3f} CPU s + cluster JVM {dn:.3f} CPU s in {one_s:.3f} s)')
 doc = {"bench": "parts", "date": bench_meta.now(), "rounds": int(rounds),
        "sizes": {"hfile_cells": int(hcells), "snapshot_rows": int(rows_n), "puts": int(puts), "batch": int(batch)},
        "machine": bench_meta.machine(), "versions": bench_meta.versions(),

@@ -67,9 +67,13 @@ type result struct {
 	// each round's bare time over its snapshot time.
 	BareCellsPerSec float64 `json:"bare_cells_per_sec,omitempty"`
 	BareOverMerged  float64 `json:"bare_over_merged,omitempty"`
-	// worker-scaling only: the one-worker passes' rate, and the median of
-	// each round's one-worker time over its two-worker time.
+	// worker-scaling only: the median one-worker pass's rate, time and CPU
+	// time (over HDFS one worker's read-ahead runs beside it, so its CPU
+	// can exceed its time), and the median of each round's one-worker
+	// time over its two-worker time.
 	OneWorkerCellsPerSec float64 `json:"one_worker_cells_per_sec,omitempty"`
+	OneWorkerSeconds     float64 `json:"one_worker_seconds,omitempty"`
+	OneWorkerCPUSeconds  float64 `json:"one_worker_cpu_seconds,omitempty"`
 	TwoOverOne           float64 `json:"two_over_one,omitempty"`
 }
 
@@ -453,7 +457,8 @@ func workerScaling(root, name string, rounds int, ra vfs.ReadAheadOptions) (resu
 	}
 	t := medianPass(twos)
 	t.Op = "worker-scaling"
-	t.OneWorkerCellsPerSec = rate(medianPass(ones))
+	o := medianPass(ones)
+	t.OneWorkerCellsPerSec, t.OneWorkerSeconds, t.OneWorkerCPUSeconds = rate(o), o.Seconds, o.CPUSeconds
 	t.TwoOverOne = ratio
 	return t, nil
 }
