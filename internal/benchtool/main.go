@@ -173,28 +173,20 @@ func run(args []string) error {
 			workers = n
 		}
 		return warmThenMedian(passes, func() (result, error) { return readSnapshot(args[1], args[2], workers, ra, profile, tracePath) })
-	case "merge-cost":
+	case "merge-cost", "worker-scaling":
+		// Two kinds of pass alternating in one process (see alternate).
 		passes, err := passesFlag(&args)
 		if err != nil {
 			return err
 		}
 		if len(args) != 3 {
-			return fmt.Errorf("usage: benchtool merge-cost [--passes=N] ROOT NAME")
+			return fmt.Errorf("usage: benchtool %s [--passes=N] ROOT NAME", args[0])
 		}
-		r, err := mergeCost(args[1], args[2], passes)
-		if err != nil {
-			return err
+		measure := mergeCost
+		if args[0] == "worker-scaling" {
+			measure = workerScaling
 		}
-		return emit(r)
-	case "worker-scaling":
-		passes, err := passesFlag(&args)
-		if err != nil {
-			return err
-		}
-		if len(args) != 3 {
-			return fmt.Errorf("usage: benchtool worker-scaling [--passes=N] ROOT NAME")
-		}
-		r, err := workerScaling(args[1], args[2], passes, vfs.ReadAheadOptions{})
+		r, err := measure(args[1], args[2], passes)
 		if err != nil {
 			return err
 		}
@@ -448,9 +440,9 @@ func mergeCost(root, name string, rounds int) (result, error) {
 // read-ahead, where the files stream, runs beside it on the other core).
 // It reports the median two-worker pass, the median one-worker pass's
 // rate and the median of the rounds' time ratios (one worker's over two's).
-func workerScaling(root, name string, rounds int, ra vfs.ReadAheadOptions) (result, error) {
-	one := func() (result, error) { return readSnapshot(root, name, 1, ra, "", "") }
-	two := func() (result, error) { return readSnapshot(root, name, 2, ra, "", "") }
+func workerScaling(root, name string, rounds int) (result, error) {
+	one := func() (result, error) { return readSnapshot(root, name, 1, vfs.ReadAheadOptions{}, "", "") }
+	two := func() (result, error) { return readSnapshot(root, name, 2, vfs.ReadAheadOptions{}, "", "") }
 	ones, twos, ratio, err := alternate(rounds, one, two, "one worker read %d cells but two read %d")
 	if err != nil {
 		return result{}, err
