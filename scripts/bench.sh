@@ -231,8 +231,9 @@ def med(label, f):
     rs = rows.get(("rekey", label)) or []
     vals = [f(x) for x in rs if f(x) is not None]
     return statistics.median(vals) if vals else None
-# The same local / bare ratios measured alternating in one process (each
-# round: a bare pass, then a snapshot pass): the median round's ratio,
+# The local / bare and 2-worker / 1-worker ratios again, measured
+# alternating in one process (each round: a bare pass then a snapshot
+# pass, or a 1-worker pass then a 2-worker one): the median round's ratio,
 # median over the bench rounds.
 for what, label, field, goal in [
         ("local / bare, alternating in one process", "merge-cost local copy", "bare_over_merged", ">= 0.70"),
