@@ -9,6 +9,41 @@ import (
 	"strings"
 )
 
+// ErrNoCluster: nothing names the cluster to talk to (no quorum given, no
+// $REKEY_ZK, no $HBASE_CONF_DIR); the user must say which one.
+var ErrNoCluster = errors.New("hbase: no cluster named")
+
+// Locate finds the cluster a command talks to, the one way every rekey
+// subcommand does it, first match wins:
+//
+//  1. quorum, when not empty: a --zk flag, else the job's target.zookeeper;
+//  2. $REKEY_ZK, a ZooKeeper quorum host:port[,host:port...];
+//  3. $HBASE_CONF_DIR/hbase-site.xml, as HBase's own tools find it
+//     (see ConfigFromSite).
+//
+// znodeParent, when not empty, overrides zookeeper.znode.parent from
+// hbase-site.xml. from says which of the three it was, for messages. An
+// error wraps ErrNoCluster when none of them names a cluster.
+func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
+	switch {
+	case quorum != "":
+		cfg, from = Config{ZKQuorum: quorum}, "the given ZooKeeper quorum"
+	case os.Getenv("REKEY_ZK") != "":
+		cfg, from = Config{ZKQuorum: os.Getenv("REKEY_ZK")}, "$REKEY_ZK"
+	case os.Getenv("HBASE_CONF_DIR") != "":
+		if cfg, err = ConfigFromSite(); err != nil {
+			return cfg, "", err
+		}
+		from = filepath.Join(os.Getenv("HBASE_CONF_DIR"), "hbase-site.xml")
+	default:
+		return Config{}, "", fmt.Errorf("%w: give --zk host:port (or target.zookeeper in the job), set $REKEY_ZK, or set $HBASE_CONF_DIR to the folder of the cluster's hbase-site.xml", ErrNoCluster)
+	}
+	if znodeParent != "" {
+		cfg.ZNodeParent = znodeParent
+	}
+	return cfg, from, nil
+}
+
 // ConfigFromSite fills the ZooKeeper quorum and znode parent from
 // $HBASE_CONF_DIR/hbase-site.xml, as HBase's own tools find their cluster:
 // hbase.zookeeper.quorum (hosts, with or without ports),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -17,7 +18,7 @@ type Config struct {
 	Job *job.Job
 	// Sink receives the mapped cells; the caller builds it (NewPuts,
 	// DryRun, or the staged-files sink) and Run closes it.
-	Sink Sink
+	Sink sink.Sink
 	// NewMapper returns the transform one worker uses; nil maps through the
 	// job's layouts (Job.Program.New()). Custom Go transforms plug in here.
 	NewMapper func() transform.Mapper

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/hbase"
 )
 
@@ -50,12 +51,12 @@ func NewPuts(client *hbase.Client, table string, o PutsOptions) *Puts {
 func (p *Puts) Name() string { return "puts" }
 
 // Begin implements Sink.
-func (p *Puts) Begin(_ context.Context, s SplitInfo) (SplitSink, error) {
+func (p *Puts) Begin(_ context.Context, s sink.SplitInfo) (sink.SplitSink, error) {
 	return &putsSplit{p: p, w: p.client.NewWriter(p.table, p.cfg), id: s.ID}, nil
 }
 
 // Finish implements Sink: puts are durable at each split's Commit.
-func (p *Puts) Finish(context.Context, Reporter) error { return nil }
+func (p *Puts) Finish(context.Context, sink.Reporter) error { return nil }
 
 // Close implements Sink. The client belongs to the caller.
 func (p *Puts) Close() error { return nil }
@@ -95,12 +96,12 @@ func (s *putsSplit) syncRetries() {
 	}
 }
 
-func (s *putsSplit) Commit(ctx context.Context) (Ack, error) {
+func (s *putsSplit) Commit(ctx context.Context) (sink.Ack, error) {
 	err := s.w.Close(ctx)
 	s.closed = true
 	s.syncRetries()
 	st := s.w.Stats()
-	ack := Ack{Cells: int64(st.Written), Bytes: s.bytes, Failed: int64(st.Failed)}
+	ack := sink.Ack{Cells: int64(st.Written), Bytes: s.bytes, Failed: int64(st.Failed)}
 	var we *hbase.WriteError
 	if errors.As(err, &we) {
 		for i, f := range we.Failures {

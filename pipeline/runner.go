@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -54,7 +55,7 @@ type runner struct {
 	cfg      Config
 	j        *job.Job
 	snap     *snapshot.Snapshot
-	sink     Sink
+	sink     sink.Sink
 	ctl      *Control
 	scan     snapshot.ScanOptions
 	ckpt     *checkpointStore
@@ -500,7 +501,7 @@ func (r *runner) saveLocked() error {
 
 // readSplit is the hot loop: scanner -> transform -> sink.
 func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err error) {
-	ss, err := r.sink.Begin(ctx, SplitInfo{ID: w.id, Region: w.split.Region.EncodedName, Bytes: w.bytes})
+	ss, err := r.sink.Begin(ctx, sink.SplitInfo{ID: w.id, Region: w.split.Region.EncodedName, Bytes: w.bytes})
 	if err != nil {
 		return err
 	}

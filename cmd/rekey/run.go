@@ -22,6 +22,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
@@ -168,11 +169,11 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	if kind == "" {
 		kind = job.SinkPuts
 	}
-	var sink pipeline.Sink
+	var out sink.Sink
 	var client *hbase.Client
 	switch kind {
 	case job.SinkDryRun:
-		sink = pipeline.DryRun{}
+		out = pipeline.DryRun{}
 	case job.SinkPuts:
 		cfg, err := pipeline.ClientConfig(j)
 		if err != nil {
@@ -190,7 +191,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		if workers <= 0 {
 			workers = defaultWorkers()
 		}
-		sink = pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{
+		out = pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{
 			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 			CallsPerServer: j.Run.MaxCallsPerServer, Workers: workers,
 			BufferBytes: memoryOf(j) / 2 / int64(workers),
@@ -204,7 +205,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 			client = c
 			defer client.Close()
 		}
-		sink = hs
+		out = hs
 	default:
 		return usageError{fmt.Errorf("sink %q is not available in this build", kind)}
 	}
@@ -217,7 +218,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		}
 		logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", addr)
 	}
-	cfg := pipeline.Config{Job: j, Sink: sink, Control: ctl, Resume: f.resume, Fresh: f.fresh, Logf: logf}
+	cfg := pipeline.Config{Job: j, Sink: out, Control: ctl, Resume: f.resume, Fresh: f.fresh, Logf: logf}
 	if f.shard != "" {
 		sh, err := parseShard(f.shard)
 		if err != nil {
@@ -271,7 +272,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 // hfilesSink builds the staged-HFiles sink: against the live table, or
 // offline from split keys (given, or planned from a sample of the
 // snapshot).
-func hfilesSink(ctx context.Context, j *job.Job, path string, f runFlags, logf func(string, ...any)) (pipeline.Sink, *hbase.Client, error) {
+func hfilesSink(ctx context.Context, j *job.Job, path string, f runFlags, logf func(string, ...any)) (sink.Sink, *hbase.Client, error) {
 	staging := j.Sink.Staging
 	if f.staging != "" {
 		staging = f.staging

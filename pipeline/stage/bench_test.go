@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // BenchmarkStage stages 400k cells (about 55 MB of cell bytes) from 4 splits into a
@@ -72,7 +72,7 @@ func benchStage(b *testing.B, o Options, splits [][]cell.Cell) {
 		}
 		t0 := time.Now()
 		for id, sp := range splits {
-			w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprint(id)})
+			w, err := s.Begin(ctx, sink.SplitInfo{ID: fmt.Sprint(id)})
 			if err != nil {
 				b.Fatal(err)
 			}

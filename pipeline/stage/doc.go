@@ -58,7 +58,7 @@
 // Use:
 //
 //	s, err := stage.New(ctx, stage.Options{Staging: "hdfs://nn/tmp/job", Table: "t", Client: c})
-//	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "region-a"})
+//	w, err := s.Begin(ctx, sink.SplitInfo{ID: "region-a"})
 //	w.Write(ctx, &cell) ...; w.Commit(ctx)
 //	err = s.Finish(ctx, reporter)
 package stage

@@ -17,16 +17,16 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
-	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"golang.org/x/sync/errgroup"
 )
 
-// Finish implements pipeline.Sink: it merges every partition's runs into
+// Finish implements sink.Sink: it merges every partition's runs into
 // HFiles under STAGING/hfiles/REGION/FAMILY/ (skipping HFiles a previous
 // Finish recorded), removes the runs, and bulk loads region by region
 // (skipping regions already loaded) unless the sink is offline or NoLoad;
 // then it prints the command that loads the files later.
-func (s *Sink) Finish(ctx context.Context, rep pipeline.Reporter) error {
+func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	recs, err := readSplits(s.fs, s.root)
 	if err != nil {
 		return err
@@ -136,7 +136,7 @@ func (s *Sink) saveFinish(st *finishState) error {
 // region and family folder), so the merge phase scales with the workers
 // like the spill phase; the biggest partitions start first so one large
 // partition does not run alone at the end.
-func (s *Sink) writeAll(ctx context.Context, rep pipeline.Reporter, recs []*splitRecord, st *finishState) error {
+func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
 	type pk struct {
 		region int
 		family string

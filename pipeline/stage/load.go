@@ -11,7 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
-	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // maxLoadAttempts bounds how often one region's load is retried after its
@@ -21,7 +21,7 @@ const maxLoadAttempts = 5
 // loadAll bulk loads the HFiles region by region in plan order, recording
 // each loaded region in finish.json, so a load that fails part way resumes
 // with the first region not loaded.
-func (s *Sink) loadAll(ctx context.Context, rep pipeline.Reporter, st *finishState) error {
+func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) error {
 	for i := range s.plan.Regions {
 		reg := &s.plan.Regions[i]
 		if st.Loaded[reg.Dir] {

@@ -16,7 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -51,7 +51,7 @@ type Sink struct {
 	closeErr  error
 }
 
-var _ pipeline.Sink = (*Sink)(nil)
+var _ sink.Sink = (*Sink)(nil)
 
 // New opens (or resumes) the staging folder o.Staging. A folder that holds
 // a plan keeps it, so a resumed run partitions like the first one; a new
@@ -146,7 +146,7 @@ func (s *Sink) open(ctx context.Context) error {
 // Plan is the target regions the sink partitions by.
 func (s *Sink) Plan() *Plan { return s.plan }
 
-// Name implements pipeline.Sink.
+// Name implements sink.Sink.
 func (s *Sink) Name() string { return "hfiles" }
 
 // Stats returns what the sink did so far.
@@ -207,8 +207,8 @@ func (s *Sink) url(p string) string {
 	return "file://" + p
 }
 
-// Begin implements pipeline.Sink.
-func (s *Sink) Begin(ctx context.Context, si pipeline.SplitInfo) (pipeline.SplitSink, error) {
+// Begin implements sink.Sink.
+func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, error) {
 	key := splitKey(si.ID)
 	dir := path.Join(s.root, runsDir, key)
 	if err := s.fs.MkdirAll(dir); err != nil {
@@ -245,7 +245,7 @@ const arenaChunk = 256 << 10
 // splitSink buffers one split's cells, spilling sorted runs.
 type splitSink struct {
 	s       *Sink
-	info    pipeline.SplitInfo
+	info    sink.SplitInfo
 	key     string
 	dir     string
 	attempt string
@@ -283,7 +283,7 @@ func (w *splitSink) view(e *entry, c *cell.Cell) {
 	c.Timestamp, c.Type = e.ts, e.typ
 }
 
-// Write implements pipeline.SplitSink: it copies c into the sort buffer
+// Write implements sink.SplitSink: it copies c into the sort buffer
 // and spills a run when the split's share of the memory budget is full.
 func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	if w.done {
@@ -418,36 +418,36 @@ func (w *splitSink) spill(ctx context.Context) error {
 	return nil
 }
 
-// Commit implements pipeline.SplitSink: it spills what is buffered,
+// Commit implements sink.SplitSink: it spills what is buffered,
 // renames the split's runs from .tmp, and records them in
 // splits/SPLIT.json. A split committed before (a redo) has its record
 // replaced and its old runs removed.
-func (w *splitSink) Commit(ctx context.Context) (pipeline.Ack, error) {
+func (w *splitSink) Commit(ctx context.Context) (sink.Ack, error) {
 	if w.done {
-		return pipeline.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
+		return sink.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
 	}
 	if err := w.spill(ctx); err != nil {
-		return pipeline.Ack{}, err
+		return sink.Ack{}, err
 	}
 	w.release()
 	for _, r := range w.runs {
 		final := path.Join(w.s.root, r.Name)
 		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
-			return pipeline.Ack{}, fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
+			return sink.Ack{}, fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
 	}
 	recName := path.Join(w.s.root, splitsDir, w.key+".json")
 	var old splitRecord
 	hadOld, err := readJSON(w.s.fs, recName, &old)
 	if err != nil {
-		return pipeline.Ack{}, err
+		return sink.Ack{}, err
 	}
 	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes}
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}
 	if err := writeJSON(w.s.fs, recName, &rec); err != nil {
-		return pipeline.Ack{}, fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		return sink.Ack{}, fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
 	w.done = true
 	if hadOld && old.Attempt != w.attempt {
@@ -466,10 +466,10 @@ func (w *splitSink) Commit(ctx context.Context) (pipeline.Ack, error) {
 	}
 	w.s.stats.CellsStaged += w.cells
 	w.s.mu.Unlock()
-	return pipeline.Ack{Cells: w.cells, Bytes: w.bytes}, nil
+	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
 }
 
-// Abort implements pipeline.SplitSink: it drops the buffer and removes
+// Abort implements sink.SplitSink: it drops the buffer and removes
 // the split's runs of this attempt (a committed earlier attempt stays).
 func (w *splitSink) Abort() {
 	if w.done {

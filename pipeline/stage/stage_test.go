@@ -21,7 +21,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
-	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 type logRep struct{ t testing.TB }
@@ -62,10 +62,10 @@ func dump(cells []cell.Cell) []string {
 }
 
 // writeSplit stages cells as split id and commits it.
-func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) pipeline.Ack {
+func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) sink.Ack {
 	t.Helper()
 	ctx := context.Background()
-	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: id})
+	w, err := s.Begin(ctx, sink.SplitInfo{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func testStageCrashResume(t *testing.T, workers int) {
 	writeSplit(t, s, "a", a)
 
 	// Split b spills runs, then the process dies.
-	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "b"})
+	w, err := s.Begin(ctx, sink.SplitInfo{ID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func testStageCrashResume(t *testing.T, workers int) {
 		t.Fatal("split b spilled nothing before the crash")
 	}
 	// Split x is aborted after spilling: its runs go at once.
-	wx, _ := s.Begin(ctx, pipeline.SplitInfo{ID: "x"})
+	wx, _ := s.Begin(ctx, sink.SplitInfo{ID: "x"})
 	for i := range b[:3000] {
 		wx.Write(ctx, &b[i])
 	}
@@ -482,7 +482,7 @@ func TestStageMemoryBound(t *testing.T) {
 	var n int
 	for sp := 0; sp < 4; sp++ {
 		// Cells are made one at a time: the test holds no input.
-		w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprintf("split-%d", sp)})
+		w, err := s.Begin(ctx, sink.SplitInfo{ID: fmt.Sprintf("split-%d", sp)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,7 +548,7 @@ func TestStageConcurrentSplits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w, err := s.Begin(ctx, pipeline.SplitInfo{ID: fmt.Sprint(sp)})
+			w, err := s.Begin(ctx, sink.SplitInfo{ID: fmt.Sprint(sp)})
 			if err != nil {
 				errs <- err
 				return
@@ -607,7 +607,7 @@ func TestStageBoundDuringSpill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "big"})
+	w, err := s.Begin(ctx, sink.SplitInfo{ID: "big"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -648,7 +648,7 @@ func TestStageRefusesOversizedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w, err := s.Begin(ctx, pipeline.SplitInfo{ID: "long"})
+	w, err := s.Begin(ctx, sink.SplitInfo{ID: "long"})
 	if err != nil {
 		t.Fatal(err)
 	}

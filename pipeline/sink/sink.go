@@ -1,4 +1,9 @@
-package pipeline
+// Package sink is the contract between a run and where it writes: the
+// runner in package pipeline drives a Sink split by split, and the sinks
+// (pipeline's puts and dry-run, the staged HFiles of pipeline/stage, or a
+// caller's own) implement it. It is a package of its own so that sinks
+// need not import the runner that drives them.
+package sink
 
 import (
 	"context"
