@@ -61,6 +61,9 @@ type Sink struct {
 	// Offline plans target regions from split keys instead of asking the
 	// live table (hfiles sink with no cluster).
 	Offline bool
+	// MaxStagingBytes bounds what the hfiles sink puts in the staging
+	// folder (0 = no bound): a run fails rather than fill a shared disk.
+	MaxStagingBytes int64
 }
 
 // Run is the run section: how a run spreads, throttles and records work.
@@ -120,6 +123,15 @@ func (j *Job) StateDir() string {
 	}
 	base := filepath.Base(j.Path)
 	return filepath.Join(filepath.Dir(absOr(j.Path)), strings.TrimSuffix(base, filepath.Ext(base))+".rekey")
+}
+
+// StagingPath is the hfiles sink's staging folder: sink.staging, else
+// StateDir()/staging.
+func (j *Job) StagingPath() string {
+	if j.Sink.Staging != "" {
+		return j.Sink.Staging
+	}
+	return filepath.Join(j.StateDir(), "staging")
 }
 
 // CheckpointPath is where the run's checkpoint lives.
@@ -223,6 +235,7 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 		"staging":     func(n *yaml.Node, p string) { s.Staging = d.nonEmpty(n, p, "a folder for staged HFiles") },
 		"load":        func(n *yaml.Node, p string) { s.NoLoad = !d.boolean(n, p) },
 		"offline":     func(n *yaml.Node, p string) { s.Offline = d.boolean(n, p) },
+		"staging_max": func(n *yaml.Node, p string) { s.MaxStagingBytes = d.size(n, p) },
 	})
 }
 

@@ -14,7 +14,7 @@ func BenchmarkDryRunDemo(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		j := demoJob(&testing.T{})
 		j.Run.Checkpoint = b.TempDir() + "/ck.json"
-		sum, err := pipeline.Run(context.Background(), pipeline.Config{Job: j, Sink: pipeline.DryRun{}, Workers: 1})
+		sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1})
 		if err != nil || sum.Read != 31413 {
 			b.Fatal(err, sum.Read)
 		}

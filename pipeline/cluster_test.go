@@ -220,7 +220,7 @@ func splitKeys(t *testing.T, hexes []string) [][]byte {
 
 // runPuts prepares the target and runs the job through the puts sink
 // (batches of 500, 2 workers).
-func runPuts(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Config) (*pipeline.Summary, error) {
+func runPuts(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options) (*pipeline.Summary, error) {
 	t.Helper()
 	if cfg.Workers == 0 {
 		cfg.Workers = 2
@@ -262,7 +262,7 @@ func TestPresetsThroughPuts(t *testing.T) {
 			source := seedSource(t, st, src, snap, p, cells, 3)
 			want := expect(p, source)
 			j := loadJob(t, p, st, snap, dst)
-			sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{})
+			sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Options{})
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
@@ -284,7 +284,7 @@ func TestPresetsThroughPuts(t *testing.T) {
 func loadJobFile(p string) (*job.Job, error) { return job.Load(p) }
 
 // runPutsWith is runPuts with the puts sink's options given.
-func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Config, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
 	t.Helper()
 	client, err := hbase.NewClient(hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent})
 	if err != nil {
@@ -300,9 +300,8 @@ func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Job = j
 	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
-	return pipeline.Run(ctx, cfg)
+	return pipeline.Execute(ctx, j, cfg)
 }
 
 // TestTimeRangeAndRawDeletes: a run limited to [from, to) copies exactly
@@ -340,7 +339,7 @@ func TestTimeRangeAndRawDeletes(t *testing.T) {
 		}
 		j := loadJob(t, p, st, snap, dst)
 		j.Source.Scan.From, j.Source.Scan.To = from, to
-		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{})
+		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Options{})
 		if err != nil || !sum.Finished {
 			t.Fatalf("run: %v %+v", err, sum)
 		}
@@ -364,7 +363,7 @@ func TestTimeRangeAndRawDeletes(t *testing.T) {
 		}
 		j := loadJob(t, p, st, snap, dst)
 		j.Source.Scan.Raw = true
-		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{})
+		sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Options{})
 		if err != nil || !sum.Finished || sum.Read != int64(len(raw)) {
 			t.Fatalf("raw run: %v, read %d of %d raw cells", err, sum.Read, len(raw))
 		}
@@ -447,7 +446,7 @@ func TestPresetsThroughHFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sum, err := pipeline.Run(ctx, pipeline.Config{Job: j, Sink: sink, Workers: 2})
+			sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink, Workers: 2})
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

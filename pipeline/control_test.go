@@ -38,7 +38,7 @@ func TestControlPausesResumesAndChangesLimits(t *testing.T) {
 	base := "http://" + addr
 	done := make(chan *pipeline.Summary, 1)
 	go func() {
-		sum, err := pipeline.Run(ctx, pipeline.Config{Job: demoJob(t), Sink: pipeline.DryRun{}, Control: ctl, Workers: 2})
+		sum, err := pipeline.Execute(ctx, demoJob(t), pipeline.Options{Sink: pipeline.DryRun{}, Control: ctl, Workers: 2})
 		if err != nil {
 			t.Error(err)
 		}
@@ -106,14 +106,14 @@ func TestInterruptKeepsFinishedSplits(t *testing.T) {
 	j := demoJob(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
-	sum, err := pipeline.Run(ctx, pipeline.Config{Job: j, Sink: pipeline.DryRun{}, Workers: 1, Limits: pipeline.Limits{CellsPerSec: 10000}})
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, Limits: pipeline.Limits{CellsPerSec: 10000}})
 	if err != pipeline.ErrInterrupted || !sum.Interrupted {
 		t.Fatalf("interrupted run: %v, %+v", err, sum)
 	}
 	if sum.Done == sum.Splits {
 		t.Fatalf("every split finished before the interrupt; the test needs a slower run")
 	}
-	sum2, err := pipeline.Run(context.Background(), pipeline.Config{Job: j, Sink: pipeline.DryRun{}, Workers: 2, Resume: true})
+	sum2, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 2, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}

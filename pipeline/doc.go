@@ -2,11 +2,46 @@
 // splits, reads them with a bounded pool of workers, maps every cell
 // through the job's transform and hands the result to a sink (batched puts,
 // staged HFiles, or nothing for a dry run), recording each split in a
-// checkpoint once its sink has made it durable.
+// checkpoint once its sink has made it durable. It is what `rekey run`
+// runs; the CLI only turns flags into a job and Options and prints.
 //
-//	j, _ := job.Load("daily.yaml")
-//	sink, _ := pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{})
-//	sum, err := pipeline.Run(ctx, pipeline.Config{Job: j, Sink: sink, Resume: true})
+//	j, err := job.Load("daily.yaml")
+//	r, err := pipeline.Prepare(ctx, j, pipeline.Options{Resume: true})
+//	err = r.Start(ctx)
+//	sum, err := r.Wait()
+//
+// # The run's path
+//
+// Prepare assembles the run and writes nothing to the target:
+//
+//  1. settle: Options over the job's run section over the defaults of
+//     package job (workers: GOMAXPROCS; memory: 1 GiB), and the one
+//     division of the memory budget, job.NewBudget: half to the sink's
+//     buffers, a quarter to the snapshot's read-ahead, a quarter to the
+//     collision sets, each shared by the workers.
+//  2. the source: the snapshot opened once, through a metered file system
+//     (bytes read feed the progress and the read cap), cut into splits,
+//     clipped to Options.Only, largest first, dealt to Options.Shard.
+//  3. the checkpoint: an earlier run's is resumed, discarded (Fresh) or
+//     refused (ErrCheckpointExists, ErrCheckpointMismatch).
+//  4. the sink, from the job's sink section unless Options.Sink gives one:
+//     DryRun; Puts, through a client to the cluster hbase.Locate finds;
+//     or the staged HFiles of package stage, against the live table or
+//     offline from split keys. For both of the last the target table is
+//     checked, or created when the job says target.create, pre-split at
+//     keys planned from a sample of the snapshot (PlanSplitKeys, the same
+//     Sample `rekey plan` reads).
+//  5. the control endpoint, when the job asks for one.
+//
+// Start sets the workers going (errgroup, Workers at once). A worker reads
+// its split's merged store files (snapshot.Scanner), maps each cell with
+// the job's transform.Mapper and writes the result to the split's
+// sink.SplitSink; a key that does not fit (transform.ErrBadKey) goes to
+// the split's reject file or stops the run, as the job says. When the scan
+// ends the worker commits the split's sink and only then records the split
+// in the checkpoint. After the last split the sink's Finish runs (the
+// merge and bulk load of staged files) and is recorded too. Wait returns
+// the Summary.
 //
 // # Guarantees
 //
@@ -27,7 +62,7 @@
 // A run can share a production cluster: caps on cells written per second
 // and on bytes read per second from the snapshot's file system hold for
 // the whole run; the puts sink caps write calls in flight per region
-// server; when region servers push back (busy, queue full, throttled) the
-// write rate is halved and then recovers step by step. A Control changes
-// the caps, pauses and resumes a running job.
+// server; when region servers push back (a sink.Retrier's retries grow)
+// the write rate is halved and then recovers step by step. A Control
+// changes the caps, pauses and resumes a running job.
 package pipeline

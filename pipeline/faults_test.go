@@ -242,7 +242,7 @@ func TestRegionServerStoppedAndTargetMoved(t *testing.T) {
 	defer client.Close()
 
 	// Split and move the target while the run writes into it.
-	cfg := pipeline.Config{Workers: 2, Limits: pipeline.Limits{CellsPerSec: 8000}}
+	cfg := pipeline.Options{Workers: 2, Limits: pipeline.Limits{CellsPerSec: 8000}}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var sum *pipeline.Summary
@@ -286,7 +286,7 @@ func TestRegionServerStoppedAndTargetMoved(t *testing.T) {
 		}
 	}
 	t.Cleanup(restart)
-	cfg2 := pipeline.Config{Workers: 2, Limits: pipeline.Limits{CellsPerSec: 8000}}
+	cfg2 := pipeline.Options{Workers: 2, Limits: pipeline.Limits{CellsPerSec: 8000}}
 	wg.Add(1)
 	var sum2 *pipeline.Summary
 	var err2 error
@@ -305,7 +305,7 @@ func TestRegionServerStoppedAndTargetMoved(t *testing.T) {
 	if sum2.Failed > 0 && sum2.Finished {
 		t.Errorf("a run with failed cells says it finished")
 	}
-	cfg3 := pipeline.Config{Workers: 2, Resume: true}
+	cfg3 := pipeline.Options{Workers: 2, Resume: true}
 	sum3, err := runPuts(t, ctx, j2, p.newSplits, cfg3)
 	if err != nil || !sum3.Finished || sum3.Failed != 0 {
 		t.Fatalf("resume after the stop: %v, %+v", err, sum3)
@@ -337,7 +337,7 @@ func TestThrottleHoldsTheRate(t *testing.T) {
 	j := loadJob(t, p, st, snap, dst)
 	const capRate = 1200.0
 	start := time.Now()
-	sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Config{Workers: 2, Limits: pipeline.Limits{CellsPerSec: capRate}})
+	sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Options{Workers: 2, Limits: pipeline.Limits{CellsPerSec: capRate}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ run: {checkpoint: %q, set_timestamp: 1767225600000}
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Run(ctx, pipeline.Config{Job: j, Sink: pipeline.DryRun{}, Workers: 1})
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

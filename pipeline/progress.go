@@ -14,12 +14,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
 // startAux starts the progress display and the push-back controller; the
 // returned function stops both and prints the last progress.
-func (r *runner) startAux(ctx context.Context, splits int) func() {
+func (r *Run) startAux(ctx context.Context, splits int) func() {
 	start := r.now()
 	var mu sync.Mutex
 	var last struct {
@@ -66,7 +67,7 @@ func (r *runner) startAux(ctx context.Context, splits int) func() {
 	var wg sync.WaitGroup
 	// Push-back: when the sink's retries grow, halve the write rate; after
 	// a quiet spell raise it by a quarter until the asked cap (or no cap).
-	if rs, ok := r.sink.(interface{ Retries() uint64 }); ok {
+	if rs, ok := r.sink.(sink.Retrier); ok {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -106,13 +107,13 @@ func (r *runner) startAux(ctx context.Context, splits int) func() {
 		}()
 	}
 	// Progress: a bar on a terminal, else a line every few seconds.
-	if out := r.cfg.Progress; out != nil {
-		every := r.cfg.ProgressEvery
+	if out := r.o.Progress; out != nil {
+		every := r.o.ProgressEvery
 		if every <= 0 {
 			every = 5 * time.Second
 		}
 		var bar *progressbar.ProgressBar
-		if r.cfg.Interactive {
+		if r.o.Interactive {
 			bar = progressbar.NewOptions64(max(r.totalBytes, 1),
 				progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
 				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond),
@@ -177,7 +178,7 @@ func human(v float64) string {
 }
 
 // fill totals the per-split stats of this run into the summary.
-func (r *runner) fill(sum *Summary, items []work) {
+func (r *Run) fill(sum *Summary, items []work) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	sum.Done = 0
@@ -214,7 +215,7 @@ func (r *runner) fill(sum *Summary, items []work) {
 
 // finishFiles writes the entity sketch beside the checkpoint and gathers
 // the reject files into the job's reject file.
-func (r *runner) finishFiles(sum *Summary, items []work) {
+func (r *Run) finishFiles(sum *Summary, items []work) {
 	r.mu.Lock()
 	var buf bytes.Buffer
 	err := r.sketch.WriteJSON(&buf)
@@ -222,13 +223,13 @@ func (r *runner) finishFiles(sum *Summary, items []work) {
 	if err == nil {
 		wfs := r.rejects.fs
 		name := "entities.json"
-		if sh := r.cfg.Shard; sh.Count > 1 {
+		if sh := r.o.Shard; sh.Count > 1 {
 			name = fmt.Sprintf("entities.shard-%d-of-%d.json", sh.Index, sh.Count)
 		}
-		if len(r.cfg.Only) > 0 {
+		if len(r.o.Only) > 0 {
 			// A redo sees only its ranges: its sketch must not replace the
 			// whole run's, which verify reads.
-			name = strings.TrimSuffix(name, ".json") + ".only-" + onlyID(r.cfg.Only) + ".json"
+			name = strings.TrimSuffix(name, ".json") + ".only-" + onlyID(r.o.Only) + ".json"
 		}
 		p := path.Join(path.Dir(r.ckpt.loc.Path), name)
 		if err := vfs.WriteFileAtomic(wfs, p, buf.Bytes()); err != nil {

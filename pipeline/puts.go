@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // PutsOptions tune the puts sink; zero fields take the client's defaults.
@@ -61,9 +61,9 @@ func (p *Puts) Finish(context.Context, sink.Reporter) error { return nil }
 // Close implements Sink. The client belongs to the caller.
 func (p *Puts) Close() error { return nil }
 
-// Retries returns the mutation retries so far of every split's writer
-// (brought up to date every 1024 cells and at the end of a split); the
-// runner reads push-back from its growth.
+// Retries implements sink.Retrier: the mutation retries so far of every
+// split's writer, brought up to date every 1024 cells and at the end of a
+// split.
 func (p *Puts) Retries() uint64 { return p.retries.Load() }
 
 type putsSplit struct {

@@ -1,11 +1,13 @@
 package pipeline
 
 import (
-	"github.com/rekeyhq/rekey/entity"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/job"
 )
 
 // SplitStats counts one split's work.
@@ -45,6 +47,10 @@ type Summary struct {
 	Snapshot string `json:"snapshot"`
 	Table    string `json:"target_table"`
 	Sink     string `json:"sink"`
+	// Workers is how many splits were read at once, and Budget how the
+	// memory budget was divided between them and the sink.
+	Workers int        `json:"workers"`
+	Budget  job.Budget `json:"memory_budget"`
 	// Splits counts every split of the run; Done those finished (also in
 	// earlier runs); Skipped those an earlier run had finished.
 	Splits  int `json:"splits"`
@@ -52,7 +58,8 @@ type Summary struct {
 	Skipped int `json:"splits_skipped"`
 	// Totals over every split the checkpoint records finished, by this run
 	// or an earlier one (an unfinished split is redone, so its partial
-	// counts are left out); BytesRead is this run's.
+	// counts are left out); BytesRead is what this run's splits read (a
+	// sample read to plan the target's split keys is left out).
 	Read      int64 `json:"cells_read"`
 	Written   int64 `json:"cells_written"`
 	Rejected  int64 `json:"cells_rejected"`
@@ -78,8 +85,8 @@ type Summary struct {
 	// Finished says every split is done and the sink's Finish ran.
 	Finished   bool   `json:"finished"`
 	Checkpoint string `json:"checkpoint"`
-	// SinkStats is the sink's own account (the hfiles sink's runs, HFiles,
-	// merge collisions and loads), for sinks that give one.
+	// SinkStats is the sink's own account, for sinks that keep one
+	// (sink.Accounted); Staged reads the hfiles sink's back.
 	SinkStats any `json:"sink_stats,omitempty"`
 	// Heaviest are the entities with the most cells, from the sketch.
 	Heaviest []entity.Count `json:"heaviest_entities,omitempty"`

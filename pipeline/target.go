@@ -34,22 +34,6 @@ func ScanOptions(j *job.Job, info snapshot.Info) snapshot.ScanOptions {
 	return o
 }
 
-// ClientConfig is how a run reaches the target cluster: the job's
-// target.zookeeper, else $HBASE_CONF_DIR/hbase-site.xml.
-func ClientConfig(j *job.Job) (hbase.Config, error) {
-	if j.Target.ZKQuorum != "" {
-		return hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent}, nil
-	}
-	cfg, err := hbase.ConfigFromSite()
-	if err != nil {
-		return cfg, err
-	}
-	if j.Target.ZNodeParent != "" {
-		cfg.ZNodeParent = j.Target.ZNodeParent
-	}
-	return cfg, nil
-}
-
 // TargetFamilies returns the new families the job writes: each source
 // family of the snapshot (or of source.scan.families) under its new name.
 func TargetFamilies(j *job.Job, snap *snapshot.Snapshot) []string {

@@ -29,6 +29,17 @@ type Flusher interface {
 	MaxRowBytes() int64
 }
 
+// EntityMapper is a Mapper that knows the entity of the cell it mapped
+// last, so the pipeline counts cells per entity without parsing the old key
+// a second time. *Rekey is one; a custom Mapper that is not has its
+// entities parsed from the old cells by the job's source layout.
+type EntityMapper interface {
+	Mapper
+	// LastEntity appends to dst the entity key (as SourceEntity gives it)
+	// of the cell the last successful Map call mapped.
+	LastEntity(dst []byte) []byte
+}
+
 // MapFunc adapts a function to Mapper.
 type MapFunc func(src cell.Cell, emit func(cell.Cell)) error
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -109,7 +108,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 			opts.Regions = nregions
 		}
 		pl = j.Program.NewPlanner(opts)
-		if complete, err = sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, f.sample); err != nil {
+		if complete, err = pipeline.Sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, f.sample); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
@@ -133,37 +132,6 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 		return errProblems
 	}
 	return nil
-}
-
-// sample feeds the planner the first cells of every split (read with the
-// job's scan options), an equal share each, so the sample sees every region rather than the first one only. It
-// reports whether that was every cell of the snapshot.
-func sample(ctx context.Context, snap *snapshot.Snapshot, scan snapshot.ScanOptions, pl *transform.Planner, limit int64) (bool, error) {
-	splits, err := snap.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		return false, fmt.Errorf("splits: %w", err)
-	}
-	complete := true
-	per := int64(0)
-	if limit > 0 && len(splits) > 0 {
-		per = max(1, limit/int64(len(splits)))
-	}
-	for _, sp := range splits {
-		n := int64(0)
-		err := snap.ReadSplit(ctx, sp, scan, func(c *cell.Cell) error {
-			if per > 0 && n == per {
-				complete = false // a cell beyond this split's share
-				return cell.ErrStop
-			}
-			pl.Add(c)
-			n++
-			return nil
-		})
-		if err != nil {
-			return false, err
-		}
-	}
-	return complete, nil
 }
 
 func printPlan(w io.Writer, o *planOutput) {

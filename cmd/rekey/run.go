@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -22,10 +19,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/sink"
-	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
-	"github.com/rekeyhq/rekey/transform"
 )
 
 // exitInterrupted: the run stopped on a signal; the checkpoint is written
@@ -78,7 +72,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
   rekey run jobs/events.yaml --shard $JOB_COMPLETION_INDEX/8 --resume   # one of 8 pods`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runRun(cmd, args[0], f)
+			return runJob(cmd, args[0], f)
 		},
 	}
 	fl := cmd.Flags()
@@ -115,12 +109,9 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	return cmd
 }
 
-func runRun(cmd *cobra.Command, path string, f runFlags) error {
-	return runJob(cmd, path, f)
-}
-
-// runJob is rekey run; an error after a signal is an interruption (exit 3),
-// whatever step it cut short.
+// runJob is rekey run: flags onto the job, then pipeline.Prepare, Start and
+// Wait. An error after a signal is an interruption (exit 3), whatever step
+// it cut short.
 func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	j, err := job.Load(path)
 	if err != nil {
@@ -129,277 +120,129 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	if err := applyRunFlags(j, f); err != nil {
 		return usageError{err}
 	}
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	stderr := cmd.ErrOrStderr()
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
+	opts, err := runOptions(f, stderr, logf)
+	if err != nil {
+		return usageError{err}
+	}
 	// The memory budget is also the Go runtime's soft limit, so garbage
 	// collection works harder before the heap overshoots the budget
 	// (unless GOMEMLIMIT says otherwise).
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryOf(j))
+		debug.SetMemoryLimit(j.Run.MemoryOrDefault())
 	}
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
-
-	// The first signal stops the run cleanly; a second exits at once.
-	ctx, cancel := context.WithCancel(cmd.Context())
-	defer cancel()
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	var signalled atomic.Bool
+	ctx, signalled, stop := stopOnSignal(cmd.Context(), logf)
+	defer stop()
 	defer func() {
-		if err != nil && signalled.Load() && !errors.Is(err, errInterrupted) {
+		if err != nil && signalled() && !errors.Is(err, errInterrupted) {
 			logf("stopped by a signal: %v", err)
 			err = errInterrupted
 		}
 	}()
+
+	r, err := pipeline.Prepare(ctx, j, opts)
+	if err != nil {
+		return runError(path, err)
+	}
+	if err := r.Start(ctx); err != nil {
+		r.Close()
+		return err
+	}
+	sum, err := r.Wait()
+	if sum != nil {
+		if f.json {
+			// One line, so scripts can take the last line of the output.
+			json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+		} else {
+			printRunSummary(cmd.OutOrStdout(), sum)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, pipeline.ErrInterrupted) {
+			logf("%v", err)
+		}
+		return runError(path, err)
+	}
+	if sum.Problems() {
+		return errProblems
+	}
+	return nil
+}
+
+// runError maps what stopped a run to its exit code: an interruption
+// (3), the caller's mistake in the job, flags, checkpoint or target (2),
+// anything else (1).
+func runError(path string, err error) error {
+	switch {
+	case errors.Is(err, pipeline.ErrInterrupted):
+		return errInterrupted
+	case errors.Is(err, snapshot.ErrNotFound):
+		return usageError{fmt.Errorf("%s: %w", path, err)}
+	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch),
+		errors.Is(err, pipeline.ErrTargetFamilies), errors.Is(err, pipeline.ErrInvalid),
+		errors.Is(err, hbase.ErrNoCluster):
+		return usageError{err}
+	}
+	return err
+}
+
+// stopOnSignal returns a context that ends at the first SIGINT or SIGTERM
+// (the run then stops cleanly and writes its checkpoint); a second signal
+// exits at once. signalled reports whether a signal came; stop releases
+// the handler.
+func stopOnSignal(parent context.Context, logf func(string, ...any)) (ctx context.Context, signalled func() bool, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	var got atomic.Bool
 	go func() {
 		select {
 		case <-sigs:
 		case <-ctx.Done():
 			return
 		}
-		signalled.Store(true)
+		got.Store(true)
 		logf("stopping: finishing in-flight writes and writing the checkpoint (signal again to exit at once)")
 		cancel()
 		if _, ok := <-sigs; ok {
 			os.Exit(exitInterrupted)
 		}
 	}()
+	return ctx, got.Load, func() { signal.Stop(sigs); cancel() }
+}
 
-	kind := j.Sink.Kind
-	if kind == "" {
-		kind = job.SinkPuts
-	}
-	var out sink.Sink
-	var client *hbase.Client
-	switch kind {
-	case job.SinkDryRun:
-		out = pipeline.DryRun{}
-	case job.SinkPuts:
-		cfg, err := pipeline.ClientConfig(j)
-		if err != nil {
-			return usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper)", path, err)}
-		}
-		client, err = hbase.NewClient(cfg)
-		if err != nil {
-			return fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
-		}
-		defer client.Close()
-		if err := prepareTarget(ctx, client, j, logf); err != nil {
-			return err
-		}
-		workers := j.Run.Workers
-		if workers <= 0 {
-			workers = defaultWorkers()
-		}
-		out = pipeline.NewPuts(client, j.Target.Table, pipeline.PutsOptions{
-			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
-			CallsPerServer: j.Run.MaxCallsPerServer, Workers: workers,
-			BufferBytes: memoryOf(j) / 2 / int64(workers),
-		})
-	case job.SinkHFiles:
-		hs, c, err := hfilesSink(ctx, j, path, f, logf)
-		if err != nil {
-			return err
-		}
-		if c != nil {
-			client = c
-			defer client.Close()
-		}
-		out = hs
-	default:
-		return usageError{fmt.Errorf("sink %q is not available in this build", kind)}
-	}
-
-	ctl := pipeline.NewControl(pipeline.Limits{CellsPerSec: j.Run.MaxCellsPerSec, ReadBytesPerSec: j.Run.MaxReadMBPerSec * 1e6})
-	if j.Run.ControlAddr != "" {
-		addr, err := ctl.Serve(ctx, j.Run.ControlAddr)
-		if err != nil {
-			return usageError{err}
-		}
-		logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", addr)
-	}
-	cfg := pipeline.Config{Job: j, Sink: out, Control: ctl, Resume: f.resume, Fresh: f.fresh, Logf: logf}
+// runOptions turns the flags that are not job file settings into the
+// run's options: resume or start over, the shard, the ranges to redo, and
+// how progress is shown.
+func runOptions(f runFlags, stderr io.Writer, logf func(string, ...any)) (pipeline.Options, error) {
+	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, Logf: logf}
 	if f.shard != "" {
 		sh, err := parseShard(f.shard)
 		if err != nil {
-			return usageError{err}
+			return o, err
 		}
-		cfg.Shard = sh
+		o.Shard = sh
 	}
 	if f.only != "" {
-		if cfg.Only, err = onlyRanges(f.only); err != nil {
-			return usageError{err}
+		var err error
+		if o.Only, err = onlyRanges(f.only); err != nil {
+			return o, err
 		}
 	}
 	switch mode := f.progress; mode {
 	case "auto":
-		cfg.Progress = stderr
-		cfg.Interactive = isTerminal(stderr)
+		o.Progress = stderr
+		o.Interactive = isTerminal(stderr)
 	case "bar":
-		cfg.Progress, cfg.Interactive = stderr, true
+		o.Progress, o.Interactive = stderr, true
 	case "log":
-		cfg.Progress = stderr
+		o.Progress = stderr
 	case "none":
 	default:
-		return usageError{fmt.Errorf("--progress %q: expected auto, bar, log or none", mode)}
+		return o, fmt.Errorf("--progress %q: expected auto, bar, log or none", mode)
 	}
-	sum, err := pipeline.Run(ctx, cfg)
-	if sum != nil {
-		if f.json {
-			// One line, so scripts can take the last line of the output.
-			json.NewEncoder(stdout).Encode(sum)
-		} else {
-			printRunSummary(stdout, sum)
-		}
-	}
-	switch {
-	case errors.Is(err, pipeline.ErrInterrupted):
-		logf("%v", err)
-		return errInterrupted
-	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch):
-		return usageError{err}
-	case err != nil:
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return usageError{fmt.Errorf("%s: source snapshot: %w", path, err)}
-		}
-		return err
-	case sum.Problems():
-		return errProblems
-	}
-	return nil
-}
-
-// hfilesSink builds the staged-HFiles sink: against the live table, or
-// offline from split keys (given, or planned from a sample of the
-// snapshot).
-func hfilesSink(ctx context.Context, j *job.Job, path string, f runFlags, logf func(string, ...any)) (sink.Sink, *hbase.Client, error) {
-	staging := j.Sink.Staging
-	if f.staging != "" {
-		staging = f.staging
-	}
-	if staging == "" {
-		staging = filepath.Join(j.StateDir(), "staging")
-	}
-	offline := f.offline || j.Sink.Offline
-	workers := j.Run.Workers
-	if workers <= 0 {
-		workers = defaultWorkers()
-	}
-	o := stage.Options{
-		Staging: staging, Table: j.Target.Table, NoLoad: f.noLoad || j.Sink.NoLoad,
-		Memory: memoryOf(j) / 2, Workers: workers,
-	}
-	if f.stagingMax != "" {
-		n, err := job.ParseSize(f.stagingMax)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("--staging-max: %w", err)}
-		}
-		o.MaxStagingBytes = n
-	}
-	var client *hbase.Client
-	if offline {
-		keys, err := plannedSplitKeys(ctx, j)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.SplitKeys = keys
-		logf("hfiles sink offline: %d target regions from %s; the staged files are not loaded", len(keys)+1, map[bool]string{true: "target.create.split_keys", false: "the plan's split keys"}[len(j.Target.Create.SplitKeys) > 0])
-	} else {
-		cfg, err := pipeline.ClientConfig(j)
-		if err != nil {
-			return nil, nil, usageError{fmt.Errorf("%s: target cluster: %w (give --zk or target.zookeeper, or --offline)", path, err)}
-		}
-		client, err = hbase.NewClient(cfg)
-		if err != nil {
-			return nil, nil, fmt.Errorf("target cluster %s: %w", cfg.ZKQuorum, err)
-		}
-		if err := prepareTarget(ctx, client, j, logf); err != nil {
-			client.Close()
-			return nil, nil, err
-		}
-		o.Client = client
-	}
-	s, err := stage.New(ctx, o)
-	if err != nil {
-		if client != nil {
-			client.Close()
-		}
-		return nil, nil, err
-	}
-	return s, client, nil
-}
-
-// plannedSplitKeys are the job's target.create.split_keys, or split keys
-// planned from a sample of the snapshot.
-func plannedSplitKeys(ctx context.Context, j *job.Job) ([][]byte, error) {
-	if len(j.Target.Create.SplitKeys) > 0 {
-		return j.Target.Create.SplitKeys, nil
-	}
-	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return nil, usageError{fmt.Errorf("source snapshot: %w", err)}
-		}
-		return nil, fmt.Errorf("source snapshot: %w", err)
-	}
-	defer snap.Close()
-	return planKeys(ctx, j, snap)
-}
-
-// planKeys samples the snapshot and returns the plan's split keys for
-// target.create.regions regions (default: as many as the source has).
-func planKeys(ctx context.Context, j *job.Job, snap *snapshot.Snapshot) ([][]byte, error) {
-	regions := j.Target.Create.Regions
-	if regions <= 0 {
-		regions = len(snap.Regions())
-	}
-	pl := j.Program.NewPlanner(transform.PlanOptions{Regions: regions})
-	if _, err := sample(ctx, snap, pipeline.ScanOptions(j, snap.Info()), pl, 200_000); err != nil {
-		return nil, fmt.Errorf("planning split keys: %w", err)
-	}
-	var keys [][]byte
-	for _, h := range pl.Report(false).SplitKeysHex {
-		if k, err := hex.DecodeString(h); err == nil && len(k) > 0 {
-			keys = append(keys, k)
-		}
-	}
-	return keys, nil
-}
-
-// prepareTarget checks or creates the target table before anything is
-// written.
-func prepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, logf func(string, ...any)) error {
-	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		if errors.Is(err, snapshot.ErrNotFound) {
-			return usageError{fmt.Errorf("source snapshot: %w", err)}
-		}
-		return fmt.Errorf("source snapshot: %w", err)
-	}
-	defer snap.Close()
-	keys := j.Target.Create.SplitKeys
-	if j.Target.Create.Enabled && len(keys) == 0 {
-		exists, err := c.TableExists(ctx, j.Target.Table)
-		if err != nil {
-			return err
-		}
-		if !exists {
-			if keys, err = planKeys(ctx, j, snap); err != nil {
-				return err
-			}
-		}
-	}
-	created, err := pipeline.PrepareTarget(ctx, c, j, snap, keys)
-	if errors.Is(err, pipeline.ErrTargetFamilies) {
-		return usageError{err}
-	}
-	if err != nil {
-		return err
-	}
-	if created {
-		logf("created table %s with %d regions", j.Target.Table, len(keys)+1)
-	}
-	return nil
+	return o, nil
 }
 
 // applyRunFlags overrides the job file with the flags given.
@@ -464,6 +307,22 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	if f.create {
 		j.Target.Create.Enabled = true
 	}
+	if f.staging != "" {
+		j.Sink.Staging = f.staging
+	}
+	if f.noLoad {
+		j.Sink.NoLoad = true
+	}
+	if f.offline {
+		j.Sink.Offline = true
+	}
+	if f.stagingMax != "" {
+		n, err := job.ParseSize(f.stagingMax)
+		if err != nil {
+			return fmt.Errorf("--staging-max: %w", err)
+		}
+		j.Sink.MaxStagingBytes = n
+	}
 	if f.cellsPerSec < 0 || f.readMBPerSec < 0 || f.callsPerServer < 0 || f.batchCells < 0 {
 		return errors.New("caps and batch sizes must be 0 (none) or more")
 	}
@@ -497,22 +356,6 @@ func parseShard(s string) (pipeline.Shard, error) {
 		return pipeline.Shard{}, fmt.Errorf("--shard %q: expected I/N with 0 <= I < N, e.g. 0/4", s)
 	}
 	return pipeline.Shard{Index: a, Count: b}, nil
-}
-
-func memoryOf(j *job.Job) int64 {
-	if j.Run.Memory > 0 {
-		return j.Run.Memory
-	}
-	return pipeline.DefaultMemory
-}
-
-func defaultWorkers() int {
-	if n := os.Getenv("GOMAXPROCS"); n != "" {
-		if v, err := strconv.Atoi(n); err == nil && v > 0 {
-			return v
-		}
-	}
-	return numCPU()
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -561,6 +404,9 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
 	}
 	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, humanRate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
+	if b := s.Budget; b.Total > 0 {
+		p("  memory    %d workers, budget %d MiB: %d MiB sink buffers, %d MiB read-ahead, %d MiB collision sets\n", s.Workers, b.Total>>20, b.Sink>>20, b.ReadAhead>>20, b.Collisions>>20)
+	}
 	p("  integrity %d store files read whole, each cell count matching its trailer\n", s.FilesChecked)
 	p("  collisions checked: %s\n", map[string]string{"none": "not needed (the new key keeps every old field)", "split": "within each split"}[s.CollisionScope])
 	p("  checkpoint %s\n", s.Checkpoint)
@@ -576,7 +422,7 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 	for _, wn := range s.Warnings {
 		p("  warning   %s\n", wn)
 	}
-	if st, ok := s.SinkStats.(stage.Stats); ok {
+	if st, ok := s.Staged(); ok {
 		p("  staged    %d runs (%.1f MB), %d HFiles (%.1f MB, %d cells), %d duplicate cells collapsed, %d collisions across splits, %d regions loaded\n",
 			st.Runs, float64(st.RunBytes)/1e6, st.HFiles, float64(st.HFileBytes)/1e6, st.Cells, st.Duplicates, st.Collisions, st.RegionsLoaded)
 		if st.MergeSeconds > 0 || st.LoadSeconds > 0 {
@@ -608,5 +454,3 @@ func humanRate(v float64) string {
 	}
 	return fmt.Sprintf("%.0f", v)
 }
-
-func numCPU() int { return runtime.NumCPU() }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,30 @@ func TestRunFlagErrors(t *testing.T) {
 		if code != 2 {
 			t.Errorf("rekey run %v: exit %d (%s), want 2", args, code, strings.TrimSpace(errOut))
 		}
+	}
+}
+
+// TestRunWorkersFollowGOMAXPROCS: with no --workers and none in the job,
+// the run uses GOMAXPROCS workers and sizes the sink's buffers for that
+// many, and says so in its summary.
+func TestRunWorkersFollowGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	code, out, errOut := runRekey(t, "run", demoJob(t), "--sink", "dry-run", "--json", "--progress", "none", "--memory", "64MiB")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var sum struct {
+		Workers int `json:"workers"`
+		Budget  struct {
+			Total   int64 `json:"total"`
+			Workers int   `json:"workers"`
+			Sink    int64 `json:"sink"`
+		} `json:"memory_budget"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("--json output: %v\n%s", err, out)
+	}
+	if sum.Workers != 1 || sum.Budget.Workers != 1 || sum.Budget.Total != 64<<20 || sum.Budget.Sink != 32<<20 {
+		t.Errorf("GOMAXPROCS=1, --memory 64MiB: workers %d, budget %+v; want 1 worker, a budget for 1, half of 64 MiB to the sink", sum.Workers, sum.Budget)
 	}
 }

@@ -29,6 +29,25 @@ type Sink interface {
 	Close() error
 }
 
+// Accounted is a Sink that keeps its own account of what it did (the
+// hfiles sink: runs, HFiles, collisions across splits, regions loaded);
+// the run puts it in its summary as Summary.SinkStats.
+type Accounted interface {
+	Sink
+	// Account returns the account so far, as a value that encodes to JSON.
+	Account() any
+}
+
+// Retrier is a Sink whose writes meet push-back from the cluster (busy
+// region servers, full queues, throttling): Retries counts the writes it
+// had to retry so far. The run halves its write rate while the count
+// grows and recovers step by step once it stops.
+type Retrier interface {
+	Sink
+	// Retries returns the retries so far of every split's writes.
+	Retries() uint64
+}
+
 // SplitSink is one split's output.
 type SplitSink interface {
 	// Write takes one target cell; its slices are valid only during the

@@ -1,10 +1,9 @@
 package stage
 
 import (
-	"runtime"
-
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/job"
 )
 
 // Options configure the hfiles sink.
@@ -26,14 +25,16 @@ type Options struct {
 	NoLoad bool
 
 	// Memory bounds the bytes of cells the sink holds in sort buffers,
-	// over all splits at once (default 256 MiB). Each of Workers splits
+	// over all splits at once (default: a run's share for its sink of the
+	// default budget, job.NewBudget(job.DefaultMemory, Workers).Sink). Each
+	// of Workers splits
 	// gets an equal share; a split spills a sorted run when its share is
 	// full. The merge keeps at most Memory/BatchBytes/2 run batches open
 	// over all the partitions it merges at once, and merges in passes when
 	// a partition has more runs than its share.
 	Memory int64
 	// Workers is how many splits the runner writes at once, and how many
-	// partitions the merge writes at once (default the number of CPUs); it
+	// partitions the merge writes at once (default job.DefaultWorkers); it
 	// divides Memory.
 	Workers int
 	// RunCompression compresses run files: "lz4" (default) or "zstd".
@@ -64,11 +65,11 @@ type Options struct {
 }
 
 func (o *Options) fill() {
-	if o.Memory <= 0 {
-		o.Memory = 256 << 20
-	}
 	if o.Workers <= 0 {
-		o.Workers = runtime.GOMAXPROCS(0)
+		o.Workers = job.DefaultWorkers()
+	}
+	if o.Memory <= 0 {
+		o.Memory = job.NewBudget(job.DefaultMemory, o.Workers).Sink
 	}
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = 1 << 20

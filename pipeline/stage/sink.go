@@ -160,8 +160,8 @@ func (s *Sink) Stats() Stats {
 	return st
 }
 
-// SinkStats gives the runner the sink's Stats for its summary.
-func (s *Sink) SinkStats() any { return s.Stats() }
+// Account implements sink.Accounted: the run's summary carries Stats.
+func (s *Sink) Account() any { return s.Stats() }
 
 // Close releases the staging folder's file system; closing again is a
 // no-op.

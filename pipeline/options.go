@@ -5,25 +5,25 @@ import (
 	"io"
 	"time"
 
-	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
 
-// Config is one run of a job. Zero fields take the job file's values, then
-// the defaults.
-type Config struct {
-	// Job is the loaded job file.
-	Job *job.Job
-	// Sink receives the mapped cells; the caller builds it (NewPuts,
-	// DryRun, or the staged-files sink) and Run closes it.
+// Options are what a caller sets for one run of a job beside the job file.
+// Zero fields take the job file's values, then the defaults of package job.
+type Options struct {
+	// Sink, when set, receives the mapped cells instead of the sink the
+	// job's sink section describes (a custom sink, or one a test builds);
+	// the run closes it. Nil builds the job's own: batched puts, staged
+	// HFiles or the dry run.
 	Sink sink.Sink
 	// NewMapper returns the transform one worker uses; nil maps through the
 	// job's layouts (Job.Program.New()). Custom Go transforms plug in here.
 	NewMapper func() transform.Mapper
 	// Workers is the number of splits read at once [the job's run.workers,
-	// else the number of CPUs].
+	// else job.DefaultWorkers: GOMAXPROCS]. The sink's buffers are sized
+	// for the same number.
 	Workers int
 	// SplitBytes cuts regions larger than this into pieces [run.split_bytes].
 	SplitBytes int64
@@ -48,13 +48,16 @@ type Config struct {
 	// Limits are the starting throttle caps [the job's run section].
 	Limits Limits
 	// Control, when set, lets the caller change limits, pause and resume
-	// while the run goes on; Run creates one when nil.
+	// while the run goes on; Prepare creates one when nil.
 	Control *Control
 	// SetTimestamp, when non-zero, replaces every cell's timestamp.
 	SetTimestamp int64
-	// Memory is the budget in bytes the run sizes its buffers from [1 GiB].
+	// Memory is the budget in bytes the run sizes its buffers from
+	// [run.memory, else job.DefaultMemory]; job.NewBudget divides it.
 	Memory int64
-	// HeavyHitters and SampleEntities size the entity sketch [100, 1000].
+	// HeavyHitters and SampleEntities size the entity sketch
+	// [run.heavy_hitters and run.sample_entities, else
+	// job.DefaultHeavyHitters and job.DefaultSampleEntities].
 	HeavyHitters, SampleEntities int
 	// Open is passed to snapshot.Open (tests read an in-memory FS).
 	Open snapshot.OpenOptions
@@ -96,10 +99,3 @@ type Limits struct {
 	// (puts sink; set when the sink is built).
 	CallsPerServer int `json:"calls_per_server,omitempty"`
 }
-
-// Default sizes.
-const (
-	DefaultMemory         = 1 << 30
-	DefaultHeavyHitters   = 100
-	DefaultSampleEntities = 1000
-)

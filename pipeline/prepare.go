@@ -1,0 +1,414 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/transform"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// ErrInvalid marks a job or options that cannot run as given (a shard
+// outside its count, an unknown sink, a control address that is not
+// loopback): the caller's to fix, not the data's.
+var ErrInvalid = errors.New("pipeline: invalid job or options")
+
+// Prepare assembles one run of a job, in the order that touches nothing
+// before it must: the defaults settled (workers, memory and its one
+// division, job.NewBudget), the source snapshot opened once, its splits
+// cut, clipped to Only, ordered largest first and dealt to the Shard, the
+// checkpoint checked against Resume and Fresh, then the sink built from
+// the job's sink section (unless Options.Sink gives one): for puts and
+// staged HFiles the cluster is found with hbase.Locate and the target
+// table checked or created, pre-split from a sample of the snapshot when
+// the job gives no split keys. Nothing is written to the target before
+// Start. An error leaves nothing open.
+func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
+	if j == nil {
+		return nil, fmt.Errorf("%w: no job", ErrInvalid)
+	}
+	r := &Run{j: j, prepared: time.Now()}
+	defer func() {
+		if err != nil {
+			if r.sink == nil && o.Sink != nil {
+				r.sink = o.Sink // the run owns a given sink, also when it fails
+			}
+			r.close()
+		}
+	}()
+	if err := r.settle(o); err != nil {
+		return nil, err
+	}
+	if err := r.openSource(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.chooseWork(); err != nil {
+		return nil, err
+	}
+	if err := r.checkCheckpoint(); err != nil {
+		return nil, err
+	}
+	if r.sink = o.Sink; r.sink == nil {
+		if r.sink, err = r.buildSink(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.serveControl(ctx); err != nil {
+		return nil, err
+	}
+	r.warnings0()
+	return r, nil
+}
+
+// settle fills the options from the job file, then the defaults.
+func (r *Run) settle(o Options) error {
+	j := r.j
+	if o.Workers <= 0 {
+		o.Workers = j.Run.WorkersOrDefault()
+	}
+	if o.SplitBytes <= 0 {
+		o.SplitBytes = j.Run.SplitBytes
+	}
+	if o.Shard.Count > 1 && (o.Shard.Index < 0 || o.Shard.Index >= o.Shard.Count) {
+		return fmt.Errorf("%w: shard %s: the index must be in [0, %d)", ErrInvalid, o.Shard, o.Shard.Count)
+	}
+	if o.Checkpoint == "" {
+		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
+	}
+	if o.Memory <= 0 {
+		o.Memory = j.Run.MemoryOrDefault()
+	}
+	if o.HeavyHitters <= 0 {
+		o.HeavyHitters = j.Run.HeavyHitters
+	}
+	if o.HeavyHitters <= 0 {
+		o.HeavyHitters = job.DefaultHeavyHitters
+	}
+	if o.SampleEntities <= 0 {
+		o.SampleEntities = j.Run.SampleEntities
+	}
+	if o.SampleEntities <= 0 {
+		o.SampleEntities = job.DefaultSampleEntities
+	}
+	if o.SetTimestamp == 0 {
+		o.SetTimestamp = j.Run.SetTimestamp
+	}
+	if o.Limits.CellsPerSec == 0 {
+		o.Limits.CellsPerSec = j.Run.MaxCellsPerSec
+	}
+	if o.Limits.ReadBytesPerSec == 0 {
+		o.Limits.ReadBytesPerSec = j.Run.MaxReadMBPerSec * 1e6
+	}
+	if o.Control == nil {
+		o.Control = NewControl(o.Limits)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.NewMapper == nil {
+		p := j.Program
+		o.NewMapper = func() transform.Mapper { return p.New() }
+	}
+	r.o, r.ctl, r.now, r.logf = o, o.Control, o.Now, o.Logf
+	r.budget = job.NewBudget(o.Memory, o.Workers)
+	if p := j.Program; p != nil && o.SetTimestamp == 0 {
+		r.collide = p.MayCollide()
+	} else {
+		r.collide = true
+	}
+	r.maxTrack = r.budget.CollisionEntriesPerWorker()
+	return nil
+}
+
+// checkpointPath is where a run keeps its checkpoint when the options name
+// none: the job's, or beside it for a shard or a redo of some ranges.
+func checkpointPath(j *job.Job, sh Shard, only []KeyRange) string {
+	p := j.CheckpointPath()
+	if sh.Count > 1 {
+		// One checkpoint per shard, side by side.
+		p = strings.TrimSuffix(p, ".json") + fmt.Sprintf(".shard-%d-of-%d.json", sh.Index, sh.Count)
+	}
+	if len(only) > 0 {
+		// A redo of some ranges keeps its own checkpoint, named after the
+		// ranges, beside the whole run's, which it must not touch.
+		p = strings.TrimSuffix(p, ".json") + ".only-" + onlyID(only) + ".json"
+	}
+	return p
+}
+
+// openSource opens the snapshot through a metered file system (bytes read
+// feed the progress and the read cap) with the read-ahead share of the
+// budget, once for the whole run.
+func (r *Run) openSource(ctx context.Context) error {
+	j, o := r.j, r.o
+	fsys, root := o.Open.FS, j.Source.Root
+	if fsys == nil {
+		loc, err := vfs.Open(root)
+		if err != nil {
+			return fmt.Errorf("source root: %w", err)
+		}
+		fsys, root = loc.FS, loc.Path
+		r.closers = append(r.closers, loc.Close)
+	}
+	r.mfs = &meteredFS{FS: fsys, read: &r.bytesRead, lim: r.ctl.read, ctx: ctx}
+	ra := o.Open.ReadAhead
+	if ra.Budget == nil {
+		ra.Budget = vfs.NewBudget(r.budget.ReadAhead)
+	}
+	snap, err := snapshot.Open(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
+	if err != nil {
+		return fmt.Errorf("source snapshot: %w", err)
+	}
+	r.snap = snap
+	r.scan = ScanOptions(j, snap.Info())
+	return nil
+}
+
+// chooseWork cuts the splits, clips them to Only, orders them largest
+// first and keeps this shard's.
+func (r *Run) chooseWork() error {
+	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes})
+	if err != nil {
+		return err
+	}
+	items := clip(splits, r.o.Only)
+	sort.SliceStable(items, func(a, b int) bool {
+		if items[a].bytes != items[b].bytes {
+			return items[a].bytes > items[b].bytes
+		}
+		return items[a].id < items[b].id
+	})
+	if r.o.Shard.Count > 1 {
+		items = shardOf(items, r.o.Shard)
+	}
+	r.items = items
+	return nil
+}
+
+// sinkName is the name of the sink the run writes through, before it is
+// built: the checkpoint's fingerprint holds it.
+func (r *Run) sinkName() (string, error) {
+	if r.o.Sink != nil {
+		return r.o.Sink.Name(), nil
+	}
+	switch k := r.j.Sink.Kind; k {
+	case "":
+		return string(job.SinkPuts), nil
+	case job.SinkPuts, job.SinkDryRun, job.SinkHFiles:
+		return string(k), nil
+	default:
+		return "", fmt.Errorf("%w: sink %q is not available in this build", ErrInvalid, k)
+	}
+}
+
+// checkCheckpoint loads an existing checkpoint and holds it to Resume,
+// Fresh and the job's fingerprint, before anything is written.
+func (r *Run) checkCheckpoint() error {
+	j, o := r.j, r.o
+	name, err := r.sinkName()
+	if err != nil {
+		return err
+	}
+	ck, err := openCheckpoint(o.Checkpoint)
+	if err != nil {
+		return err
+	}
+	r.ckpt = ck
+	r.closers = append(r.closers, ck.close)
+	wfs, ok := ck.loc.FS.(vfs.WriteFS)
+	if !ok {
+		return fmt.Errorf("checkpoint %s: file system is read-only", o.Checkpoint)
+	}
+	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects")}
+
+	fpScan := r.scan
+	if !j.Source.Scan.TTLAtSnapshot && j.Source.Scan.TTLAt.IsZero() {
+		fpScan.Now = time.Time{} // "now" differs between a run and its resume
+	}
+	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, o.Only, o.Shard)
+	prev, err := ck.load()
+	if err != nil {
+		return err
+	}
+	switch {
+	case prev == nil || o.Fresh:
+		if prev != nil {
+			r.logf("discarding the checkpoint %s (--fresh)", o.Checkpoint)
+		}
+		prev = nil
+	case !o.Resume:
+		return fmt.Errorf("%w: %s", ErrCheckpointExists, o.Checkpoint)
+	case prev.Fingerprint != fp:
+		return fmt.Errorf("%w: %s was written by a run of %s on snapshot %s with other layouts, scan options, split size or sink (fingerprint %s, this run %s); use another --checkpoint or --fresh", ErrCheckpointMismatch, o.Checkpoint, prev.Job, prev.Snapshot, prev.Fingerprint, fp)
+	}
+	// The sketch's seed leaves the shard and --only out, so the sketches of
+	// a job's shards sample the same hashes and merge exactly.
+	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, nil, Shard{})
+	r.adoptCheckpoint(prev, fp, seedFP)
+	return nil
+}
+
+// buildSink builds the sink the job's sink section describes and readies
+// its target.
+func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
+	j := r.j
+	switch name, _ := r.sinkName(); job.SinkKind(name) {
+	case job.SinkDryRun:
+		return DryRun{}, nil
+	case job.SinkPuts:
+		c, err := r.connect(ctx, "")
+		if err != nil {
+			return nil, err
+		}
+		if err := r.readyTarget(ctx, c); err != nil {
+			return nil, err
+		}
+		return NewPuts(c, j.Target.Table, PutsOptions{
+			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
+			CallsPerServer: j.Run.MaxCallsPerServer, Workers: r.o.Workers,
+			BufferBytes: r.budget.SinkPerWorker(),
+		}), nil
+	default:
+		return r.buildStaged(ctx)
+	}
+}
+
+// buildStaged builds the staged-HFiles sink: against the live table, or
+// offline from split keys (the job's, or planned from a sample of the
+// snapshot).
+func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
+	j := r.j
+	o := stage.Options{
+		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
+		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
+	}
+	if j.Sink.Offline {
+		keys := j.Target.Create.SplitKeys
+		from := "target.create.split_keys"
+		if len(keys) == 0 {
+			var err error
+			if keys, err = r.planSplitKeys(ctx); err != nil {
+				return nil, err
+			}
+			from = "the plan's split keys"
+		}
+		o.SplitKeys = keys
+		r.logf("hfiles sink offline: %d target regions from %s; the staged files are not loaded", len(keys)+1, from)
+	} else {
+		c, err := r.connect(ctx, ", or --offline")
+		if err != nil {
+			return nil, err
+		}
+		if err := r.readyTarget(ctx, c); err != nil {
+			return nil, err
+		}
+		o.Client = c
+	}
+	return stage.New(ctx, o)
+}
+
+// connect opens a client to the target cluster, found the one way every
+// subcommand finds it (hbase.Locate); the run closes it. hint ends the
+// message when no cluster is named.
+func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
+	cfg, from, err := hbase.Locate(r.j.Target.ZKQuorum, r.j.Target.ZNodeParent)
+	if err != nil {
+		return nil, fmt.Errorf("%s: target cluster: %w%s", r.j.Path, err, hint)
+	}
+	c, err := hbase.NewClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)
+	}
+	r.closers = append(r.closers, c.Close)
+	r.cluster = fmt.Sprintf("%s (from %s)", cfg.ZKQuorum, from)
+	return c, nil
+}
+
+// readyTarget checks the target table, or creates it when the job says
+// target.create, pre-split at the job's split keys or at keys planned from
+// a sample of the snapshot.
+func (r *Run) readyTarget(ctx context.Context, c *hbase.Client) error {
+	j := r.j
+	keys := j.Target.Create.SplitKeys
+	if j.Target.Create.Enabled && len(keys) == 0 {
+		exists, err := c.TableExists(ctx, j.Target.Table)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			if keys, err = r.planSplitKeys(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	created, err := PrepareTarget(ctx, c, j, r.snap, keys)
+	if err != nil {
+		return err
+	}
+	if created {
+		r.logf("created table %s with %d regions", j.Target.Table, len(keys)+1)
+	}
+	return nil
+}
+
+// planSplitKeys samples the run's snapshot and returns the plan's split
+// keys for target.create.regions regions (default: as many as the source
+// has). The sample's reads are not the run's: Start counts bytes afresh.
+func (r *Run) planSplitKeys(ctx context.Context) ([][]byte, error) {
+	keys, err := PlanSplitKeys(ctx, r.j, r.snap)
+	if err != nil {
+		return nil, fmt.Errorf("planning split keys: %w", err)
+	}
+	return keys, nil
+}
+
+// serveControl serves the control endpoint the job asks for, until the
+// run is closed.
+func (r *Run) serveControl(ctx context.Context) error {
+	addr := r.j.Run.ControlAddr
+	if addr == "" {
+		return nil
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	bound, err := r.ctl.Serve(sctx, addr)
+	if err != nil {
+		stop()
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	r.closers = append(r.closers, func() error { stop(); return nil })
+	r.controlAddr = bound
+	r.logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", bound)
+	return nil
+}
+
+// warnings0 says, before the first cell, what the job's own choices cost.
+func (r *Run) warnings0() {
+	j := r.j
+	if ts := r.o.SetTimestamp; ts != 0 {
+		r.warn("every cell's timestamp is replaced by %d (set_timestamp): a rerun or resume adds versions instead of rewriting the same ones, and newer values the application wrote may be hidden", ts)
+	}
+	if !r.collide {
+		return
+	}
+	if p := j.Program; p != nil {
+		if d := p.DroppedFields(); len(d) > 0 {
+			r.warn("the new key drops %s: old cells that differ only there become one new cell; collisions are counted within each split (across splits only the hfiles sink can see them)", strings.Join(d, ", "))
+		}
+		if m := p.MergedFamilies(); len(m) > 0 {
+			r.warn("several old families become %s: cells with the same key in them collide", strings.Join(m, ", "))
+		}
+	}
+}

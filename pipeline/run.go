@@ -1,0 +1,321 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/snapshot"
+)
+
+// Errors a caller maps to exit codes.
+var (
+	// ErrInterrupted: the run stopped early (ctx ended); the checkpoint
+	// holds what finished, and Resume goes on from there.
+	ErrInterrupted = errors.New("pipeline: interrupted; the checkpoint holds the finished splits (run again with --resume)")
+	// ErrCheckpointExists: a checkpoint is there and neither Resume nor
+	// Fresh was asked for.
+	ErrCheckpointExists = errors.New("pipeline: a checkpoint of an earlier run exists (pass --resume to go on from it, or --fresh to start over)")
+	// ErrCheckpointMismatch: the checkpoint belongs to another job or
+	// snapshot.
+	ErrCheckpointMismatch = errors.New("pipeline: the checkpoint is of another job or snapshot")
+	// ErrBadKeyFatal: a key did not fit and the job says bad_keys: fail.
+	ErrBadKeyFatal = errors.New("pipeline: a key does not fit the layout and the job says bad_keys: fail")
+)
+
+// Run is one run of a job, assembled by Prepare: the snapshot open, the
+// splits chosen, the checkpoint checked, the sink built and its target
+// ready. Start sets the workers going; Wait returns the summary and
+// releases everything. A Run that is never started must be closed.
+type Run struct {
+	j        *job.Job
+	o        Options
+	budget   job.Budget
+	snap     *snapshot.Snapshot
+	mfs      *meteredFS
+	sink     sink.Sink
+	ctl      *Control
+	scan     snapshot.ScanOptions
+	ckpt     *checkpointStore
+	rejects  *rejectDir
+	now      func() time.Time
+	logf     func(string, ...any)
+	collide  bool
+	maxTrack int
+	closers  []func() error
+	seed     uint64
+	items    []work
+	resumed  bool
+
+	cluster, controlAddr string
+	prepared             time.Time
+
+	started, closed bool
+	done            chan struct{}
+	sum             *Summary
+	err             error
+
+	mu       sync.Mutex
+	state    *Checkpoint
+	sketch   *entity.Sketch
+	examples []string
+	warnings []string
+
+	// live counters, for progress
+	read, written, rejected, collided, failed atomic.Int64
+	bytesRead                                 atomic.Int64
+	running, doneSplits                       atomic.Int64
+	totalBytes, doneBytes                     int64
+}
+
+// Plan is what Prepare decided, before any cell is read.
+type Plan struct {
+	// Sink is the sink's name: puts, hfiles, dry-run or a given sink's.
+	Sink string `json:"sink"`
+	// Workers is how many splits are read at once; the sink's buffers are
+	// sized for as many.
+	Workers int `json:"workers"`
+	// Budget is how the run's memory is divided.
+	Budget job.Budget `json:"memory_budget"`
+	// Splits counts this run's splits (after Only and the shard); Todo
+	// those an earlier run did not finish; TodoBytes their store file bytes.
+	Splits    int   `json:"splits"`
+	Todo      int   `json:"splits_todo"`
+	TodoBytes int64 `json:"todo_bytes"`
+	// Resumed says the run goes on from an earlier run's checkpoint.
+	Resumed    bool   `json:"resumed"`
+	Checkpoint string `json:"checkpoint"`
+	// Cluster is the target cluster and where it was found ("" when the
+	// run talks to none).
+	Cluster string `json:"cluster,omitempty"`
+	// ControlAddr is where the control endpoint listens ("" when off).
+	ControlAddr string `json:"control_addr,omitempty"`
+}
+
+// Plan returns what the run will do.
+func (r *Run) Plan() Plan {
+	p := Plan{
+		Sink: r.sink.Name(), Workers: r.o.Workers, Budget: r.budget, Splits: len(r.items),
+		Resumed: r.resumed, Checkpoint: r.o.Checkpoint, Cluster: r.cluster, ControlAddr: r.controlAddr,
+	}
+	for _, w := range r.items {
+		if st := r.state.Splits[w.id]; st == nil || !st.Done {
+			p.Todo++
+			p.TodoBytes += w.bytes
+		}
+	}
+	return p
+}
+
+// Control is the run's control: caps, pause and resume while it goes on.
+func (r *Run) Control() *Control { return r.ctl }
+
+// Start sets the workers going on the splits left to do; ctx bounds the
+// work: when it ends, the workers stop between cells, the splits in
+// flight are aborted and Wait returns ErrInterrupted.
+func (r *Run) Start(ctx context.Context) error {
+	if r.started || r.closed {
+		return errors.New("pipeline: a Run starts once")
+	}
+	r.started = true
+	r.done = make(chan struct{})
+	// Reads from here on are the run's (the plan's sample, if any, is not).
+	r.mfs.ctx = ctx
+	r.bytesRead.Store(0)
+	go func() {
+		defer close(r.done)
+		r.sum, r.err = r.execute(ctx)
+	}()
+	return nil
+}
+
+// Wait waits for a started run to end, releases what it holds and returns
+// its summary; the summary is there also when the run failed or was
+// interrupted, so the caller can report what was done.
+func (r *Run) Wait() (*Summary, error) {
+	if !r.started {
+		return nil, errors.New("pipeline: Wait before Start")
+	}
+	<-r.done
+	r.close()
+	return r.sum, r.err
+}
+
+// Close releases a run that was never started (or ends one that was, by
+// waiting for it); it is safe to call more than once.
+func (r *Run) Close() error {
+	if r.started {
+		r.Wait()
+	}
+	r.close()
+	return nil
+}
+
+// Execute prepares and runs a job in one call: Prepare, Start, Wait.
+func Execute(ctx context.Context, j *job.Job, o Options) (*Summary, error) {
+	r, err := Prepare(ctx, j, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Start(ctx); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r.Wait()
+}
+
+func (r *Run) close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	if r.sink != nil {
+		r.sink.Close()
+	}
+	if r.snap != nil {
+		r.snap.Close()
+	}
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// adoptCheckpoint takes the earlier run's state (nil: a fresh start) and
+// seeds this run's entity sketch.
+func (r *Run) adoptCheckpoint(prev *Checkpoint, fp, seedFP string) {
+	j, o := r.j, r.o
+	r.seed = binary.BigEndian.Uint64([]byte(seedFP[:16]))
+	r.state = &Checkpoint{Version: checkpointVersion, Fingerprint: fp, Job: j.Path, Snapshot: j.Source.Name, Splits: map[string]*SplitStats{}}
+	r.sketch = entity.NewSketch(o.HeavyHitters, o.SampleEntities, r.seed)
+	if prev != nil {
+		r.state, r.resumed = prev, true
+		if len(prev.Entities) > 0 {
+			if s, err := entity.ReadSketch(bytes.NewReader(prev.Entities)); err == nil {
+				r.sketch = s
+			} else {
+				r.warn("the checkpoint's entity sketch is unreadable (%v); heaviest entities cover this run's splits only", err)
+			}
+		}
+	}
+	if p := j.Program; p != nil {
+		r.sketch.SetNamer(p.FormatEntity)
+	}
+}
+
+// execute reads the splits left to do with the workers, then finishes the
+// sink once every split is done.
+func (r *Run) execute(ctx context.Context) (*Summary, error) {
+	sum, err := r.work(ctx)
+	sum.Seconds = time.Since(r.prepared).Seconds()
+	if sum.Seconds > 0 {
+		sum.CellsPerSec = float64(sum.Written) / sum.Seconds
+		sum.MBPerSec = float64(sum.BytesRead) / 1e6 / sum.Seconds
+	}
+	sum.PeakRSS = peakRSS()
+	sum.Interrupted = errors.Is(err, ErrInterrupted)
+	if err != nil && !sum.Interrupted {
+		sum.Error = err.Error()
+	}
+	return sum, err
+}
+
+func (r *Run) work(ctx context.Context) (*Summary, error) {
+	j, o, items := r.j, r.o, r.items
+	sum := &Summary{
+		Job: j.Path, Snapshot: j.Source.Name, Table: j.Target.Table, Sink: r.sink.Name(),
+		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget,
+		CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
+	}
+	var todo []work
+	for _, w := range items {
+		r.totalBytes += w.bytes
+		if st := r.state.Splits[w.id]; st != nil && st.Done {
+			sum.Skipped++
+			r.doneSplits.Add(1)
+			r.doneBytes += w.bytes
+			continue
+		}
+		todo = append(todo, w)
+	}
+	if r.resumed {
+		r.logf("resuming: %d of %d splits done by earlier runs, %d to do", sum.Skipped, len(items), len(todo))
+	}
+	if err := r.ckpt.save(r.state); err != nil {
+		return sum, err
+	}
+
+	// Progress, push-back and the workers.
+	stopAux := r.startAux(ctx, len(items))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(o.Workers)
+	for i, w := range todo {
+		if gctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { return r.runSplit(gctx, w) })
+		// g.Go returned: a worker took w. The next split's store files
+		// open while the workers read, so whichever takes it next starts
+		// reading at once.
+		if i+1 < len(todo) && todo[i+1].split.Region.EncodedName != w.split.Region.EncodedName {
+			r.snap.Prepare(todo[i+1].split, r.scan)
+		}
+	}
+	werr := g.Wait()
+	stopAux()
+
+	interrupted := ctx.Err() != nil
+	r.fill(sum, items)
+	if werr == nil && !interrupted && sum.Done == sum.Splits && sum.Failed == 0 {
+		werr = r.finishSink(ctx)
+		interrupted = werr != nil && ctx.Err() != nil
+		sum.Finished = werr == nil
+	}
+	r.finishFiles(sum, items)
+	if a, ok := r.sink.(sink.Accounted); ok {
+		sum.SinkStats = a.Account()
+	}
+	switch {
+	case interrupted:
+		return sum, ErrInterrupted
+	case werr != nil:
+		return sum, werr
+	}
+	return sum, nil
+}
+
+// finishSink runs the sink's Finish (the merge and bulk load of staged
+// files) unless an earlier run recorded it done, and records it.
+func (r *Run) finishSink(ctx context.Context) error {
+	if r.state.SinkFinished {
+		return nil
+	}
+	if err := r.sink.Finish(ctx, reporterFunc(r.logf)); err != nil {
+		return fmt.Errorf("%s sink: %w", r.sink.Name(), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state.SinkFinished = true
+	return r.saveLocked()
+}
+
+// Staged returns the hfiles sink's account of the run (runs, HFiles,
+// collisions across splits, regions loaded), when the run staged HFiles.
+func (s *Summary) Staged() (stage.Stats, bool) {
+	st, ok := s.SinkStats.(stage.Stats)
+	return st, ok
+}
+
+type reporterFunc func(string, ...any)
+
+func (f reporterFunc) Printf(format string, args ...any) { f(format, args...) }
