@@ -41,7 +41,7 @@ results="$BENCH_DIR/results.jsonl"
 
 # With the profile the rekey binary is built with (go build uses a main
 # package's default.pgo by itself; benchtool is another main package).
-go build -pgo=cmd/rekey/default.pgo -o bin/benchtool ./internal/benchtool
+go build -pgo=cmd/rekey/default.pgo -o bin/benchtool ./cmd/benchtool
 testenv/bin/build
 
 started=0
