@@ -27,6 +27,9 @@
 #   REUSE=1                    reuse the seeded snapshot of the same SIZE
 #   BENCH_DIR                  scratch (default /tmp/rekey-bench-e2e)
 #   RESULTS                    output JSON (default bench/results/latest.json)
+#   CHART                      its chart, wall and CPU time per contender
+#                              (default docs/e2e.svg for the default RESULTS,
+#                              else RESULTS with .svg for .json)
 #
 # Times are of the whole process as a user starts it (JVM start included),
 # from /usr/bin/time; each result line also has the contender's own
@@ -40,6 +43,12 @@ SIZE="${SIZE:-default}"
 BATCH="${BATCH:-1000}"
 BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench-e2e}"
 RESULTS="${RESULTS:-bench/results/latest.json}"
+# The docs show the chart of latest.json; another record keeps its own.
+if [ "$RESULTS" = bench/results/latest.json ]; then
+	CHART="${CHART:-docs/e2e.svg}"
+else
+	CHART="${CHART:-${RESULTS%.json}.svg}"
+fi
 case "$SIZE" in
 small) ROUNDS="${ROUNDS:-3}" ;;
 default | large) ROUNDS="${ROUNDS:-1}" ;;
@@ -220,3 +229,4 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 python3 scripts/e2e_summary.py "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" "$BENCH_DIR/verify.jsonl"
+python3 scripts/e2e_chart.py "$RESULTS" "$CHART"
