@@ -9,8 +9,8 @@
 #   spark-hfile  Spark local[2]: TableSnapshotInputFormat -> re-key ->
 #                HFileOutputFormat2 -> bulk load (testenv/bin/spark-job)
 #   spark-put    the same -> BufferedMutator in foreachPartition
-#   rekey-*      `rekey run` (puts and staged HFiles, 1 and 2 workers), when
-#                bin/rekey has a run subcommand: see run_rekey below
+#   rekey-*      `rekey run` (puts and staged HFiles, 1 and 2 workers): see
+#                run_rekey below
 #
 # Every target is checked against the expected cells before its time
 # counts: the oracle's digest of the target (cells and an order-independent
@@ -27,6 +27,9 @@
 #   REUSE=1                    reuse the seeded snapshot of the same SIZE
 #   BENCH_DIR                  scratch (default /tmp/rekey-bench-e2e)
 #   RESULTS                    output JSON (default bench/results/latest.json)
+#   CHART                      its chart, wall and CPU time per contender
+#                              (default docs/e2e.svg for the default RESULTS,
+#                              else RESULTS with .svg for .json)
 #
 # Times are of the whole process as a user starts it (JVM start included),
 # from /usr/bin/time; each result line also has the contender's own
@@ -40,6 +43,12 @@ SIZE="${SIZE:-default}"
 BATCH="${BATCH:-1000}"
 BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench-e2e}"
 RESULTS="${RESULTS:-bench/results/latest.json}"
+# The docs show the chart of latest.json; another record keeps its own.
+if [ "$RESULTS" = bench/results/latest.json ]; then
+	CHART="${CHART:-docs/e2e.svg}"
+else
+	CHART="${CHART:-${RESULTS%.json}.svg}"
+fi
 case "$SIZE" in
 small) ROUNDS="${ROUNDS:-3}" ;;
 default | large) ROUNDS="${ROUNDS:-1}" ;;
@@ -115,11 +124,10 @@ echo "   source: $(cat "$BENCH_DIR/source.json")"
 testenv/bin/oracle digest-snapshot "$rootdir" "$SNAP" --rekey >"$BENCH_DIR/expected.json"
 echo "   expected target: $(cat "$BENCH_DIR/expected.json")"
 
-# run_rekey CONTENDER TABLE: the hook for `rekey run`. It is called only
-# when bin/rekey has a run subcommand; CONTENDER is rekey-put-1w,
-# rekey-put-2w, rekey-hfile-1w or rekey-hfile-2w. It must run the job into
-# TABLE (already created, pre-split like the others) and print rekey's JSON
-# result line last on stdout ({"cells_read":..,"cells_written":..} at least).
+# run_rekey CONTENDER TABLE: `rekey run` as the contender CONTENDER
+# (rekey-put-1w, rekey-put-2w, rekey-hfile-1w or rekey-hfile-2w) into TABLE
+# (already created, pre-split like the others); rekey's JSON result line
+# comes last on stdout.
 run_rekey() {
 	local contender="$1" table="$2" job="$BENCH_DIR/$2.yaml"
 	# The shipped preset, pointed at this snapshot and this target table.
@@ -149,14 +157,9 @@ contender_cmd() {
 	esac
 }
 
-all="java-put java-hfile spark-hfile spark-put"
-if [ -x bin/rekey ] || make -s build >/dev/null 2>&1; then
-	if bin/rekey run --help >/dev/null 2>&1; then
-		all="rekey-put-1w rekey-put-2w rekey-hfile-1w rekey-hfile-2w $all"
-	else
-		echo "   (bin/rekey has no run subcommand yet: rekey rows not measured)"
-	fi
-fi
+# make bench-e2e builds bin/rekey first; started alone, the script builds it.
+[ -x bin/rekey ] || make -s build
+all="rekey-put-1w rekey-put-2w rekey-hfile-1w rekey-hfile-2w java-put java-hfile spark-hfile spark-put"
 read -r -a list <<<"${CONTENDERS:-$all}"
 # Build the Spark module once, outside any timing; from here on the oracle
 # and spark-job skip their rebuild checks, so no timed call ever waits for
@@ -178,15 +181,7 @@ verify_rows() {
 		settle
 		if /usr/bin/time -f '%e %U %S %M' -o "$tm" bin/rekey verify "$BENCH_DIR/$t.yaml" --zk "$zk" --table "$t" --json "${args[@]}" >"$out" 2>"$BENCH_DIR/verify-$mode.$r.err"; then
 			read -r wall user sys rss < <(tail -n 1 "$tm") || true
-			python3 - "$out" "$mode" "$r" "$wall" "$user" "$sys" "$rss" >>"$BENCH_DIR/verify.jsonl" <<'PY'
-import json, sys
-rep = json.load(open(sys.argv[1])); s = rep["summary"]
-print(json.dumps({"verify": sys.argv[2], "round": int(sys.argv[3]), "wall_s": float(sys.argv[4]),
-    "cpu_s": round(float(sys.argv[5]) + float(sys.argv[6]), 2), "peak_rss_kb": int(sys.argv[7]),
-    "entities": s["entities"], "mismatched": s["mismatched"], "cells_compared": s["cells_compared"],
-    "old_bytes_read": s["old_bytes_read"], "new_bytes_read": s["new_bytes_read"],
-    "old_bytes_total": s.get("old_bytes_total")}))
-PY
+			python3 scripts/e2e_verify_row.py "$out" "$mode" "$r" "$wall" "$user" "$sys" "$rss" >>"$BENCH_DIR/verify.jsonl"
 			echo "   verify ($mode): $(tail -n 1 "$BENCH_DIR/verify.jsonl")"
 		else
 			echo "   verify ($mode): FAILED or mismatched (exit $?), see $out" >&2
@@ -219,11 +214,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		got=null
 		if [ "$status" = ok ]; then
 			got="$(testenv/bin/oracle digest-table "$t")"
-			if ! python3 - "$BENCH_DIR/expected.json" "$got" <<'PY'; then status=wrong; fi
-import json, sys
-want = json.load(open(sys.argv[1])); got = json.loads(sys.argv[2])
-sys.exit(0 if (got["cells"], got["digest"]) == (want["cells"], want["digest"]) else 1)
-PY
+			if ! python3 scripts/e2e_target_ok.py "$BENCH_DIR/expected.json" "$got"; then status=wrong; fi
 		fi
 		# The last line: GNU time puts "Command exited with ..." before it.
 		read -r wall user sys rss < <(tail -n 1 "$tm") || true
@@ -237,54 +228,5 @@ PY
 	done
 done
 
-python3 - "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" "$BENCH_DIR/verify.jsonl" <<'PY'
-import json, os, statistics, sys
-sys.path.insert(0, "scripts")
-import bench_meta
-runs_path, out_path, size, rounds, batch, src_path, exp_path, verify_path = sys.argv[1:]
-verify_rows = [json.loads(l) for l in open(verify_path) if l.strip()]
-runs = [json.loads(l) for l in open(runs_path) if l.strip()]
-source, expected = json.load(open(src_path)), json.load(open(exp_path))
-# Bytes read (KeyValue key + value per cell) as the Java and Spark
-# contenders count them: the same source for every contender.
-src_bytes = next((r["result"]["bytes"] for r in runs if r["status"] == "ok" and r["result"] and r["result"].get("bytes")), None)
-summary = []
-for c in dict.fromkeys(r["contender"] for r in runs):
-    ok = [r for r in runs if r["contender"] == c and r["status"] == "ok"]
-    row = {"contender": c, "rounds_ok": len(ok), "rounds": sum(1 for r in runs if r["contender"] == c)}
-    if ok:
-        wall = statistics.median(r["wall_s"] for r in ok)
-        cells, byts = source["cells"], src_bytes
-        row.update(wall_s=wall, cpu_s=statistics.median(r["cpu_s"] for r in ok),
-                   peak_rss_mb=round(max(r["peak_rss_kb"] for r in ok) / 1024),
-                   cells_per_sec=round(cells / wall), mb_per_sec=round(byts / wall / 1e6, 2) if byts else None)
-    summary.append(row)
-rk = [s for s in summary if s["contender"].startswith("rekey-") and "wall_s" in s]
-best = min((s["wall_s"] for s in rk), default=None)
-for s in summary:
-    s["rekey_speedup"] = round(s["wall_s"] / best, 2) if best and "wall_s" in s else None
-doc = {
-    "bench": "e2e", "date": bench_meta.now(),
-    "size": size, "rounds": int(rounds), "batch": int(batch),
-    "machine": bench_meta.machine(), "versions": bench_meta.versions(),
-    "source": source, "expected_target": expected,
-    "summary": summary, "runs": runs, "verify": verify_rows,
-    "notes": "wall_s, cpu_s and peak RSS are of the whole process (JVM start included), medians over the ok rounds; "
-             "the mini cluster shares the same cores, so put and bulk-load figures include the cluster's work; "
-             "rekey_speedup = contender wall / fastest rekey wall (above 1: rekey is faster).",
-}
-# make bench measures the parts first: their rows go in the same record.
-parts_path = os.environ.get("BENCH_PARTS")
-if parts_path and os.path.exists(parts_path):
-    doc["parts"] = json.load(open(parts_path))
-with open(out_path + ".tmp", "w") as f:
-    json.dump(doc, f, indent=1)
-os.replace(out_path + ".tmp", out_path)
-print(f'{"contender":16} {"ok":>5} {"wall s":>8} {"cells/s":>10} {"MB/s":>6} {"CPU s":>7} {"RSS MB":>7} {"rekey x":>8}')
-for s in summary:
-    if "wall_s" not in s:
-        print(f'{s["contender"]:16} {s["rounds_ok"]}/{s["rounds"]:<3} not measured (failed or wrong)'); continue
-    sp = f'{s["rekey_speedup"]:.2f}' if s["rekey_speedup"] else "-"
-    print(f'{s["contender"]:16} {s["rounds_ok"]}/{s["rounds"]:<3} {s["wall_s"]:8.1f} {s["cells_per_sec"]:10,} {s["mb_per_sec"] or 0:6.1f} {s["cpu_s"]:7.1f} {s["peak_rss_mb"]:7} {sp:>8}')
-print(f"source {source['cells']} cells; expected target {expected['cells']} cells; results: {out_path}")
-PY
+python3 scripts/e2e_summary.py "$runs" "$RESULTS" "$SIZE" "$ROUNDS" "$BATCH" "$BENCH_DIR/source.json" "$BENCH_DIR/expected.json" "$BENCH_DIR/verify.jsonl"
+python3 scripts/e2e_chart.py "$RESULTS" "$CHART"

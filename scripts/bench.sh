@@ -41,7 +41,7 @@ results="$BENCH_DIR/results.jsonl"
 
 # With the profile the rekey binary is built with (go build uses a main
 # package's default.pgo by itself; benchtool is another main package).
-go build -pgo=cmd/rekey/default.pgo -o bin/benchtool ./internal/benchtool
+go build -pgo=cmd/rekey/default.pgo -o bin/benchtool ./cmd/benchtool
 testenv/bin/build
 
 started=0
@@ -175,126 +175,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 
 echo
-READ_PASSES="$READ_PASSES" python3 - "$results" "$PARTS_RESULTS" "$ROUNDS" "$BENCH_CELLS" "$BENCH_ROWS" "$BENCH_PUTS" "$BENCH_BATCH" <<'PY'
-import json, os, statistics, sys
-sys.path.insert(0, "scripts")
-import bench_meta
-results, out_path, rounds, hcells, rows_n, puts, batch = sys.argv[1:]
-raw = [json.loads(l) for l in open(results) if l.strip()]
-# One row per side and label: the median cells/s of its rounds, the
-# largest peak RSS.
-rows = {}
-for r in raw:
-    rows.setdefault((r["side"], r["label"]), []).append(r)
-def row(side, label):
-    rs = rows.get((side, label))
-    if not rs:
-        return None
-    return {"side": side, "label": label, "rounds": len(rs),
-            "cells_per_sec": round(statistics.median(x["result"]["cells_per_sec"] for x in rs)),
-            "cells": rs[0]["result"].get("cells"),
-            "peak_rss_mb": round(max(x["peak_rss_kb"] for x in rs) / 1024)}
-table = []
-print(f'{"operation":40} {"rekey cells/s":>14} {"java cells/s":>14} {"ratio":>7} {"rekey RSS MB":>13} {"java RSS MB":>12}')
-for side, label in rows:
-    if side != "rekey":
-        continue
-    r = row("rekey", label)
-    base = row("java", label) or row("java", label.replace(" 2 workers", ""))
-    # Both sides must have counted the same cells, or the ratio means nothing.
-    if base and base["cells"] is not None and r["cells"] is not None and base["cells"] != r["cells"]:
-        print(f'{label:40} cell counts differ: rekey {r["cells"]}, java {base["cells"]}: no ratio')
-        base = None
-    ratio = round(r["cells_per_sec"] / base["cells_per_sec"], 2) if base else None
-    table.append({"label": label, "rekey": r, "java": base, "ratio": ratio})
-    jc = f'{base["cells_per_sec"]:14,}' if base else f'{"-":>14}'
-    jr = f'{base["peak_rss_mb"]:12}' if base else f'{"-":>12}'
-    rt = f'{ratio:7.2f}' if ratio is not None else f'{"-":>7}'
-    print(f'{label:40} {r["cells_per_sec"]:14,} {jc} {rt} {r["peak_rss_mb"]:13} {jr}')
-# The read path's own ratios (issue 14's goals), rekey against rekey.
-rk = {t["label"]: t["rekey"]["cells_per_sec"] for t in table}
-print()
-ratios = []
-for what, a, b, goal in [
-    ("HDFS / local copy", "read-snapshot", "read-snapshot local copy", ">= 0.80"),
-    ("local copy / bare store files", "read-snapshot local copy", "read-storefiles local copy", ">= 0.70"),
-    ("3-way merge: HDFS / local copy", "read-snapshot 3-way merge", "read-snapshot 3-way merge local copy", ">= 0.80"),
-    ("3-way merge: local / bare store files", "read-snapshot 3-way merge local copy", "read-storefiles 3-way merge local copy", ">= 0.70"),
-    ("2 workers / 1 worker", "read-snapshot 2 workers", "read-snapshot", ">= 1.8"),
-    ("2 workers / 1 worker, local copy", "read-snapshot local copy 2 workers", "read-snapshot local copy", ""),
-    ("read-ahead on / off", "read-snapshot", "read-snapshot, read-ahead off", ""),
-]:
-    if a in rk and b in rk:
-        ratios.append({"what": what, "ratio": round(rk[a] / rk[b], 2), "goal": goal})
-        print(f'{what:40} {rk[a] / rk[b]:7.2f}   goal {goal}')
-def med(label, f):
-    rs = rows.get(("rekey", label)) or []
-    vals = [f(x) for x in rs if f(x) is not None]
-    return statistics.median(vals) if vals else None
-# The local / bare and 2-worker / 1-worker ratios again, measured
-# alternating in one process (each round: a bare pass then a snapshot
-# pass, or a 1-worker pass then a 2-worker one): the median round's ratio,
-# median over the bench rounds.
-for what, label, field, goal in [
-        ("local / bare, alternating in one process", "merge-cost local copy", "bare_over_merged", ">= 0.70"),
-        ("3-way: local / bare, alternating in one process", "merge-cost 3-way merge local copy", "bare_over_merged", ">= 0.70"),
-        ("2 workers / 1, HDFS, alternating in one process", "worker-scaling", "two_over_one", ">= 1.8"),
-        ("2 workers / 1, local, alternating in one process", "worker-scaling local copy", "two_over_one", ">= 1.8")]:
-    v = med(label, lambda x: x["result"].get(field)) if rows.get(("rekey", label)) else None
-    if v is not None:
-        ratios.append({"what": what, "ratio": round(v, 2), "goal": goal})
-        print(f'{what:40} {v:7.2f}   goal {goal}')
-for what, label in [("vs TableSnapshotScanner, 1 core", "read-snapshot"),
-                    ("vs TableSnapshotScanner, 1 core, 1M cells", "read-snapshot 1M cells")]:
-    t = next((t for t in table if t["label"] == label), None)
-    if t and t["ratio"] is not None:
-        ratios.append({"what": what, "ratio": t["ratio"], "goal": ">= 10"})
-        print(f'{what:40} {t["ratio"]:7.2f}   goal >= 10')
-# What 2 cores allow 2 workers over HDFS: the DataNode serving the blocks
-# runs on the same cores. Per pass, the reader's CPU (its own median pass)
-# plus the cluster JVM's (over the whole command: the warm-up pass and
-# READ_PASSES timed ones, so divided by their count): on 2 cores that work
-# takes at least half its sum, so one worker's wall time over that is the
-# most 2 workers can gain. The JVM's idle work (a few percent of a core)
-# is counted in, which lowers the ceiling slightly.
-passes = int(os.environ.get("READ_PASSES", "1")) + 1
-one_wall = med("read-snapshot", lambda x: x["result"].get("seconds"))
-cpu2 = med("read-snapshot 2 workers", lambda x: x["result"].get("cpu_seconds"))
-dn2 = med("read-snapshot 2 workers", lambda x: x["cluster_cpu_s"] / passes if "cluster_cpu_s" in x else None)
-if one_wall and cpu2 and dn2 is not None:
-    ceiling = one_wall / ((cpu2 + dn2) / 2)
-    ratios.append({"what": "2 workers / 1 worker, HDFS: what 2 shared cores allow", "ratio": round(ceiling, 2), "goal": "",
-                   "reader_cpu_s": round(cpu2, 3), "cluster_cpu_s": round(dn2, 3), "one_worker_s": round(one_wall, 3)})
-    print(f'{"2 workers / 1 worker, ceiling on 2 cores":40} {ceiling:7.2f}   (per pass: reader {cpu2:.3f} CPU s + cluster JVM {dn2:.3f} CPU s on 2 cores, against 1 worker\'s {one_wall:.3f} s)')
-# The same bound for the alternating row, from its one-worker passes: one
-# worker over HDFS keeps more than one core busy (its read-ahead beside
-# it, the DataNode on the other core), and 2 cores hold 2 / that many such
-# workers. The cluster JVM's CPU is per command (a warm-up and READ_PASSES
-# passes of each count), so per pass it is divided by twice their count.
-one_s = med("worker-scaling", lambda x: x["result"].get("one_worker_seconds"))
-one_cpu = med("worker-scaling", lambda x: x["result"].get("one_worker_cpu_seconds"))
-dn = med("worker-scaling", lambda x: x["cluster_cpu_s"] / (2 * passes) if "cluster_cpu_s" in x else None)
-if one_s and one_cpu and dn is not None:
-    busy = (one_cpu + dn) / one_s
-    ratios.append({"what": "2 workers / 1, HDFS, alternating: what 2 cores allow", "ratio": round(2 / busy, 2), "goal": "",
-                   "one_worker_cores_busy": round(busy, 2), "one_worker_reader_cpu_s": round(one_cpu, 3),
-                   "cluster_cpu_s": round(dn, 3), "one_worker_s": round(one_s, 3)})
-    print(f'{"2 workers / 1, HDFS, alternating: ceiling":40} {2 / busy:7.2f}   (one worker keeps {busy:.2f} cores busy: reader {one_cpu:.3f} CPU s + cluster JVM {dn:.3f} CPU s in {one_s:.3f} s)')
-doc = {"bench": "parts", "date": bench_meta.now(), "rounds": int(rounds),
-       "sizes": {"hfile_cells": int(hcells), "snapshot_rows": int(rows_n), "puts": int(puts), "batch": int(batch)},
-       "machine": bench_meta.machine(), "versions": bench_meta.versions(),
-       "rows": table, "read_path_ratios": ratios,
-       "notes": "cells/s is each side's own in-process figure (JVM start excluded), the median of the rounds; "
-                "peak RSS is the whole process's, the largest of the rounds; ratio = rekey / java (above 1: rekey is faster); "
-                "reads pinned to one core with taskset except the 2-worker rows; "
-                "each snapshot-read command (both sides) runs a warm-up pass and READ_PASSES timed passes and reports the median pass.",
-       "read_passes": int(os.environ.get("READ_PASSES", "1"))}
-os.makedirs(os.path.dirname(out_path) or ".", exist_ok=True)
-with open(out_path + ".tmp", "w") as f:
-    json.dump(doc, f, indent=1)
-os.replace(out_path + ".tmp", out_path)
-print(f"\nmedians of {rounds} rounds written to {out_path}")
-PY
+READ_PASSES="$READ_PASSES" python3 scripts/bench_parts.py "$results" "$PARTS_RESULTS" "$ROUNDS" "$BENCH_CELLS" "$BENCH_ROWS" "$BENCH_PUTS" "$BENCH_BATCH"
 echo
 echo "raw measurements: $results"
 

@@ -1,7 +1,9 @@
 """Machine and version facts written beside every bench result
-(scripts/bench.sh and scripts/bench-e2e.sh import it), so a figure in
-bench/results/ always says where and with what it was measured."""
+(scripts/bench_parts.py and scripts/e2e_summary.py import it), so a figure
+in bench/results/ always says where and with what it was measured; and the
+one way those results are written."""
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -37,3 +39,12 @@ def versions():
     return {"java": (_sh("java -version 2>&1 | head -1") or "").replace('"', ""),
             "hbase": "2.5.11-hadoop3", "spark": "3.5.6 (Scala 2.12, local[2])",
             "go": _sh("go env GOVERSION"), "rekey_commit": _sh("git rev-parse --short HEAD")}
+
+
+def write_json(path, doc):
+    """Writes doc to path as indented JSON, whole or not at all (a temporary
+    file renamed over it), making path's directory if it is missing."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(path + ".tmp", path)

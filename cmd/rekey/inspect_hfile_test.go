@@ -13,7 +13,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-var updateGolden = flag.Bool("update-inspect-hfile", false, "rewrite cmd/rekey/testdata/inspect_hfile golden files")
+var update = flag.Bool("update", false, "rewrite cmd/rekey/testdata/inspect_hfile golden files")
 
 // runInspectHFileCLI runs `rekey inspect hfile ARGS`.
 func runInspectHFileCLI(t *testing.T, args ...string) (int, string, string) {
@@ -24,7 +24,7 @@ func runInspectHFileCLI(t *testing.T, args ...string) (int, string, string) {
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", "inspect_hfile", name)
-	if *updateGolden {
+	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -32,10 +32,10 @@ func checkGolden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run with -update-inspect-hfile to create it)", err)
+		t.Fatalf("%v (run go test ./cmd/rekey -run InspectHFile -update to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update-inspect-hfile to accept):\n%s", path, got)
+		t.Errorf("output differs from %s (rerun with -update to accept):\n%s", path, got)
 	}
 }
 
