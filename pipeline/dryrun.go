@@ -16,7 +16,9 @@ type DryRun struct{}
 func (DryRun) Name() string { return "dry-run" }
 
 // Begin implements Sink.
-func (DryRun) Begin(context.Context, sink.SplitInfo) (sink.SplitSink, error) { return &dryRunSplit{}, nil }
+func (DryRun) Begin(context.Context, sink.SplitInfo) (sink.SplitSink, error) {
+	return &dryRunSplit{}, nil
+}
 
 // Finish implements Sink.
 func (DryRun) Finish(context.Context, sink.Reporter) error { return nil }
@@ -28,7 +30,7 @@ type dryRunSplit struct{ cells, bytes int64 }
 
 func (d *dryRunSplit) Write(_ context.Context, c *cell.Cell) error {
 	d.cells++
-	d.bytes += cellBytes(c)
+	d.bytes += cell.Size(c)
 	return nil
 }
 

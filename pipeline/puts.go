@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // PutsOptions tune the puts sink; zero fields take the client's defaults.
@@ -81,7 +81,7 @@ func (s *putsSplit) Write(ctx context.Context, c *cell.Cell) error {
 		return err
 	}
 	s.cells++
-	s.bytes += cellBytes(c)
+	s.bytes += cell.Size(c)
 	if s.cells&1023 == 0 {
 		s.syncRetries()
 	}

@@ -565,7 +565,7 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 		}
 		emitted++
 		pending++
-		emittedB += cellBytes(&c)
+		emittedB += cell.Size(&c)
 	}
 	for sc.Next() {
 		src = sc.Cell()
@@ -667,11 +667,6 @@ func (r *runner) readSplit(ctx context.Context, w work, st *SplitStats) (err err
 	r.sketch.Merge(sk)
 	r.mu.Unlock()
 	return nil
-}
-
-// cellBytes is what a cell weighs in counts: key and value bytes.
-func cellBytes(c *cell.Cell) int64 {
-	return int64(len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + 8)
 }
 
 // shortCell names a cell in messages, values left out.

@@ -284,7 +284,7 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 
 func (o *hfileOut) append(c *cell.Cell) error {
 	o.cells++
-	o.bytes += cellBytes(c)
+	o.bytes += cell.Size(c)
 	return o.w.Append(c)
 }
 
