@@ -2,6 +2,7 @@ package cell
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand"
 	"slices"
 	"testing"
@@ -85,6 +86,46 @@ func TestKeyRoundTrip(t *testing.T) {
 		if Compare(&got, &c) != 0 || !bytes.Equal(got.Row, c.Row) || !bytes.Equal(got.Qualifier, c.Qualifier) {
 			t.Fatalf("round trip: got %s want %s", got.String(), c.String())
 		}
+	}
+}
+
+func TestSize(t *testing.T) {
+	base := Cell{Row: []byte("row"), Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: 7, Type: Put, Value: []byte("v1")}
+	tagged := base
+	tagged.Tags = []byte{0, 2, 1, 'x'} // one tag: u16 length 2, type 1, value "x"
+	emptyTags := base
+	emptyTags.Tags = []byte{}
+	for _, tc := range []struct {
+		name string
+		c    Cell
+		want int64
+	}{
+		// 4 + 4 lengths, key 2+3+1+2+1+8+1 = 18, value 2.
+		{"no tags", base, 28},
+		// HBase writes no tags length when the tags are empty.
+		{"empty tags count as none", emptyTags, 28},
+		// u16 tags length and 4 bytes of tags.
+		{"tags add their length and a u16", tagged, 34},
+		// The smallest KeyValue: the 12-byte key of nothing, no value.
+		{"empty cell", Cell{}, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Size(&tc.c); got != tc.want {
+				t.Errorf("Size = %d, want %d", got, tc.want)
+			}
+			// The same length as the KeyValue laid out byte by byte.
+			kv := binary.BigEndian.AppendUint32(nil, uint32(KeyLen(&tc.c)))
+			kv = binary.BigEndian.AppendUint32(kv, uint32(len(tc.c.Value)))
+			kv = AppendKey(kv, &tc.c)
+			kv = append(kv, tc.c.Value...)
+			if len(tc.c.Tags) > 0 {
+				kv = binary.BigEndian.AppendUint16(kv, uint16(len(tc.c.Tags)))
+				kv = append(kv, tc.c.Tags...)
+			}
+			if int64(len(kv)) != tc.want {
+				t.Errorf("the serialized KeyValue is %d bytes, want %d", len(kv), tc.want)
+			}
+		})
 	}
 }
 

@@ -15,6 +15,26 @@ func KeyLen(c *Cell) int {
 	return 2 + len(c.Row) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1
 }
 
+// Size returns the length of c serialized as a KeyValue: u32 key length,
+// u32 value length, the key (KeyLen), the value, and, when c has tags, u16
+// tags length and the tags. It is the length HBase's KeyValue carries
+// (KeyValue.getKeyValueDataStructureSize, KeyValueUtil.length with tags,
+// a KeyValue's getSerializedSize()), and the one unit of every byte count
+// rekey reports or budgets: run summaries, staging, plan and verify.
+//
+// The framings that carry a KeyValue differ at the edges, so their writers
+// do their own arithmetic: an HFile that records tags writes the u16 tags
+// length for every cell, tags or not, and one that keeps memstore
+// timestamps appends a vlong after each cell; a KeyValueCodec cell block
+// puts a u32 length before each cell and sends no tags.
+func Size(c *Cell) int64 {
+	n := int64(4 + 4 + KeyLen(c) + len(c.Value))
+	if len(c.Tags) > 0 {
+		n += int64(2 + len(c.Tags))
+	}
+	return n
+}
+
 // AppendKey appends c's serialized KeyValue key (the form HBase uses in
 // HFile data blocks, block indexes, LASTKEY and Reference split keys).
 func AppendKey(dst []byte, c *Cell) []byte {

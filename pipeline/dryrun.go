@@ -30,7 +30,7 @@ type dryRunSplit struct{ cells, bytes int64 }
 
 func (d *dryRunSplit) Write(_ context.Context, c *cell.Cell) error {
 	d.cells++
-	d.bytes += cellBytes(c)
+	d.bytes += cell.Size(c)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -138,11 +139,11 @@ func (r *Run) startAux(ctx context.Context, splits int) func() {
 				s := status()
 				cps, bps := rate()
 				if bar != nil {
-					bar.Describe(fmt.Sprintf("splits %d/%d  %s cells/s  %.1f MB/s", s.SplitsDone, s.Splits, human(cps), bps/1e6))
+					bar.Describe(fmt.Sprintf("splits %d/%d  %s cells/s  %.1f MB/s", s.SplitsDone, s.Splits, human.Rate(cps), bps/1e6))
 					bar.Set64(r.doneBytes + s.BytesRead)
 					continue
 				}
-				line := fmt.Sprintf("progress: splits %d/%d (%d running), %d cells read, %d written, %s cells/s, %.1f MB/s read", s.SplitsDone, s.Splits, s.Running, s.Read, s.Written, human(s.CellsPerSec), s.MBPerSec)
+				line := fmt.Sprintf("progress: splits %d/%d (%d running), %d cells read, %d written, %s cells/s, %.1f MB/s read", s.SplitsDone, s.Splits, s.Running, s.Read, s.Written, human.Rate(s.CellsPerSec), s.MBPerSec)
 				if s.ETASeconds > 0 {
 					line += fmt.Sprintf(", ETA %s", (time.Duration(s.ETASeconds) * time.Second).String())
 				}
@@ -164,17 +165,6 @@ func capString(c float64) string {
 		return "none"
 	}
 	return fmt.Sprintf("%.0f cells/s", c)
-}
-
-// human prints a rate with k/M suffixes.
-func human(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 // fill totals the per-split stats of this run into the summary.

@@ -81,7 +81,7 @@ func (s *putsSplit) Write(ctx context.Context, c *cell.Cell) error {
 		return err
 	}
 	s.cells++
-	s.bytes += cellBytes(c)
+	s.bytes += cell.Size(c)
 	if s.cells&1023 == 0 {
 		s.syncRetries()
 	}

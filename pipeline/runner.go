@@ -126,11 +126,6 @@ func (r *Run) saveLocked() error {
 	return r.ckpt.save(r.state)
 }
 
-// cellBytes is what a cell weighs in counts: key and value bytes.
-func cellBytes(c *cell.Cell) int64 {
-	return int64(len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + 8)
-}
-
 // shortCell names a cell in messages, values left out.
 func shortCell(c *cell.Cell) string {
 	if c == nil {

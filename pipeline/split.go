@@ -178,7 +178,7 @@ func (sr *splitReader) emit(c cell.Cell) {
 	}
 	sr.emitted++
 	sr.pending++
-	sr.emittedB += cellBytes(&c)
+	sr.emittedB += cell.Size(&c)
 }
 
 // rejectKey deals with an old cell whose key does not fit the layout: to

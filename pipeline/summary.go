@@ -26,7 +26,7 @@ type SplitStats struct {
 	Rejected int64 `json:"cells_rejected"`
 	Collided int64 `json:"cells_collided"`
 	Failed   int64 `json:"cells_failed"`
-	// Bytes is the key and value bytes of the cells written.
+	// Bytes is the KeyValue size (cell.Size) of the cells written.
 	Bytes int64 `json:"bytes_written"`
 	// FilesChecked counts the store files read whole whose cell count
 	// matched the entry count in their trailer (files cut by a split bound

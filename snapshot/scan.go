@@ -286,16 +286,51 @@ type storeFileInfo struct {
 // NewScanner opens the store files of sp's region and returns a scanner
 // over the split's rows.
 func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (*Scanner, error) {
+	if err := s.checkScan(&sp, &opts); err != nil {
+		return nil, err
+	}
+	rules, err := s.scanRules(&opts)
+	if err != nil {
+		return nil, err
+	}
+	sc := &Scanner{ctx: ctx, snap: s, rules: rules}
+	start, stop, ok := scanRows(&sp, &opts)
+	if !ok {
+		return sc, nil // nothing to read
+	}
+	sc.stopRow = stop
+	todo, err := sc.storeFiles(&sp.Region)
+	if err == nil {
+		err = sc.openFiles(todo, start, stop)
+	}
+	if err != nil {
+		sc.Close()
+		return nil, err
+	}
+	heap.Init(&sc.h)
+	sc.minChild = 0
+	return sc, nil
+}
+
+// checkScan refuses options that select nothing sensible and a split that
+// another Snapshot made.
+func (s *Snapshot) checkScan(sp *Split, opts *ScanOptions) error {
 	if opts.MaxVersions < 0 {
-		return nil, fmt.Errorf("snapshot: MaxVersions %d < 0", opts.MaxVersions)
+		return fmt.Errorf("snapshot: MaxVersions %d < 0", opts.MaxVersions)
 	}
 	if opts.TimeRange.Max != 0 && opts.TimeRange.Max < opts.TimeRange.Min {
-		return nil, fmt.Errorf("snapshot: time range [%d, %d) is empty", opts.TimeRange.Min, opts.TimeRange.Max)
+		return fmt.Errorf("snapshot: time range [%d, %d) is empty", opts.TimeRange.Min, opts.TimeRange.Max)
 	}
 	if sp.snap != s {
-		return nil, fmt.Errorf("snapshot %s: split %q was not made by this Snapshot's Splits", s.info.Name, sp.ID)
+		return fmt.Errorf("snapshot %s: split %q was not made by this Snapshot's Splits", s.info.Name, sp.ID)
 	}
-	region := &sp.Region
+	return nil
+}
+
+// scanRules returns the read rules of every family the scan reads, by
+// family name. A family the options name must exist, and a MOB family is
+// refused rather than read.
+func (s *Snapshot) scanRules(opts *ScanOptions) (map[string]*familyRules, error) {
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -309,8 +344,7 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 			return nil, fmt.Errorf("%w: family %q is not in table %s", ErrNotFound, name, s.info.Table)
 		}
 	}
-
-	sc := &Scanner{ctx: ctx, snap: s, rules: map[string]*familyRules{}}
+	rules := map[string]*familyRules{}
 	for i := range s.table.Families {
 		f := &s.table.Families[i]
 		cols, ok := wanted[string(f.Name)]
@@ -322,26 +356,38 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 			// value; returning them would silently pass off pointers as data.
 			return nil, fmt.Errorf("%w: family %q of %s is a MOB family (IS_MOB=true); rekey does not read MOB files", ErrUnsupported, f.Name, s.info.Table)
 		}
-		r := &familyRules{raw: opts.Raw, minVersions: f.MinVersions, now: nowMs, tr: tr, columns: cols,
-			seePastDeletes: f.KeepDeletedCells != KeepDeletedFalse}
-		if opts.Raw {
-			r.maxVersions = opts.MaxVersions
-			if r.maxVersions == 0 {
-				r.maxVersions = math.MaxInt32
-			}
-			r.oldestUnexpired = 0
-		} else {
-			r.maxVersions = f.MaxVersions
-			if opts.MaxVersions > 0 && opts.MaxVersions < r.maxVersions {
-				r.maxVersions = opts.MaxVersions
-			}
-			r.oldestUnexpired = nowMs - f.TTLMillis()
-		}
-		sc.rules[string(f.Name)] = r
+		rules[string(f.Name)] = newFamilyRules(f, opts, cols, nowMs, tr)
 	}
+	return rules, nil
+}
 
-	// Row bounds: the split's, narrowed by the options.
-	start, stop := sp.StartRow, sp.EndRow
+// newFamilyRules derives one family's read rules from its schema and the
+// scan options: in raw mode the options' version cap (default all) and no
+// TTL; otherwise the family's VERSIONS, lowered by the options, and its TTL
+// counted back from nowMs.
+func newFamilyRules(f *Family, opts *ScanOptions, cols map[string]struct{}, nowMs int64, tr timeRange) *familyRules {
+	r := &familyRules{raw: opts.Raw, minVersions: f.MinVersions, now: nowMs, tr: tr, columns: cols,
+		seePastDeletes: f.KeepDeletedCells != KeepDeletedFalse}
+	if opts.Raw {
+		r.maxVersions = opts.MaxVersions
+		if r.maxVersions == 0 {
+			r.maxVersions = math.MaxInt32
+		}
+		r.oldestUnexpired = 0
+	} else {
+		r.maxVersions = f.MaxVersions
+		if opts.MaxVersions > 0 && opts.MaxVersions < r.maxVersions {
+			r.maxVersions = opts.MaxVersions
+		}
+		r.oldestUnexpired = nowMs - f.TTLMillis()
+	}
+	return r
+}
+
+// scanRows returns the rows the scan reads: the split's bounds narrowed by
+// the options' StartRow and StopRow; ok is false when none are left.
+func scanRows(sp *Split, opts *ScanOptions) (start, stop []byte, ok bool) {
+	start, stop = sp.StartRow, sp.EndRow
 	if len(opts.StartRow) > 0 && bytes.Compare(opts.StartRow, start) > 0 {
 		start = opts.StartRow
 	}
@@ -349,17 +395,24 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 		stop = opts.StopRow
 	}
 	if len(stop) > 0 && bytes.Compare(start, stop) >= 0 {
-		return sc, nil // nothing to read
+		return nil, nil, false
 	}
-	sc.stopRow = stop
+	return start, stop, true
+}
 
-	type pendingFile struct {
-		si    storeFileInfo
-		order int
-	}
-	opened, err := s.acquireRegion(region, func(fam []byte) bool { _, ok := sc.rules[string(fam)]; return ok })
+// pendingFile is a store file the scan will read, with its place in its
+// family's store file order (see sortStoreFiles).
+type pendingFile struct {
+	si    storeFileInfo
+	order int
+}
+
+// storeFiles acquires the store files of the families the scan reads,
+// which the scanner holds from then on (Close releases them), and returns
+// those worth reading, each with its order among its family's files.
+func (sc *Scanner) storeFiles(region *Region) ([]pendingFile, error) {
+	opened, err := sc.snap.acquireRegion(region, func(fam []byte) bool { _, ok := sc.rules[string(fam)]; return ok })
 	if err != nil {
-		sc.Close()
 		return nil, err
 	}
 	var todo []pendingFile
@@ -375,47 +428,62 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 			si.file = o.file
 			files = append(files, si)
 		}
-		// HBase's StoreFileComparators.SEQ_ID: sequence id, then larger
-		// file first, then bulk-load time, then path name. A scanner's
-		// order is its index here; on equal keys the higher one wins.
-		sort.SliceStable(files, func(i, j int) bool {
-			a, b := &files[i], &files[j]
-			if a.seqID != b.seqID {
-				return a.seqID < b.seqID
+		sortStoreFiles(files)
+		for order, si := range files {
+			if r.readsFile(si.meta) {
+				todo = append(todo, pendingFile{si, order})
 			}
-			if a.f.size != b.f.size {
-				return a.f.size > b.f.size
-			}
-			at, bt := bulkTime(a.meta), bulkTime(b.meta)
-			if at != bt {
-				return at < bt
-			}
-			return a.f.sortName < b.f.sortName
-		})
-		// StoreScanner.selectScannersFrom: files wholly outside the time
-		// range, or wholly expired (when MIN_VERSIONS is 0), are not read.
-		cutoff := int64(math.MinInt64)
-		if r.minVersions == 0 {
-			cutoff = r.oldestUnexpired
-		}
-		for order, fi := range files {
-			m := fi.meta
-			if m.HasTimeRange {
-				fileAll := m.TimeRangeMin == 0 && m.TimeRangeMax == math.MaxInt64
-				if !fileAll && !(m.TimeRangeMin < tr.max && m.TimeRangeMax >= tr.min) {
-					continue
-				}
-				if m.TimeRangeMax < cutoff {
-					continue
-				}
-			}
-			todo = append(todo, pendingFile{fi, order})
 		}
 	}
-	// Every file's read-ahead starts before any file is positioned: over
-	// HDFS the first chunks of a region's store files (one per flush,
-	// per family) then arrive side by side instead of one round trip
-	// after another.
+	return todo, nil
+}
+
+// sortStoreFiles puts one family's store files in HBase's
+// StoreFileComparators.SEQ_ID order: sequence id, then larger file first,
+// then bulk-load time, then path name. A file's scanner order is its index
+// here; on equal keys the higher one wins.
+func sortStoreFiles(files []storeFileInfo) {
+	sort.SliceStable(files, func(i, j int) bool {
+		a, b := &files[i], &files[j]
+		if a.seqID != b.seqID {
+			return a.seqID < b.seqID
+		}
+		if a.f.size != b.f.size {
+			return a.f.size > b.f.size
+		}
+		at, bt := bulkTime(a.meta), bulkTime(b.meta)
+		if at != bt {
+			return at < bt
+		}
+		return a.f.sortName < b.f.sortName
+	})
+}
+
+// readsFile is StoreScanner.selectScannersFrom's test: a file wholly
+// outside the time range, or wholly expired (when MIN_VERSIONS is 0), is
+// not read. A file without a time range is always read.
+func (r *familyRules) readsFile(m fileMeta) bool {
+	if !m.HasTimeRange {
+		return true
+	}
+	cutoff := int64(math.MinInt64)
+	if r.minVersions == 0 {
+		cutoff = r.oldestUnexpired
+	}
+	fileAll := m.TimeRangeMin == 0 && m.TimeRangeMax == math.MaxInt64
+	if !fileAll && !(m.TimeRangeMin < r.tr.max && m.TimeRangeMax >= r.tr.min) {
+		return false
+	}
+	return m.TimeRangeMax >= cutoff
+}
+
+// openFiles positions every pending file at the scan's first cell. Every
+// file's read-ahead starts before any file is positioned: over HDFS the
+// first chunks of a region's store files (one per flush, per family) then
+// arrive side by side instead of one round trip after another. On error
+// the read-aheads not handed to a file are closed; the caller closes the
+// scanner.
+func (sc *Scanner) openFiles(todo []pendingFile, start, stop []byte) error {
 	ras := make([]*vfs.ReadAhead, len(todo))
 	for i, p := range todo {
 		ras[i] = sc.readAhead(p.si, start)
@@ -427,18 +495,10 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 					ra.Close()
 				}
 			}
-			sc.Close()
-			return nil, err
+			return err
 		}
 	}
-	if sc.err != nil {
-		err := sc.err
-		sc.Close()
-		return nil, err
-	}
-	heap.Init(&sc.h)
-	sc.minChild = 0
-	return sc, nil
+	return sc.err
 }
 
 func bulkTime(m fileMeta) int64 {

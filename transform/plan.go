@@ -192,17 +192,6 @@ func looksLikeTime(v Value) bool {
 	return ok && (n >= epochSecLo && n < epochSecHi || n >= epochMsLo && n < epochMsHi)
 }
 
-// cellSize is the size of a cell as a serialized KeyValue (key length, value
-// length, key, value, and the tags section when present): what HBase
-// measures against its limits.
-func cellSize(c *cell.Cell) int64 {
-	n := int64(4 + 4 + 2 + len(c.Row) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1 + len(c.Value))
-	if len(c.Tags) > 0 {
-		n += int64(2 + len(c.Tags))
-	}
-	return n
-}
-
 // Add maps one sampled old cell and records what it becomes.
 func (pl *Planner) Add(src *cell.Cell) {
 	pl.cells++
@@ -227,8 +216,8 @@ func (pl *Planner) Add(src *cell.Cell) {
 	}
 	ors := pl.stat(pl.oldRows, src.Row)
 	ors.cells++
-	ors.bytes += cellSize(src)
-	size := cellSize(&out)
+	ors.bytes += cell.Size(src)
+	size := cell.Size(&out)
 	if size > pl.maxCell {
 		pl.maxCell, pl.maxCellKey = size, keyString(&out)
 	}
@@ -266,7 +255,7 @@ func (pl *Planner) Add(src *cell.Cell) {
 		}
 	}
 	es.Cells++
-	es.Bytes += cellSize(src)
+	es.Bytes += cell.Size(src)
 
 	// The new key must read back to the same entity, or verification could
 	// not find the cell in the new table.

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
@@ -303,7 +304,7 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 					continue
 				}
 				n++
-				b += cellSize(&out)
+				b += cell.Size(&out)
 			}
 			flush()
 			if err := sc.Close(); err != nil {

@@ -63,11 +63,6 @@ func deviceOf(row []byte) string {
 	return string(dev)
 }
 
-// kvSize is the size of a cell as a serialized KeyValue.
-func kvSize(c *cell.Cell) int64 {
-	return int64(4 + 4 + 2 + len(c.Row) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1 + len(c.Value))
-}
-
 func parseDump(t testing.TB, out []byte) []cell.Cell {
 	t.Helper()
 	var cells []cell.Cell
@@ -279,7 +274,7 @@ func TestVerifyAgainstCluster(t *testing.T) {
 			want := int64(len(f.source[dev]))
 			var wantBytes int64
 			for j := range f.expected[dev] {
-				wantBytes += kvSize(&f.expected[dev][j])
+				wantBytes += cell.Size(&f.expected[dev][j])
 			}
 			if !r.Match || r.Old.Cells != want || r.New.Cells != want || r.Old.Bytes != wantBytes || r.New.Bytes != wantBytes {
 				t.Errorf("%s: match %v, old %d cells %d bytes, new %d cells %d bytes; oracle: %d cells, %d bytes; %v",
@@ -305,7 +300,7 @@ func TestVerifyAgainstCluster(t *testing.T) {
 		}
 		var want int64
 		for i := range f.expected["dev-05"] {
-			want += kvSize(&f.expected["dev-05"][i])
+			want += cell.Size(&f.expected["dev-05"][i])
 		}
 		if tr.BytesRead() != want {
 			t.Errorf("read %d bytes of the new table, want exactly dev-05's %d", tr.BytesRead(), want)

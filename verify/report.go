@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/transform"
 )
 
@@ -175,12 +176,12 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) SummaryLine() string {
 	s := &r.Summary
 	line := fmt.Sprintf("%d entities checked, %d mismatched, %d cells compared, %d newer than the snapshot, read %s old and %s new in %.1fs",
-		s.Entities, s.Mismatched, s.CellsCompared, s.Newer, humanBytes(s.OldBytesRead), humanBytes(s.NewBytesRead), r.Seconds)
+		s.Entities, s.Mismatched, s.CellsCompared, s.Newer, human.Bytes(s.OldBytesRead), human.Bytes(s.NewBytesRead), r.Seconds)
 	if s.OldBytesAll > 0 {
 		line += fmt.Sprintf(" (old: %.1f%% of the snapshot)", 100*float64(s.OldBytesRead)/float64(s.OldBytesAll))
 	}
 	if s.CountBytesRead > 0 {
-		line += fmt.Sprintf(", after one pass over the old snapshot reading %s", humanBytes(s.CountBytesRead))
+		line += fmt.Sprintf(", after one pass over the old snapshot reading %s", human.Bytes(s.CountBytesRead))
 	}
 	if len(s.Mismatches) > 0 {
 		line += "; " + ClassList(s.Mismatches)
@@ -195,18 +196,6 @@ func (r Range) String() string {
 		stop = "(end)"
 	}
 	return "[" + r.Start + ", " + stop + ")"
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // ErrNeedsEntityFilter is returned by RedoRanges for an entity whose old

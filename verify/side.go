@@ -330,7 +330,7 @@ func (t *TableReader) Read(ctx context.Context, r transform.KeyRange, fn func(*c
 	defer sc.Close()
 	for sc.Next() {
 		c := sc.Cell()
-		t.n.Add(cellSize(c))
+		t.n.Add(cell.Size(c))
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -349,12 +349,3 @@ func (t *TableReader) Live() bool { return true }
 
 // String implements Reader.
 func (t *TableReader) String() string { return "table " + string(t.table) }
-
-// cellSize is a cell's size as a serialized KeyValue, what HBase measures.
-func cellSize(c *cell.Cell) int64 {
-	n := int64(4 + 4 + 2 + len(c.Row) + 1 + len(c.Family) + len(c.Qualifier) + 8 + 1 + len(c.Value))
-	if len(c.Tags) > 0 {
-		n += int64(2 + len(c.Tags))
-	}
-	return n
-}

@@ -540,7 +540,7 @@ func (t *tally) add(c *cell.Cell, row []byte) {
 		t.lastRow = append(t.lastRow[:0], row...)
 	}
 	t.side.Cells++
-	t.side.Bytes += cellSize(c)
+	t.side.Bytes += cell.Size(c)
 	t.scratch = t.d.add(c, t.scratch)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -403,7 +404,7 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		}
 		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
 	}
-	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, humanRate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
+	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, human.Rate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
 	if b := s.Budget; b.Total > 0 {
 		p("  memory    %d workers, budget %d MiB: %d MiB sink buffers, %d MiB read-ahead, %d MiB collision sets\n", s.Workers, b.Total>>20, b.Sink>>20, b.ReadAhead>>20, b.Collisions>>20)
 	}
@@ -443,14 +444,4 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 	if s.Error != "" {
 		p("  error     %s\n", strings.ReplaceAll(s.Error, "\n", " "))
 	}
-}
-
-func humanRate(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e3:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	}
-	return fmt.Sprintf("%.0f", v)
 }

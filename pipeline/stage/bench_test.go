@@ -60,7 +60,7 @@ func benchStage(b *testing.B, o Options, splits [][]cell.Cell) {
 	for _, sp := range splits {
 		cells += len(sp)
 		for i := range sp {
-			data += cellBytes(&sp[i])
+			data += cell.Size(&sp[i])
 		}
 	}
 	var spill, merge time.Duration

@@ -2,7 +2,6 @@ package stage
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -284,7 +283,7 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 
 func (o *hfileOut) append(c *cell.Cell) error {
 	o.cells++
-	o.bytes += cellBytes(c)
+	o.bytes += cell.Size(c)
 	return o.w.Append(c)
 }
 
@@ -315,175 +314,6 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 func (o *hfileOut) abort(s *Sink) {
 	o.closeFile()
 	s.fs.Remove(o.tmp)
-}
-
-// writePartition merges one partition's runs into HFiles. Rows up to the
-// last row of the HFiles a previous Finish recorded are skipped (files
-// roll only between rows, so those rows are complete in them). Cells with
-// equal keys collapse into one: a duplicate when value and tags agree
-// (a redone split), a collision otherwise (counted, the first run's cell
-// kept).
-//
-// Partitions merge in parallel: ps is this call's own, but finish.json
-// holds every partition, so changes to ps that others may save (and the
-// save itself) happen under finMu.
-func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, runs []partRun, fan int) error {
-	reg := &s.plan.Regions[ps.Region]
-	rel := path.Join(hfilesDir, reg.Dir, ps.Family)
-	dir := path.Join(s.root, rel)
-	if err := s.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("stage: create %s: %w", dir, err)
-	}
-	// Remove what a crash left that no record names.
-	recorded := map[string]bool{}
-	for _, f := range ps.Files {
-		recorded[path.Join(s.root, f.Name)] = true
-	}
-	if ents, err := s.fs.ReadDir(dir); err == nil {
-		for _, e := range ents {
-			if p := path.Join(dir, e.Name()); !recorded[p] {
-				s.fs.Remove(p)
-			}
-		}
-	}
-	var resume []byte
-	if n := len(ps.Files); n > 0 {
-		resume = ps.Files[n-1].LastRow
-	}
-	var total int64
-	for _, r := range runs {
-		total += r.part.Bytes
-	}
-	limit := s.o.HFileSize
-	if s.o.MaxFiles > 1 {
-		// Every file but the last holds at least limit bytes, so at most
-		// MaxFiles files are written.
-		limit = max(limit, (total+int64(s.o.MaxFiles)-2)/int64(s.o.MaxFiles-1))
-	} else {
-		limit = 1<<63 - 1
-	}
-
-	runs, made, err := s.reduce(runs, ps.Region, ps.Family, fan)
-	defer func() {
-		for _, m := range made {
-			fi, err := s.fs.Stat(m)
-			if err == nil && s.fs.Remove(m) == nil {
-				s.staged.Add(-fi.Size())
-			}
-		}
-	}()
-	if err != nil {
-		return err
-	}
-	m, err := newMerger(s.fs, runs)
-	if err != nil {
-		return err
-	}
-	defer m.close()
-
-	opts := s.familyOptions(ps.Family)
-	var (
-		out     *hfileOut
-		prev    cell.Cell
-		prevBuf []byte
-		has     bool
-		n       int
-		// Counted here, folded into ps when a file is recorded: a resumed
-		// merge skips the recorded files' rows, and counts the rest again.
-		dups, colls int64
-	)
-	record := func(info *hfileInfo, done bool) error {
-		s.finMu.Lock()
-		defer s.finMu.Unlock()
-		if info != nil {
-			ps.Files = append(ps.Files, *info)
-		}
-		ps.Duplicates += dups
-		ps.Collisions += colls
-		dups, colls = 0, 0
-		ps.Done = done
-		return s.saveFinish(st)
-	}
-	closeOut := func() error {
-		info, err := s.finishHFile(out)
-		out = nil
-		if err != nil {
-			return err
-		}
-		if err := s.addStaged(info.Size); err != nil {
-			return fmt.Errorf("stage: region %s family %s: %w", reg.Dir, ps.Family, err)
-		}
-		return record(&info, false)
-	}
-	err = m.each(func(c *cell.Cell) error {
-		if !reg.Contains(c.Row) {
-			return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, reg)
-		}
-		if resume != nil && bytes.Compare(c.Row, resume) <= 0 {
-			return nil
-		}
-		if has && cell.Compare(&prev, c) == 0 {
-			if sameCell(&prev, c) {
-				dups++
-			} else {
-				colls++
-				s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
-			}
-			return nil
-		}
-		newRow := !has || !bytes.Equal(prev.Row, c.Row)
-		if out != nil && newRow && out.bytes >= limit {
-			if err := closeOut(); err != nil {
-				return err
-			}
-		}
-		if out == nil {
-			o, err := s.createHFile(rel, opts)
-			if err != nil {
-				return err
-			}
-			out = o
-		}
-		if err := out.append(c); err != nil {
-			return fmt.Errorf("stage: region %s family %s: %w", reg.Dir, ps.Family, err)
-		}
-		prevBuf = prevBuf[:0]
-		prevBuf = append(prevBuf, c.Row...)
-		prevBuf = append(prevBuf, c.Family...)
-		prevBuf = append(prevBuf, c.Qualifier...)
-		prevBuf = append(prevBuf, c.Value...)
-		prevBuf = append(prevBuf, c.Tags...)
-		o := 0
-		cut := func(k int) []byte { b := prevBuf[o : o+k : o+k]; o += k; return b }
-		prev = cell.Cell{Timestamp: c.Timestamp, Type: c.Type}
-		prev.Row, prev.Family, prev.Qualifier, prev.Value = cut(len(c.Row)), cut(len(c.Family)), cut(len(c.Qualifier)), cut(len(c.Value))
-		prev.Tags = cut(len(c.Tags))
-		has = true
-		n++
-		if n%4096 == 0 {
-			return ctx.Err()
-		}
-		return nil
-	})
-	if err != nil {
-		if out != nil {
-			out.abort(s)
-		}
-		return err
-	}
-	if out != nil {
-		if err := closeOut(); err != nil {
-			return err
-		}
-	}
-	return record(nil, true)
-}
-
-func clip(b []byte) []byte {
-	if len(b) > 16 {
-		return b[:16]
-	}
-	return b
 }
 
 func (s *Sink) example(e string) {

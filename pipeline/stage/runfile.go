@@ -40,17 +40,7 @@ type RunPart struct {
 	First   int    `json:"first"`   // first record batch
 	Batches int    `json:"batches"` // consecutive record batches
 	Cells   int64  `json:"cells"`
-	Bytes   int64  `json:"bytes"` // KeyValue bytes (key + value) of the cells
-}
-
-// cellBytes is the size HBase gives a cell on disk (key + value + tags),
-// the unit of every byte count and limit in this package.
-func cellBytes(c *cell.Cell) int64 {
-	n := int64(cell.KeyLen(c) + len(c.Value) + 8)
-	if len(c.Tags) > 0 {
-		n += int64(2 + len(c.Tags))
-	}
-	return n
+	Bytes   int64  `json:"bytes"` // the cells' KeyValue size (cell.Size)
 }
 
 // runWriter writes one run file, one partition after another.
@@ -123,7 +113,7 @@ func (rw *runWriter) add(region int, c *cell.Cell) error {
 	} else {
 		fs[6].(*array.BinaryBuilder).Append(c.Tags)
 	}
-	n := cellBytes(c)
+	n := cell.Size(c)
 	rw.cur.Cells++
 	rw.cur.Bytes += n
 	rw.batch += n

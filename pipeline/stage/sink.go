@@ -335,7 +335,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	w.held += cost
 	w.s.hold(cost)
 	w.cells++
-	w.bytes += cellBytes(c)
+	w.bytes += cell.Size(c)
 	return nil
 }
 

@@ -222,7 +222,7 @@ func TestStageTinyBudget(t *testing.T) {
 	cells := genCells(1, 30000)
 	var data int64
 	for i := range cells {
-		data += cellBytes(&cells[i])
+		data += cell.Size(&cells[i])
 	}
 	if data < 15*o.Memory {
 		t.Fatalf("test data %d bytes is not far above the %d-byte budget", data, o.Memory)
@@ -495,7 +495,7 @@ func TestStageMemoryBound(t *testing.T) {
 				Qualifier: fmt.Appendf(nil, "q%d-%d", sp, i),
 				Timestamp: 1, Type: cell.Put, Value: val[:rng.Intn(200)],
 			}
-			data += cellBytes(&c)
+			data += cell.Size(&c)
 			if err := w.Write(ctx, &c); err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,258 @@
+package stage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/hfile"
+)
+
+// writePartition merges one partition's runs into HFiles. Rows up to the
+// last row of the HFiles a previous Finish recorded are skipped (files
+// roll only between rows, so those rows are complete in them). Cells with
+// equal keys collapse into one: a duplicate when value and tags agree
+// (a redone split), a collision otherwise (counted, the first run's cell
+// kept).
+//
+// Partitions merge in parallel: ps is this call's own, but finish.json
+// holds every partition, so changes to ps that others may save (and the
+// save itself) happen under finMu.
+func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, runs []partRun, fan int) error {
+	w, err := s.newPartWriter(st, ps, runs)
+	if err != nil {
+		return err
+	}
+	runs, made, err := s.reduce(runs, ps.Region, ps.Family, fan)
+	defer s.removeMerged(made)
+	if err != nil {
+		return err
+	}
+	m, err := newMerger(s.fs, runs)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	if err := m.each(func(c *cell.Cell) error { return w.add(ctx, c) }); err != nil {
+		w.abort()
+		return err
+	}
+	return w.finish()
+}
+
+// removeMerged removes the intermediate runs reduce wrote and gives their
+// space back to the staging budget.
+func (s *Sink) removeMerged(made []string) {
+	for _, m := range made {
+		fi, err := s.fs.Stat(m)
+		if err == nil && s.fs.Remove(m) == nil {
+			s.staged.Add(-fi.Size())
+		}
+	}
+}
+
+// partWriter writes one partition's merged cells into HFiles under
+// hfiles/REGION/FAMILY, rolling to a new file between rows once the open
+// one holds limit bytes, and records each file in finish.json when it is
+// closed.
+type partWriter struct {
+	s     *Sink
+	st    *finishState
+	ps    *partState
+	reg   *Region
+	rel   string // the partition's folder, relative to the staging root
+	opts  hfile.WriterOptions
+	limit int64
+	// resume is the last row of the files already recorded: rows up to it
+	// are skipped.
+	resume []byte
+
+	out  *hfileOut // the open file, nil between files
+	prev lastCell
+	n    int // cells written, for the periodic cancellation check
+	// Counted here, folded into ps when a file is recorded: a resumed
+	// merge skips the recorded files' rows, and counts the rest again.
+	dups, colls int64
+}
+
+// newPartWriter prepares the partition's folder (removing what a crash
+// left that no record names) and the writer that continues after the
+// files already recorded.
+func (s *Sink) newPartWriter(st *finishState, ps *partState, runs []partRun) (*partWriter, error) {
+	w := &partWriter{s: s, st: st, ps: ps, reg: &s.plan.Regions[ps.Region],
+		opts: s.familyOptions(ps.Family), limit: s.fileLimit(runs)}
+	w.rel = path.Join(hfilesDir, w.reg.Dir, ps.Family)
+	if err := s.clearUnrecorded(path.Join(s.root, w.rel), ps.Files); err != nil {
+		return nil, err
+	}
+	if n := len(ps.Files); n > 0 {
+		w.resume = ps.Files[n-1].LastRow
+	}
+	return w, nil
+}
+
+// clearUnrecorded creates dir if need be and removes every file in it that
+// files does not name: the partial HFiles of a merge that crashed.
+func (s *Sink) clearUnrecorded(dir string, files []hfileInfo) error {
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return fmt.Errorf("stage: create %s: %w", dir, err)
+	}
+	recorded := map[string]bool{}
+	for _, f := range files {
+		recorded[path.Join(s.root, f.Name)] = true
+	}
+	if ents, err := s.fs.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			if p := path.Join(dir, e.Name()); !recorded[p] {
+				s.fs.Remove(p)
+			}
+		}
+	}
+	return nil
+}
+
+// fileLimit is the size at which a partition's HFile rolls: HFileSize,
+// raised so that at most MaxFiles files hold the partition's runs, or no
+// limit when MaxFiles is 1.
+func (s *Sink) fileLimit(runs []partRun) int64 {
+	if s.o.MaxFiles <= 1 {
+		return 1<<63 - 1
+	}
+	var total int64
+	for _, r := range runs {
+		total += r.part.Bytes
+	}
+	// Every file but the last holds at least the limit, so at most
+	// MaxFiles files are written.
+	return max(s.o.HFileSize, (total+int64(s.o.MaxFiles)-2)/int64(s.o.MaxFiles-1))
+}
+
+// add writes one merged cell, skipping it when it lies in a row already
+// recorded or repeats the previous cell's key.
+func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
+	if !w.reg.Contains(c.Row) {
+		return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
+	}
+	if w.resume != nil && bytes.Compare(c.Row, w.resume) <= 0 {
+		return nil
+	}
+	if w.prev.has && cell.Compare(&w.prev.c, c) == 0 {
+		w.collapse(c)
+		return nil
+	}
+	newRow := !w.prev.has || !bytes.Equal(w.prev.c.Row, c.Row)
+	if w.out != nil && newRow && w.out.bytes >= w.limit {
+		if err := w.closeOut(); err != nil {
+			return err
+		}
+	}
+	if w.out == nil {
+		o, err := w.s.createHFile(w.rel, w.opts)
+		if err != nil {
+			return err
+		}
+		w.out = o
+	}
+	if err := w.out.append(c); err != nil {
+		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
+	}
+	w.prev.set(c)
+	w.n++
+	if w.n%4096 == 0 {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// collapse counts c, whose key the cell written before it has: a duplicate
+// when value and tags agree, else a collision, with an example.
+func (w *partWriter) collapse(c *cell.Cell) {
+	prev := &w.prev.c
+	if sameCell(prev, c) {
+		w.dups++
+		return
+	}
+	w.colls++
+	w.s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
+}
+
+// record saves the partition's progress in finish.json: info, when not
+// nil, is a file just finished; done says the partition is complete.
+func (w *partWriter) record(info *hfileInfo, done bool) error {
+	s, ps := w.s, w.ps
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
+	if info != nil {
+		ps.Files = append(ps.Files, *info)
+	}
+	ps.Duplicates += w.dups
+	ps.Collisions += w.colls
+	w.dups, w.colls = 0, 0
+	ps.Done = done
+	return s.saveFinish(w.st)
+}
+
+// closeOut finishes the open file, counts it against the staging budget
+// and records it.
+func (w *partWriter) closeOut() error {
+	info, err := w.s.finishHFile(w.out)
+	w.out = nil
+	if err != nil {
+		return err
+	}
+	if err := w.s.addStaged(info.Size); err != nil {
+		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
+	}
+	return w.record(&info, false)
+}
+
+// finish closes the last file and records the partition done.
+func (w *partWriter) finish() error {
+	if w.out != nil {
+		if err := w.closeOut(); err != nil {
+			return err
+		}
+	}
+	return w.record(nil, true)
+}
+
+// abort drops the open file after a failed merge.
+func (w *partWriter) abort() {
+	if w.out != nil {
+		w.out.abort(w.s)
+	}
+}
+
+// lastCell is a copy of the cell last written, in one buffer reused from
+// cell to cell: the merge's cells are valid only until its next one.
+type lastCell struct {
+	c   cell.Cell
+	buf []byte
+	has bool
+}
+
+// set copies c, its slices cut from the one buffer.
+func (l *lastCell) set(c *cell.Cell) {
+	l.buf = l.buf[:0]
+	l.buf = append(l.buf, c.Row...)
+	l.buf = append(l.buf, c.Family...)
+	l.buf = append(l.buf, c.Qualifier...)
+	l.buf = append(l.buf, c.Value...)
+	l.buf = append(l.buf, c.Tags...)
+	o := 0
+	cut := func(k int) []byte { b := l.buf[o : o+k : o+k]; o += k; return b }
+	l.c = cell.Cell{Timestamp: c.Timestamp, Type: c.Type}
+	l.c.Row, l.c.Family, l.c.Qualifier, l.c.Value = cut(len(c.Row)), cut(len(c.Family)), cut(len(c.Qualifier)), cut(len(c.Value))
+	l.c.Tags = cut(len(c.Tags))
+	l.has = true
+}
+
+// clip shortens a value for an example message.
+func clip(b []byte) []byte {
+	if len(b) > 16 {
+		return b[:16]
+	}
+	return b
+}
