@@ -40,13 +40,6 @@ type verifyFlags struct {
 	timeout          time.Duration
 }
 
-// failed marks an error that ends verify with status 2 (the run could not
-// decide), as opposed to 1 (it decided: mismatches).
-type failed struct{ err error }
-
-func (e failed) Error() string { return e.err.Error() }
-func (e failed) Unwrap() error { return e.err }
-
 func newVerifyCmd() *cobra.Command {
 	var f verifyFlags
 	cmd := &cobra.Command{
