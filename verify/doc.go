@@ -17,4 +17,10 @@
 //
 // The Report prints as a table (worst first), JSON (with the key ranges to
 // redo) or one self-contained HTML page.
+//
+// Prepare assembles the check rekey verify runs from a job file: the job's
+// verify section with Options applied, the entities chosen, both sides
+// open (the live table's cluster found by hbase.Locate); Check.Run
+// compares and returns the Report. Compare, Choice, Count and the readers
+// are the parts, for a check assembled otherwise.
 package verify

@@ -53,6 +53,17 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"inspect", "snapshot", "--cells", r4, "enc_none"}, exitProblems, "region 01e7d08b7344c3fb4c74b9ddc35d630e"},
 		{[]string{"inspect", "table", "t", "--zk", "127.0.0.1:1", "--cells", "--family", ""}, exitUsage, "family name cannot be empty"},
 		{[]string{"plan", "--regions", "-3", "../../configs/demo.yaml"}, exitUsage, "--regions -3"},
+		// What cobra itself finds: an unknown subcommand or flag, a wrong
+		// number of arguments; and no subcommand at all prints the help.
+		{[]string{"nosuch"}, exitUsage, `unknown command "nosuch" for "rekey"`},
+		{[]string{"verif", "job.yaml"}, exitUsage, "Did you mean this?\n\tverify"},
+		{[]string{"completion", "bash", "extra"}, exitUsage, `unknown command "extra"`},
+		{[]string{"--nosuch"}, exitUsage, "unknown flag: --nosuch"},
+		{[]string{"verify", "--nosuch", "job.yaml"}, exitUsage, "unknown flag: --nosuch"},
+		{[]string{"verify"}, exitUsage, "accepts 1 arg(s), received 0"},
+		{[]string{"run", "a.yaml", "b.yaml"}, exitUsage, "accepts 1 arg(s), received 2"},
+		{[]string{"inspect", "snapshot", snap}, exitUsage, "accepts 2 arg(s), received 1"},
+		{[]string{}, exitOK, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, out, errOut := runRekey(t, tc.args...)

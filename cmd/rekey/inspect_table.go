@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -45,14 +44,15 @@ tab-separated), so the output diffs against the test oracle's dump-table.
 Without --max-versions the scan returns every version the families keep;
 --raw adds delete markers and the cells they mask.
 
-The cluster is found through ZooKeeper: --zk host:port[,host:port] (default
-$REKEY_ZK), --znode-parent (default /hbase).`,
+The cluster is found through ZooKeeper: --zk host:port[,host:port], else
+$REKEY_ZK, else $HBASE_CONF_DIR/hbase-site.xml; --znode-parent, else
+hbase-site.xml's zookeeper.znode.parent, else /hbase.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runInspectTable(cmd, args, fl) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] (default $REKEY_ZK)")
-	f.StringVar(&fl.znodeParent, "znode-parent", "/hbase", "zookeeper.znode.parent of the cluster")
+	f.StringVar(&fl.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] (default: $REKEY_ZK, else $HBASE_CONF_DIR/hbase-site.xml)")
+	f.StringVar(&fl.znodeParent, "znode-parent", "", "zookeeper.znode.parent of the cluster (default: hbase-site.xml's, else /hbase)")
 	f.BoolVar(&fl.cells, "cells", false, "print every cell in the canonical dump format")
 	f.BoolVar(&fl.raw, "raw", false, "with --cells: raw scan (delete markers and masked cells)")
 	f.IntVar(&fl.maxVersions, "max-versions", 0, "with --cells: versions per column (0 = all the families keep)")
@@ -64,12 +64,22 @@ $REKEY_ZK), --znode-parent (default /hbase).`,
 	return cmd
 }
 
-func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) error {
-	if fl.zk == "" {
-		fl.zk = os.Getenv("REKEY_ZK")
+// cluster finds the cluster to inspect as hbase.Locate does, from --zk and
+// --znode-parent; from names where the quorum came from.
+func (fl inspectTableOptions) cluster() (cfg hbase.Config, from string, err error) {
+	if cfg, from, err = hbase.Locate(fl.zk, fl.znodeParent); err != nil {
+		return cfg, "", err
 	}
-	if fl.zk == "" {
-		return usageError{errors.New("no cluster: give --zk host:port or set REKEY_ZK")}
+	cfg.OperationTimeout = fl.timeout
+	return cfg, from, nil
+}
+
+func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) error {
+	// No cluster named, or an hbase-site.xml that names none, is the
+	// user's to fix.
+	cfg, from, err := fl.cluster()
+	if err != nil {
+		return usageError{err}
 	}
 	if fl.maxVersions < 0 || fl.limit < 0 {
 		return usageError{errors.New("--max-versions and --limit must be >= 0")}
@@ -93,9 +103,9 @@ func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: fl.zk, ZNodeParent: fl.znodeParent, OperationTimeout: fl.timeout})
+	c, err := hbase.NewClient(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("cluster from %s: %w", from, err)
 	}
 	defer c.Close()
 	table := args[0]

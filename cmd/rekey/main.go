@@ -3,39 +3,13 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/pprof"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
-
-// Exit codes shared by every subcommand. The rule: 2 when the user named
-// something wrong or missing (a flag, an argument, a job file option, a
-// path, root dir or snapshot that does not exist or is not what it must
-// be), 1 when the input is damaged or the work found problems (a corrupt
-// HFile or manifest, a missing store file, rejected keys, failed
-// verification), 0 when done.
-const (
-	exitOK       = 0 // done
-	exitProblems = 1 // input damaged, or done with problems reported
-	exitUsage    = 2 // the user named something wrong or missing; for verify, any error
-	// exitInterrupted (3, in run.go): stopped by a signal, resumable.
-)
-
-// usageError marks an error as the caller's fault (bad flag, bad job file),
-// which maps to exit code 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-// errProblems is returned by a subcommand that finished but found problems;
-// it has already reported them.
-var errProblems = errors.New("finished with problems")
 
 // newRootCmd builds the command tree afresh: each subcommand file has a
 // constructor whose flags live in the command it returns, so no flag value
@@ -85,41 +59,23 @@ func main() {
 
 func run(args []string) int { return runWith(args, os.Stdout) }
 
-// runWith runs the CLI with stdout going to out.
+// runWith runs the CLI with stdout going to out, and returns its exit
+// status.
 func runWith(args []string, out io.Writer) int {
 	root := newRootCmd()
 	stopProfile := addProfileFlag(root)
+	typeCobraErrors(root, args)
 	root.SetArgs(args)
 	root.SetOut(out)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	err := root.Execute()
+	err := unknownCommand(root, args)
+	if err == nil {
+		err = root.Execute()
+	}
 	if perr := stopProfile(); perr != nil && err == nil {
 		err = fmt.Errorf("--cpuprofile: %w", perr)
 	}
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, errProblems):
-		return exitProblems
-	case errors.Is(err, errInterrupted):
-		return exitInterrupted
+	if !reported(err) {
+		fmt.Fprintln(os.Stderr, "rekey:", err)
 	}
-	fmt.Fprintln(os.Stderr, "rekey:", err)
-	var ue usageError
-	var fe failed
-	if errors.As(err, &ue) || errors.As(err, &fe) || isCobraUsage(err) {
-		return exitUsage
-	}
-	return exitProblems
-}
-
-// isCobraUsage recognises cobra's own argument errors, which it does not type.
-func isCobraUsage(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires exactly", "unknown flag", "unknown shorthand"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
+	return exitCode(err)
 }

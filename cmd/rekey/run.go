@@ -23,13 +23,6 @@ import (
 	"github.com/rekeyhq/rekey/snapshot"
 )
 
-// exitInterrupted: the run stopped on a signal; the checkpoint is written
-// and --resume goes on.
-const exitInterrupted = 3
-
-// errInterrupted is returned by rekey run after a signal; it maps to exit 3.
-var errInterrupted = errors.New("interrupted")
-
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string

@@ -187,6 +187,7 @@ func TestRunThenVerify(t *testing.T) {
 	if r := decodeReport(t, out); r.Summary.CellsCompared != 2*31413 || r.Summary.Mismatched != 0 {
 		t.Errorf("--all summary %+v", r.Summary)
 	}
+	siteFindsTheCluster(t, st, job, table)
 
 	// Break one cell, verify, redo with run --only, verify again: clean.
 	sc := c.Scan(ctx, []byte(table), &hbase.Scan{Start: []byte("u00100"), Limit: 1})
@@ -214,4 +215,27 @@ func TestRunThenVerify(t *testing.T) {
 	if r := decodeReport(t, out); r.Summary.Entities != 1 {
 		t.Errorf("--only checked %d entities, want the 1 broken", r.Summary.Entities)
 	}
+}
+
+// siteFindsTheCluster: with only $HBASE_CONF_DIR naming the cluster (no
+// --zk, no $REKEY_ZK, no target.zookeeper in the job), `rekey verify JOB
+// --all` of a table a run wrote and `rekey inspect table TABLE` find it,
+// as HBase's own tools do.
+func siteFindsTheCluster(t *testing.T, st *testenv.State, job, table string) {
+	t.Helper()
+	t.Run("found through HBASE_CONF_DIR", func(t *testing.T) {
+		t.Setenv("REKEY_ZK", "")
+		t.Setenv("HBASE_CONF_DIR", writeHBaseSite(t, st.ZKQuorum, st.ZNodeParent))
+		code, out, errOut := runRekey(t, "verify", job, "--table", table, "--all", "--json")
+		if code != exitOK {
+			t.Fatalf("verify --all: exit %d: %s\n%.3000s", code, errOut, out)
+		}
+		if r := decodeReport(t, out); r.Summary.CellsCompared != 2*31413 || r.Summary.Mismatched != 0 {
+			t.Errorf("verify --all summary %+v", r.Summary)
+		}
+		code, out, errOut = runRekey(t, "inspect", "table", table)
+		if code != exitOK || out == "" {
+			t.Fatalf("inspect table: exit %d, %d bytes of regions: %s", code, len(out), errOut)
+		}
+	})
 }

@@ -306,6 +306,7 @@ func TestVerifyUsageErrors(t *testing.T) {
 		"no cluster":     {"verify", job, "--entity", "user=u00001", "--zk", ""},
 	} {
 		t.Setenv("REKEY_ZK", "")
+		t.Setenv("HBASE_CONF_DIR", "")
 		if code, _, errOut := runRekey(t, args...); code != exitUsage {
 			t.Errorf("%s: exit %d, want %d (%s)", name, code, exitUsage, errOut)
 		}

@@ -1,0 +1,258 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/job"
+)
+
+// Check is one verification of a job, assembled by Prepare: the entities
+// chosen, the old snapshot and the new side open. Run compares them; Close
+// releases both sides.
+type Check struct {
+	job     *job.Job
+	started time.Time
+	old     *SnapshotReader
+	newSide Reader
+	// closeNew releases the new side (a reader, or the client of a live
+	// table).
+	closeNew   func() error
+	cfg        Config
+	targets    []Target
+	countBytes int64
+}
+
+// Prepare assembles the check rekey verify runs for job j: the job's
+// verify section with o applied, the entities chosen (named ones, an
+// earlier report's redo list, the heaviest and a sample from the run's
+// sketch or from one pass over the old snapshot, or all), the old snapshot
+// opened and the new side opened (a staging folder, a snapshot of the new
+// table, or the live table, whose cluster is found as hbase.Locate does
+// from o.ZKQuorum, else the job's target.zookeeper). Errors name the
+// option or job field at fault; one that wraps hbase.ErrNoCluster means
+// nothing names the live table's cluster. The caller closes the Check.
+func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
+	c := &Check{job: j, started: time.Now()}
+	s, err := o.settings(j.Verify)
+	if err != nil {
+		return nil, err
+	}
+	var choice Choice
+	if err := o.addNamed(&choice, j); err != nil {
+		return nil, err
+	}
+	if c.old, err = OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}); err != nil {
+		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
+	}
+	if err := c.choose(ctx, &choice, s, o.Sketch); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.openNew(ctx, o); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.cfg = s.config(j, c.old, c.newSide)
+	c.targets = choice.Targets()
+	return c, nil
+}
+
+// addNamed chooses the entities the job's verify.entities, o.Entities and
+// the redo list of the report o.Only name.
+func (o Options) addNamed(choice *Choice, j *job.Job) error {
+	v := j.Verify
+	for i, s := range v.Entities {
+		k, err := j.Program.ParseEntity(s)
+		if err != nil {
+			return fmt.Errorf("%s:%d:%d: verify.entities[%d]: %w", j.Path, v.EntityPos[i].Line, v.EntityPos[i].Col, i, err)
+		}
+		choice.Add(k, ByName)
+	}
+	for _, s := range o.Entities {
+		k, err := j.Program.ParseEntity(s)
+		if err != nil {
+			return fmt.Errorf("--entity: %w", err)
+		}
+		choice.Add(k, ByName)
+	}
+	if o.Only == "" {
+		return nil
+	}
+	fh, err := os.Open(o.Only)
+	if err != nil {
+		return fmt.Errorf("--only: %w", err)
+	}
+	rep, err := ReadReport(fh)
+	fh.Close()
+	if err != nil {
+		return fmt.Errorf("--only %s: %w", o.Only, err)
+	}
+	for _, r := range rep.Redo {
+		k, err := j.Program.ParseEntity("hex:" + r.Key)
+		if err != nil {
+			return fmt.Errorf("--only %s: entity %s does not fit this job's entity fields: %w", o.Only, r.Entity, err)
+		}
+		choice.Add(k, ByOnly)
+	}
+	return nil
+}
+
+// choose adds the heaviest and the sample the settings ask for (every
+// entity with all): from one pass over the old snapshot with findWorst or
+// all, else from the sketch file given or the run's sketches in the job's
+// state folder. A choice still empty then is an error.
+func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch string) error {
+	if s.findWorst || s.all {
+		cs, err := Count(ctx, c.old, c.job.Program, CountOptions{K: max(s.heaviest, 1), N: s.sample, Seed: s.seed, Workers: max(s.workers, 2)})
+		if err != nil {
+			return err
+		}
+		if err := choice.AddCensus(cs, s.heaviest, s.sample, s.all); err != nil {
+			return err
+		}
+		c.countBytes = cs.BytesRead
+	} else if s.heaviest > 0 || s.sample > 0 {
+		sks, err := c.sketches(sketch)
+		if err != nil {
+			return err
+		}
+		choice.AddSketches(sks, s.heaviest, s.sample)
+	}
+	if choice.Len() == 0 {
+		return errors.New("no entities to verify (give --entity, --find-worst, --all or --only, or run the job first)")
+	}
+	return nil
+}
+
+// sketches reads the sketch file given, else the run's sketches.
+func (c *Check) sketches(file string) ([]*entity.Sketch, error) {
+	if file == "" {
+		sks, _, err := LoadStateSketch(c.job.StateDir())
+		return sks, err
+	}
+	sk, err := LoadSketch(file)
+	if err != nil {
+		return nil, err
+	}
+	return []*entity.Sketch{sk}, nil
+}
+
+// against is the new side the options name, else the job's
+// verify.against (zero: the job's target table).
+func (o Options) against(j *job.Job) job.Against {
+	switch {
+	case o.Staging != "":
+		return job.Against{Staging: o.Staging}
+	case o.Snapshot != "":
+		root := o.SnapshotRoot
+		if root == "" {
+			root = j.Source.Root
+		}
+		return job.Against{Root: root, Name: o.Snapshot}
+	case o.Table != "":
+		return job.Against{Table: o.Table}
+	}
+	return j.Verify.Against
+}
+
+// openNew opens the new side: staged HFiles, a snapshot, or a live table.
+func (c *Check) openNew(ctx context.Context, o Options) error {
+	a := o.against(c.job)
+	switch {
+	case a.Staging != "":
+		sr, err := OpenStaging(strings.TrimSuffix(a.Staging, "/") + "/hfiles")
+		if err != nil {
+			return fmt.Errorf("new side: %w", err)
+		}
+		c.newSide, c.closeNew = sr, sr.Close
+	case a.Name != "":
+		ns, err := OpenSnapshot(ctx, a.Root, a.Name, time.Time{})
+		if err != nil {
+			return fmt.Errorf("new side: %w", err)
+		}
+		c.newSide, c.closeNew = ns, ns.Close
+	default:
+		table := a.Table
+		if table == "" {
+			table = c.job.Target.Table
+		}
+		return c.openTable(o, table)
+	}
+	return nil
+}
+
+// openTable connects to the live table's cluster.
+func (c *Check) openTable(o Options, table string) error {
+	cfg, from, err := o.cluster(c.job)
+	if err != nil {
+		return fmt.Errorf("no cluster for the live table %s (--snapshot or --staging compare without one): %w", table, err)
+	}
+	client, err := hbase.NewClient(cfg)
+	if err != nil {
+		return fmt.Errorf("new side: table %s, cluster from %s: %w", table, from, err)
+	}
+	c.newSide, c.closeNew = NewTableReader(client, table), client.Close
+	return nil
+}
+
+// cluster finds the cluster of a live new side: o.ZKQuorum, else the job's
+// target.zookeeper, then $REKEY_ZK and $HBASE_CONF_DIR/hbase-site.xml as
+// hbase.Locate goes on; the znode parent is o.ZNodeParent, else the job's
+// target.znode_parent, else hbase-site.xml's, else /hbase. from names the
+// source of the quorum, for messages.
+func (o Options) cluster(j *job.Job) (cfg hbase.Config, from string, err error) {
+	quorum, parent := o.ZKQuorum, o.ZNodeParent
+	if quorum == "" {
+		quorum = j.Target.ZKQuorum
+	}
+	if parent == "" {
+		parent = j.Target.ZNodeParent
+	}
+	if cfg, from, err = hbase.Locate(quorum, parent); err != nil {
+		return cfg, "", err
+	}
+	cfg.OperationTimeout = o.Timeout
+	return cfg, from, nil
+}
+
+// Run compares the chosen entities and reports: the job, both sides, when
+// the check started (Prepare's start) and how long it took, and the bytes
+// each side read, the pass that chose the entities apart.
+func (c *Check) Run(ctx context.Context) (*Report, error) {
+	oldBefore, newBefore := c.old.BytesRead(), c.newSide.BytesRead()
+	results, err := Compare(ctx, c.cfg, c.targets)
+	if err != nil {
+		return nil, err
+	}
+	rep := NewReport(results)
+	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
+	rep.Entity = c.job.Program.Entity()
+	rep.Started = c.started.UTC().Truncate(time.Second)
+	rep.Seconds = time.Since(c.started).Seconds()
+	rep.Summary.OldBytesRead = c.old.BytesRead() - oldBefore
+	rep.Summary.NewBytesRead = c.newSide.BytesRead() - newBefore
+	rep.Summary.CountBytesRead = c.countBytes
+	for _, r := range c.old.Snapshot().Regions() {
+		rep.Summary.OldBytesAll += r.Bytes()
+	}
+	return rep, nil
+}
+
+// Close releases the new side, then the old snapshot.
+func (c *Check) Close() error {
+	var errs []error
+	if c.closeNew != nil {
+		errs = append(errs, c.closeNew())
+	}
+	if c.old != nil {
+		errs = append(errs, c.old.Close())
+	}
+	return errors.Join(errs...)
+}
