@@ -25,7 +25,8 @@ const module = "github.com/rekeyhq/rekey/"
 // Dependencies point one way, down DESIGN.md's table; cell is the only
 // package everyone shares. internal/writable holds the Hadoop
 // variable-length integers the HFile reader and the snapshot manifest
-// decoder share. cmd/rekey turns flags into a job and prints what pipeline
+// decoder share; internal/human the one way sizes and rates are printed.
+// cmd/rekey turns flags into a job and prints what pipeline
 // and verify return: it reaches no sink internals.
 var rules = map[string][]string{
 	"cell":      {},
@@ -36,16 +37,17 @@ var rules = map[string][]string{
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
-	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job"},
-	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job"},
+	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
+	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
 
 	"internal/writable": {},
+	"internal/human":    {},
 	"internal/testenv":  {"cell"},
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
 
 	"cmd/rekey": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job",
-		"pipeline", "!pipeline/stage", "!pipeline/sink", "verify"},
+		"pipeline", "!pipeline/stage", "!pipeline/sink", "verify", "internal/human"},
 	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase"},
 
 	// Programs written as a user of the library would: no internal/.
