@@ -5,13 +5,16 @@
 // and the secure bulk load of HFiles. The wire protocol lives in
 // hbase/rpc, the protobuf messages in hbase/pb.
 //
-//	c, err := hbase.NewClient(hbase.Config{ZKQuorum: "zk1:2181,zk2:2181"})
+//	cfg, _, err := hbase.Locate("zk1:2181,zk2:2181", "") // or "": $REKEY_ZK, hbase-site.xml
+//	c, err := hbase.NewClient(cfg)
 //	defer c.Close()
 //	w := c.NewWriter([]byte("events_v2"), hbase.WriterConfig{})
 //	for ... { w.Write(ctx, cells...) }
 //	if err := w.Close(ctx); err != nil {
 //		var we *hbase.WriteError // each failed row with the server's error
 //	}
+//
+// ExampleClient_NewWriter is the same, compiled by go test.
 //
 // # Bootstrap
 //

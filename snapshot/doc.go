@@ -45,7 +45,8 @@
 //	}
 //	err = sc.Close() // the scan's error, if any (cell.Iterator's contract)
 //
-// or, the same in one call: s.ReadSplit(ctx, splits[0], opts, fn).
+// or, the same in one call: s.ReadSplit(ctx, splits[0], opts, fn). ExampleOpen
+// and ExampleSnapshot_ReadSplit run both on the bundled demo snapshot.
 //
 // Scanners stream: memory holds one block per store file, the read-ahead
 // chunks of each store file being read (OpenOptions.ReadAhead: two chunks
