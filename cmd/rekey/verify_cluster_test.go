@@ -218,15 +218,20 @@ func TestRunThenVerify(t *testing.T) {
 }
 
 // siteFindsTheCluster: with only $HBASE_CONF_DIR naming the cluster (no
-// --zk, no $REKEY_ZK, no target.zookeeper in the job), `rekey verify JOB
-// --all` of a table a run wrote and `rekey inspect table TABLE` find it,
-// as HBase's own tools do.
+// --zk, no $REKEY_ZK, no target.zookeeper in the job), `rekey run JOB`
+// (the same cells again, idempotent), `rekey verify JOB --all` of the table
+// and `rekey inspect table TABLE` find it, as HBase's own tools do.
 func siteFindsTheCluster(t *testing.T, st *testenv.State, job, table string) {
 	t.Helper()
 	t.Run("found through HBASE_CONF_DIR", func(t *testing.T) {
 		t.Setenv("REKEY_ZK", "")
 		t.Setenv("HBASE_CONF_DIR", writeHBaseSite(t, st.ZKQuorum, st.ZNodeParent))
-		code, out, errOut := runRekey(t, "verify", job, "--table", table, "--all", "--json")
+		ckpt := filepath.Join(t.TempDir(), "checkpoint.json")
+		code, out, errOut := runRekey(t, "run", job, "--table", table, "--checkpoint", ckpt, "--progress", "none", "--json")
+		if code != exitOK || !strings.Contains(out, `"cells_written":31413`) {
+			t.Fatalf("run: exit %d: %s\n%.3000s", code, errOut, out)
+		}
+		code, out, errOut = runRekey(t, "verify", job, "--table", table, "--all", "--json")
 		if code != exitOK {
 			t.Fatalf("verify --all: exit %d: %s\n%.3000s", code, errOut, out)
 		}
