@@ -22,4 +22,14 @@ else
 fi
 
 export REKEY_REQUIRE_CLUSTER=1
-go test -count=1 -timeout 25m ./...
+# gotestsum (a tool pinned in go.mod) runs go test -json: the usual
+# per-package lines, the failures' output at the end, and the events for
+# the skip summary, which fails the run if an integration test skipped
+# while the cluster was up.
+mkdir -p bin
+events=bin/test-events.json
+status=0
+go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$events" -- \
+	-count=1 -timeout 25m ./... || status=$?
+scripts/test_skips.py "$events" || status=1
+exit "$status"
