@@ -537,3 +537,14 @@ func (r *Rekey) checkDerived() error {
 	}
 	return nil
 }
+
+// NewFamily returns the family old cells of family old are written to:
+// its rename, or old itself.
+func (p *Program) NewFamily(old []byte) []byte {
+	for i := range p.families {
+		if sameName(p.families[i][0], old) {
+			return p.families[i][1]
+		}
+	}
+	return old
+}
