@@ -159,18 +159,8 @@ verify: {find_worst: true, heaviest: 5, sample: 10, retries: 1, backoff: 10ms}
 // `rekey verify` from the run's own sketch (the heaviest and a sample) and
 // with --all: every entity matches.
 func TestRunThenVerify(t *testing.T) {
-	st := testenv.Require(t)
+	st, c, table := scratchTable(t, "verify_e2e_")
 	ctx := context.Background()
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	table := "verify_e2e_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	defer func() {
-		c.DisableTable(ctx, table)
-		c.DeleteTable(ctx, table)
-	}()
 	job := demoJob(t)
 	if code, out, errOut := runRekey(t, "run", job, "--zk", st.ZKQuorum, "--table", table, "--create", "--progress", "none"); code != 0 {
 		t.Fatalf("run: exit %d: %s\n%s", code, errOut, out)
@@ -273,18 +263,8 @@ func hourLate(p *transform.Program) func() transform.Mapper {
 // transform forward passes (the blind spot), and `--method forward` with
 // the job's own transform fails too (a target another tool mapped wrong).
 func TestVerifyFindsABrokenRun(t *testing.T) {
-	st := testenv.Require(t)
+	st, _, table := scratchTable(t, "verify_broken_")
 	ctx := context.Background()
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	table := "verify_broken_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	defer func() {
-		c.DisableTable(ctx, table)
-		c.DeleteTable(ctx, table)
-	}()
 	jobPath := demoJob(t)
 	load := func() *job.Job {
 		j, err := job.Load(jobPath)
@@ -408,4 +388,24 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// scratchTable needs the mini cluster and names a table for the test
+// (prefix and a unique suffix), dropped when the test ends, with a client
+// to reach it.
+func scratchTable(t *testing.T, prefix string) (*testenv.State, *hbase.Client, string) {
+	t.Helper()
+	st := testenv.Require(t)
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := prefix + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c.DisableTable(ctx, table)
+		c.DeleteTable(ctx, table)
+		c.Close()
+	})
+	return st, c, table
 }
