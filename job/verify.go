@@ -29,6 +29,8 @@ import (
 //	  retries: 3               # re-reads of a live table before a mismatch
 //	  backoff: 1s
 //	  workers: 4
+//	  method: inverse          # inverse, forward or both; default inverse when
+//	                           # the new key keeps every old field, else forward
 type Verify struct {
 	// Heaviest and Sample are K and N; zero takes the command's defaults.
 	Heaviest, Sample int
@@ -48,6 +50,9 @@ type Verify struct {
 	Retries *int
 	Backoff time.Duration
 	Workers int
+	// Method is how old and new cells are compared: "inverse", "forward"
+	// or "both"; empty chooses (package verify).
+	Method string
 }
 
 // Against names the new side of a verification: a live table (Table), a
@@ -142,6 +147,13 @@ func (d *decoder) decodeVerify(n *yaml.Node, path string, v *Verify) {
 			v.Retries = &r
 		},
 		"backoff": func(n *yaml.Node, p string) { v.Backoff = d.duration(n, p) },
+		"method": func(n *yaml.Node, p string) {
+			switch v.Method = d.str(n, p); v.Method {
+			case "inverse", "forward", "both":
+			default:
+				d.errorf(n, p, "method %q is not one of inverse, forward, both", v.Method)
+			}
+		},
 		"workers": func(n *yaml.Node, p string) {
 			v.Workers = count(n, p)
 			if v.Workers > 256 {

@@ -56,6 +56,7 @@ func TestParseVerifyErrors(t *testing.T) {
 		{"snapshot without name", "verify: {against: {snapshot: {root: r}}}", `verify.against.snapshot.name: missing required option "name"`},
 		{"unknown against", "verify: {against: {tabel: t}}", `verify.against.tabel: unknown option "tabel"`},
 		{"bad bool", "verify: {all: maybe}", `verify.all: expected true or false`},
+		{"unknown method", "verify: {method: sideways}", `a.yaml:19:18: verify.method: method "sideways" is not one of inverse, forward, both`},
 		{"not a mapping", "verify: 5", `verify: expected a mapping`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

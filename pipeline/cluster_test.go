@@ -271,6 +271,7 @@ func TestPresetsThroughPuts(t *testing.T) {
 					sum.Finished, sum.Read, len(source), sum.Written, len(want), sum.Rejected, sum.Collided, sum.Failed)
 			}
 			sameCells(t, "target", dumpTable(t, dst, false), want)
+			verifiesBothWays(t, j)
 			// The sketch beside the checkpoint names the heaviest entity.
 			f, err := os.Open(filepath.Join(filepath.Dir(j.Run.Checkpoint), "entities.json"))
 			if err != nil {

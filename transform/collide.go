@@ -1,50 +1,19 @@
 package transform
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
-// DroppedFields names the fields the old key holds that the new key uses
-// nowhere (directly, or through a time bucket or offset): old cells that
-// differ only in them become the same new cell, and the later write hides
-// the earlier one.
+// DroppedFields names what of the old key the new key cannot give back, in
+// old-key order: fields it uses nowhere, or only through a salt or a time
+// bucket (a hash or the hour, not the value); parts of the old key read
+// without a field (named by their component, e.g. "source_layout.row[0]
+// (salt)"); and $qualifier when the old qualifier is not parsed and the new
+// qualifier neither copies nor holds it. Old cells that differ only there
+// become the same new cell, and the later write hides the earlier one.
 func (p *Program) DroppedFields() []string {
-	used := map[int]bool{}
-	for _, l := range []*Layout{p.dstRow, p.dstQual} {
-		if l == nil {
-			continue
-		}
-		for i := range l.comps {
-			c := &l.comps[i]
-			if c.field >= 0 {
-				used[c.field] = true
-			}
-			for _, f := range c.of {
-				used[f] = true
-			}
-		}
-	}
-	if used[idxRow] || used[idxQualifier] {
-		// The whole old row or qualifier is carried over: nothing is lost.
-		return nil
-	}
-	var out []string
-	seen := map[int]bool{}
-	for _, l := range []*Layout{p.srcRow, p.srcQual} {
-		if l == nil || l == p.srcQual && p.dstQual == nil {
-			continue
-		}
-		for i := range l.comps {
-			c := &l.comps[i]
-			f := c.field
-			if c.typ == Offset {
-				f = c.of[0]
-			}
-			if f >= 0 && c.typ != Salt && c.typ != TimeBucket && !used[f] && !seen[f] {
-				seen[f] = true
-				out = append(out, p.fields[f].name)
-			}
-		}
-	}
-	return out
+	return slices.Clone(p.inv.lost)
 }
 
 // MergedFamilies names the new families that more than one old family is

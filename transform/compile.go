@@ -64,7 +64,9 @@ type Program struct {
 	// builtins says which built-in fields any component uses, so mapping a
 	// cell fills only those.
 	builtins [numBuiltins]bool
-	spec     Spec
+	// inv is how new keys are read back to old ones (Unmap).
+	inv  inversePlan
+	spec Spec
 }
 
 // compiler collects every error instead of stopping at the first, so a user
@@ -184,6 +186,7 @@ func Compile(spec Spec) (*Program, error) {
 		})
 		return nil, cc.errs
 	}
+	p.planInverse()
 	return p, nil
 }
 

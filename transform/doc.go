@@ -52,6 +52,17 @@
 // Besides the fields a layout parses, four built-in fields come from the
 // cell itself: $row, $family, $qualifier (bytes) and $ts (number).
 //
+// # Reading new keys back
+//
+// When the new key keeps every old field (Program.Invertible; a field kept
+// only as a salt or a time bucket is not kept), Rekey.Unmap reads a new
+// cell back to the old cell it was made from: the new key parsed under the
+// target layout, the old key built under the source layout, the family
+// renamed back. It never runs the forward mapping, and it checks what the
+// new key derives: salts (recomputed with hash/fnv), time buckets against
+// their timestamp, ISO text against package time, a field held twice.
+// Verification compares its result with the old cells as they are.
+//
 // # Transforms
 //
 // A Mapper maps one source cell to zero or more target cells. Compile turns a

@@ -23,11 +23,13 @@ type Rekey struct {
 	// dirty says a parse of a new key set fields that a parse of an old key
 	// does not (see prepare); only then must they be cleared.
 	dirty bool
+	// u is Unmap's state, made on its first call.
+	u *unmapState
 }
 
 // New returns a Rekey for one worker.
 func (p *Program) New() *Rekey {
-	return &Rekey{p: p, rec: record{vals: make([]Value, len(p.fields))}}
+	return &Rekey{p: p, rec: record{vals: make([]Value, len(p.fields)+p.inv.slots)}}
 }
 
 // Program returns the program r runs.
@@ -233,9 +235,10 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 }
 
 // LastEntity appends the entity key of the cell this Rekey last mapped
-// (through Map or Apply) without parsing its key again: the
-// runner counts entities as it maps. After a failed mapping it is
-// undefined.
+// (through Map or Apply, or back through Unmap) without parsing its key
+// again: the runner counts entities as it maps. After a failed mapping it
+// is undefined; after Unmap fails with ErrMappedWrong and returns an old
+// cell, it is that cell's.
 func (r *Rekey) LastEntity(dst []byte) []byte { return r.appendEntity(dst) }
 
 // appendEntity encodes the entity fields: numbers as 8 bytes with the sign

@@ -263,18 +263,33 @@ func TestVerifyAgainstCluster(t *testing.T) {
 	}
 	defer old.Close()
 
-	t.Run("clean target matches, counted whole across regions", func(t *testing.T) {
+	t.Run("clean target matches by both methods, counted whole across regions", func(t *testing.T) {
 		devs := []string{"dev-00", "dev-05", "dev-08", "dev-11"}
-		res, err := verify.Compare(ctx, f.config(t, old), f.targets(t, devs...))
+		cfg := f.config(t, old)
+		cfg.Method = verify.Both
+		res, err := verify.Compare(ctx, cfg, f.targets(t, devs...))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(res) != 2*len(devs) {
+			t.Fatalf("%d results for %d devices, two methods", len(res), len(devs))
+		}
 		for i, r := range res {
-			dev := devs[i]
+			dev := devs[i%len(devs)]
+			if want := []verify.Method{verify.Inverse, verify.Forward}[i/len(devs)]; r.Method != want {
+				t.Errorf("%s: result %d by %s, want %s", dev, i, r.Method, want)
+			}
 			want := int64(len(f.source[dev]))
+			// Both sides count in one layout: the old one when new cells
+			// are read back (inverse), the new one when old cells are
+			// mapped (forward, one salt byte more per row).
+			cells := f.source[dev]
+			if r.Method == verify.Forward {
+				cells = f.expected[dev]
+			}
 			var wantBytes int64
-			for j := range f.expected[dev] {
-				wantBytes += cell.Size(&f.expected[dev][j])
+			for j := range cells {
+				wantBytes += cell.Size(&cells[j])
 			}
 			if !r.Match || r.Old.Cells != want || r.New.Cells != want || r.Old.Bytes != wantBytes || r.New.Bytes != wantBytes {
 				t.Errorf("%s: match %v, old %d cells %d bytes, new %d cells %d bytes; oracle: %d cells, %d bytes; %v",
@@ -369,72 +384,85 @@ func TestVerifyAgainstCluster(t *testing.T) {
 		put(newer)
 	}
 
-	t.Run("every mismatch caught and named", func(t *testing.T) {
-		res, err := verify.Compare(ctx, f.config(t, old), f.targets(t, f.devices...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]map[verify.Class]int64{
-			"dev-01": {verify.MissingInNew: 1},
-			"dev-02": {verify.ValueDiffers: 1},
-			"dev-03": {verify.ExtraVersions: 1},
-			"dev-04": {verify.MissingInNew: int64(len(f.source["dev-04"]))},
-			"dev-07": {verify.ExtraInNew: 1},
-		}
-		for _, r := range res {
-			dev := strings.TrimPrefix(r.Entity, "device=")
-			w := want[dev]
-			if (w == nil) != r.Match {
-				t.Errorf("%s: match %v, want %v (%v)", dev, r.Match, w == nil, r.Mismatches)
-				continue
+	for _, m := range []verify.Method{verify.Inverse, verify.Forward} {
+		t.Run("every mismatch caught and named, "+string(m), func(t *testing.T) {
+			cfg := f.config(t, old)
+			cfg.Method = m
+			res, err := verify.Compare(ctx, cfg, f.targets(t, f.devices...))
+			if err != nil {
+				t.Fatal(err)
 			}
-			if w != nil && fmt.Sprint(r.Mismatches) != fmt.Sprint(w) {
-				t.Errorf("%s: mismatches %v, want %v", dev, r.Mismatches, w)
+			want := map[string]map[verify.Class]int64{
+				"dev-01": {verify.MissingInNew: 1},
+				"dev-02": {verify.ValueDiffers: 1},
+				"dev-03": {verify.ExtraVersions: 1},
+				"dev-04": {verify.MissingInNew: int64(len(f.source["dev-04"]))},
+				"dev-07": {verify.ExtraInNew: 1},
 			}
-			if dev == "dev-06" && (r.Newer != 2 || r.Superseded != 1) {
-				t.Errorf("dev-06: %d cells newer than the snapshot, %d superseded; want 2 and 1", r.Newer, r.Superseded)
+			for _, r := range res {
+				dev := strings.TrimPrefix(r.Entity, "device=")
+				w := want[dev]
+				if (w == nil) != r.Match {
+					t.Errorf("%s: match %v, want %v (%v)", dev, r.Match, w == nil, r.Mismatches)
+					continue
+				}
+				if w != nil && fmt.Sprint(r.Mismatches) != fmt.Sprint(w) {
+					t.Errorf("%s: mismatches %v, want %v", dev, r.Mismatches, w)
+				}
+				if dev == "dev-06" && (r.Newer != 2 || r.Superseded != 1) {
+					t.Errorf("dev-06: %d cells newer than the snapshot, %d superseded; want 2 and 1", r.Newer, r.Superseded)
+				}
+				if w != nil && r.Reads != 2 {
+					t.Errorf("%s: new side read %d times, want 2 (one retry)", dev, r.Reads)
+				}
 			}
-			if w != nil && r.Reads != 2 {
-				t.Errorf("%s: new side read %d times, want 2 (one retry)", dev, r.Reads)
+			byDev := map[string]verify.Result{}
+			for _, r := range res {
+				byDev[strings.TrimPrefix(r.Entity, "device=")] = r
 			}
-		}
-		byDev := map[string]verify.Result{}
-		for _, r := range res {
-			byDev[strings.TrimPrefix(r.Entity, "device=")] = r
-		}
-		if d := byDev["dev-01"].First; len(d) != 1 || d[0].Old != string(cell.AppendDump(nil, &gone)) {
-			t.Errorf("dev-01 differences %v, want the deleted cell %s", d, cell.AppendDump(nil, &gone))
-		}
-		if d := byDev["dev-02"].First; len(d) != 1 || d[0].New != string(cell.AppendDump(nil, &changed)) {
-			t.Errorf("dev-02 differences %v, want the changed cell", d)
-		}
-		if d := byDev["dev-03"].First; len(d) != 1 || d[0].New != string(cell.AppendDump(nil, &version)) {
-			t.Errorf("dev-03 differences %v, want the added version", d)
-		}
-		rep := verify.NewReport(res)
-		if rep.Summary.Mismatched != 5 || len(rep.Redo) != 5 || rep.OK() {
-			t.Errorf("summary %+v, %d to redo", rep.Summary, len(rep.Redo))
-		}
-		// Worst first: dev-04 lost every cell.
-		if rep.Entities[0].Entity != "device=dev-04" {
-			t.Errorf("worst entity %s, want device=dev-04", rep.Entities[0].Entity)
-		}
-		var text bytes.Buffer
-		if err := rep.WriteText(&text); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("\n%s", text.String())
-	})
+			// The deleted cell as the method holds it: mapped (forward),
+			// or as the old side has it, without the salt byte (inverse).
+			missing := gone
+			if m == verify.Inverse {
+				missing.Row = gone.Row[1:]
+			}
+			if d := byDev["dev-01"].First; len(d) != 1 || d[0].Old != string(cell.AppendDump(nil, &missing)) {
+				t.Errorf("dev-01 differences %v, want the deleted cell %s", d, cell.AppendDump(nil, &missing))
+			}
+			if d := byDev["dev-02"].First; len(d) != 1 || d[0].New != string(cell.AppendDump(nil, &changed)) {
+				t.Errorf("dev-02 differences %v, want the changed cell", d)
+			}
+			if d := byDev["dev-03"].First; len(d) != 1 || d[0].New != string(cell.AppendDump(nil, &version)) {
+				t.Errorf("dev-03 differences %v, want the added version", d)
+			}
+			rep := verify.NewReport(res)
+			if rep.Summary.Mismatched != 5 || len(rep.Redo) != 5 || rep.OK() {
+				t.Errorf("summary %+v, %d to redo", rep.Summary, len(rep.Redo))
+			}
+			// Worst first: dev-04 lost every cell.
+			if rep.Entities[0].Entity != "device=dev-04" {
+				t.Errorf("worst entity %s, want device=dev-04", rep.Entities[0].Entity)
+			}
+			var text bytes.Buffer
+			if err := rep.WriteText(&text); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", text.String())
+		})
+	}
 
 	t.Run("old cells past the new family's TTL are expired, not missing", func(t *testing.T) {
 		cfg := f.config(t, old)
 		cfg.TargetTTL = map[string]time.Duration{"d": 24 * time.Hour}
+		cfg.Method = verify.Both
 		res, err := verify.Compare(ctx, cfg, f.targets(t, "dev-04"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := res[0].Mismatches[verify.ExpiredByTTL]; n != int64(len(f.source["dev-04"])) || res[0].Mismatches[verify.MissingInNew] != 0 {
-			t.Errorf("dev-04 with a one-day TTL: %v", res[0].Mismatches)
+		for _, r := range res {
+			if n := r.Mismatches[verify.ExpiredByTTL]; n != int64(len(f.source["dev-04"])) || r.Mismatches[verify.MissingInNew] != 0 {
+				t.Errorf("dev-04 with a one-day TTL, %s: %v", r.Method, r.Mismatches)
+			}
 		}
 	})
 }
@@ -480,7 +508,7 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 	// ts; family cf becomes a.
 	perUser := map[int]int64{}
 	var target []cell.Cell
-	var ofUser7 cell.Cell
+	var ofUser7, oldOfUser7 cell.Cell
 	for _, sc := range parseDump(t, testenv.Oracle(t, "dump-snapshot", st.RootDir, snap)) {
 		tsText, userText, _ := strings.Cut(string(sc.Row), "#")
 		ts, _ := strconv.ParseInt(tsText, 10, 64)
@@ -491,7 +519,7 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 		nc.Family = []byte("a")
 		target = append(target, nc)
 		if user == 7 {
-			ofUser7 = nc
+			ofUser7, oldOfUser7 = nc, sc
 		}
 	}
 	if err := c.CreateTable(ctx, hbase.TableSpec{Name: dst, Families: []hbase.Family{{Name: "a"}}, SplitKeys: [][]byte{binary.BigEndian.AppendUint64(nil, 15)}}); err != nil {
@@ -519,7 +547,7 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 		}
 		targets = append(targets, verify.Target{Key: k, ChosenBy: []string{verify.ByName}})
 	}
-	cfg := verify.Config{Program: j.Program, Old: old, New: verify.NewTableReader(c, dst), Retries: -1}
+	cfg := verify.Config{Program: j.Program, Old: old, New: verify.NewTableReader(c, dst), Retries: -1, Method: verify.Both}
 	res, err := verify.Compare(ctx, cfg, targets)
 	if err != nil {
 		t.Fatal(err)
@@ -543,13 +571,20 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 	}
 	for _, r := range res {
 		if (r.Entity == "user=7") == r.Match {
-			t.Errorf("%s: match %v %v", r.Entity, r.Match, r.Mismatches)
+			t.Errorf("%s %s: match %v %v", r.Method, r.Entity, r.Match, r.Mismatches)
 		}
-		if r.Entity == "user=7" && (r.Mismatches[verify.MissingInNew] != 1 || len(r.First) != 1 || r.First[0].Old != string(cell.AppendDump(nil, &ofUser7))) {
-			t.Errorf("user=7: %v %v, want the deleted cell missing", r.Mismatches, r.First)
+		// The missing cell as each method holds it: the old cell as it
+		// is (inverse), or mapped (forward).
+		missing := oldOfUser7
+		if r.Method == verify.Forward {
+			missing = ofUser7
+		}
+		if r.Entity == "user=7" && (r.Mismatches[verify.MissingInNew] != 1 || len(r.First) != 1 || r.First[0].Old != string(cell.AppendDump(nil, &missing))) {
+			t.Errorf("user=7, %s: %v %v, want the deleted cell missing", r.Method, r.Mismatches, r.First)
 		}
 	}
-	// Its redo entry says the old side must be filtered by entity.
+	// Its redo entry (one, for both methods) says the old side must be
+	// filtered by entity.
 	if rep := verify.NewReport(res); len(rep.Redo) != 1 || rep.Redo[0].Entity != "user=7" || !rep.Redo[0].FilterByEntity || rep.Redo[0].New.StartHex == "" {
 		t.Errorf("redo %+v", rep.Redo)
 	}

@@ -8,12 +8,19 @@
 // gives it, with a salt computed from the entity, never a scan of every
 // bucket (transform.Program.SourceRange and TargetRange). A side whose
 // layout does not lead with the entity (a re-key that puts the time first)
-// is read whole, once, picking out the chosen entities' cells. Old cells are
-// mapped through the job's transform, and each side yields rows, cells,
-// bytes and an order-independent digest of the mapped cells. Sides that
-// disagree are read again cell by cell and every difference is classified:
-// missing in new, extra in new, value differs, extra versions, expired by
-// TTL. New cells newer than the snapshot (dual writes) are counted apart.
+// is read whole, once, picking out the chosen entities' cells.
+//
+// When the new key keeps every old field, the comparison is the inverse
+// (Method Inverse): every new cell is read back to the old cell it was made
+// from (transform.Rekey.Unmap) and compared with the old cells as they
+// are, so a bug in the forward mapping shows instead of being computed
+// again. Otherwise, or when asked (Forward), old cells are mapped through
+// the job's transform and compared with the new cells; Both runs the two.
+// Each side yields rows, cells, bytes and an order-independent digest of
+// its cells in the one layout. Sides that disagree are read again cell by
+// cell and every difference is classified: missing in new, extra in new,
+// value differs, extra versions, mapped wrong, expired by TTL. New cells
+// newer than the snapshot (dual writes) are counted apart.
 //
 // The Report prints as a table (worst first), JSON (with the key ranges to
 // redo) or one self-contained HTML page.

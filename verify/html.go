@@ -65,9 +65,10 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 </style>
 </head>
 <body>
-<h1>rekey verify</h1>
+{{$both := eq .R.Method "both"}}<h1>rekey verify</h1>
 <p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
-<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
+{{if .R.Method}}<p id="method">{{.R.MethodLine}}</p>
+{{end}}<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
 <h2>Worst entities, cells old against new</h2>
 <p class="legend"><span style="background:#5b8def"></span>old<span style="background:#f0a030"></span>new<span style="background:#b00020"></span>mismatch</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="900" height="{{.Height}}" role="img" aria-label="cells per entity, old against new">
@@ -80,16 +81,17 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 {{end}}</svg>
 <h2>Entities</h2>
 <table>
-<thead><tr><th>entity</th><th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
+<thead><tr><th>entity</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
 <tbody>
-{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td><td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
+{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td>{{if $both}}<td>{{.Method}}</td>{{end}}<td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Entities}}{{if not .Match}}
-<h3>{{.Entity}}</h3>
+<h3>{{.Entity}}{{if $both}} ({{.Method}}){{end}}</h3>
 <p>old range {{.Old.Range.String}}, new range {{.New.Range.String}}; {{range $c, $n := .Mismatches}}{{$c}}={{$n}} {{end}}</p>
 {{range .First}}<pre>{{.Class}}
-{{if .Old}}old: {{.Old}}{{end}}{{if .New}}new: {{.New}}{{end}}</pre>
+{{if .Old}}old: {{.Old}}{{end}}{{if .New}}new: {{.New}}{{end}}{{if .MapsTo}}maps to: {{.MapsTo}}{{end}}{{if .Reason}}why: {{.Reason}}
+{{end}}</pre>
 {{end}}{{end}}{{end}}
 </body>
 </html>

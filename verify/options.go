@@ -2,9 +2,11 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/transform"
 )
 
 // Options adjust a job's verify: section for one check, as the flags of
@@ -54,6 +56,15 @@ type Options struct {
 	// Timeout bounds each HBase operation on a live new side, retries
 	// included [2 min].
 	Timeout time.Duration
+	// Method overrides verify.method: Inverse, Forward or Both [the zero
+	// Method: inverse when the job's new key keeps every old field, else
+	// forward]. Inverse or Both for a job whose new key drops a field is
+	// an error wrapping transform.ErrNoInverse.
+	Method Method
+	// NewMapper is the forward mapping (Config.NewMapper), for a Go
+	// program that ran the job with its own transform.Mapper
+	// [the job's layouts].
+	NewMapper func() transform.Mapper
 }
 
 // settings are the job's verify section with the options applied: what
@@ -67,6 +78,7 @@ type settings struct {
 	backoff time.Duration
 	workers int
 	ttl     map[string]time.Duration
+	method  Method
 }
 
 // settings merges the options over the job's verify section v.
@@ -74,6 +86,7 @@ func (o Options) settings(v job.Verify) (settings, error) {
 	if err := o.checkNewSide(); err != nil {
 		return settings{}, err
 	}
+	var err error
 	s := settings{
 		heaviest: v.Heaviest, sample: v.Sample, seed: v.Seed,
 		findWorst: v.FindWorst, all: v.All,
@@ -96,6 +109,12 @@ func (o Options) settings(v job.Verify) (settings, error) {
 	override(&s.retries, o.Retries)
 	override(&s.backoff, o.Backoff)
 	override(&s.workers, o.Workers)
+	if s.method, err = ParseMethod(v.Method); err != nil {
+		return settings{}, fmt.Errorf("verify.method: %w", err)
+	}
+	if o.Method != "" {
+		s.method = o.Method
+	}
 	if s.heaviest < 0 || s.sample < 0 || s.workers < 0 {
 		return settings{}, errors.New("--heaviest, --sample and --workers must be >= 0")
 	}
@@ -140,9 +159,9 @@ func override[T any](dst *T, p *T) {
 
 // config is the comparison's Config for these settings, between old and
 // newSide.
-func (s settings) config(j *job.Job, old *SnapshotReader, newSide Reader) Config {
+func (s settings) config(j *job.Job, old *SnapshotReader, newSide Reader, o Options) Config {
 	return Config{
-		Program: j.Program, Old: old, New: newSide,
+		Program: j.Program, Old: old, New: newSide, Method: s.method, NewMapper: o.NewMapper,
 		SnapshotTime: old.Snapshot().Info().CreationTime,
 		TargetTTL:    s.ttl, Workers: s.workers, Retries: s.configRetries(), Backoff: s.backoff,
 	}

@@ -27,6 +27,10 @@ type Check struct {
 	cfg        Config
 	targets    []Target
 	countBytes int64
+	// method and why are the comparison's method and the reason, for the
+	// report.
+	method Method
+	why    string
 }
 
 // Prepare assembles the check rekey verify runs for job j: the job's
@@ -35,14 +39,22 @@ type Check struct {
 // sketch or from one pass over the old snapshot, or all), the old snapshot
 // opened and the new side opened (a staging folder, a snapshot of the new
 // table, or the live table, whose cluster is found as hbase.Locate does
-// from o.ZKQuorum, else the job's target.zookeeper). Errors name the
-// option or job field at fault; one that wraps hbase.ErrNoCluster means
-// nothing names the live table's cluster. The caller closes the Check.
+// from o.ZKQuorum, else the job's target.zookeeper), and the method
+// chosen (Options.Method, else the job's verify.method, else inverse when
+// the new key keeps every old field). Errors name the option or job field
+// at fault; one that wraps hbase.ErrNoCluster means nothing names the live
+// table's cluster, one that wraps transform.ErrNoInverse that the method
+// asked for needs an inverse the layouts do not have. The caller closes
+// the Check.
 func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	c := &Check{job: j, started: time.Now()}
 	s, err := o.settings(j.Verify)
 	if err != nil {
 		return nil, err
+	}
+	// A method the layouts cannot do is refused before anything is read.
+	if c.method, c.why, err = ChooseMethod(j.Program, s.method); err != nil {
+		return nil, fmt.Errorf("%s: %w", j.Path, err)
 	}
 	var choice Choice
 	if err := o.addNamed(&choice, j); err != nil {
@@ -59,7 +71,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 		c.Close()
 		return nil, err
 	}
-	c.cfg = s.config(j, c.old, c.newSide)
+	c.cfg = s.config(j, c.old, c.newSide, o)
 	c.targets = choice.Targets()
 	return c, nil
 }
@@ -233,6 +245,7 @@ func (c *Check) Run(ctx context.Context) (*Report, error) {
 	}
 	rep := NewReport(results)
 	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
+	rep.Method, rep.MethodWhy = c.method, c.why
 	rep.Entity = c.job.Program.Entity()
 	rep.Started = c.started.UTC().Truncate(time.Second)
 	rep.Seconds = time.Since(c.started).Seconds()

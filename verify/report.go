@@ -28,6 +28,11 @@ type Report struct {
 	// Old and New name the two sides.
 	Old string `json:"old"`
 	New string `json:"new"`
+	// Method is how the sides were compared (inverse, forward or both),
+	// and MethodWhy why: what the new key keeps or drops, and whether the
+	// method was asked for.
+	Method    Method `json:"method"`
+	MethodWhy string `json:"method_reason,omitempty"`
 	// Entity names the entity fields.
 	Entity   []string  `json:"entity_fields"`
 	Started  time.Time `json:"started"`
@@ -42,6 +47,8 @@ type Report struct {
 
 // Summary totals a report.
 type Summary struct {
+	// Entities and Mismatched count entities (each once, when both
+	// methods compared it).
 	Entities   int `json:"entities"`
 	Mismatched int `json:"mismatched"`
 	// CellsCompared is old plus new cells compared.
@@ -57,6 +64,10 @@ type Summary struct {
 	// --find-worst or --all made one (its pages then serve the comparison,
 	// which reads little more).
 	CountBytesRead int64 `json:"find_worst_bytes_read,omitempty"`
+	// Disagree names the entities the inverse and the forward comparison
+	// (method both) give different verdicts: the transform maps them
+	// wrong, whatever the data.
+	Disagree []string `json:"methods_disagree,omitempty"`
 }
 
 // Redo is one entity to write again.
@@ -71,9 +82,10 @@ type Redo struct {
 	FilterByEntity bool `json:"filter_by_entity,omitempty"`
 }
 
-// NewReport orders results worst first and totals them.
+// NewReport orders results worst first and totals them. Its Method is the
+// results' (both when they hold both).
 func NewReport(results []Result) *Report {
-	r := &Report{Format: ReportFormat, Version: 1, Entities: results}
+	r := &Report{Format: ReportFormat, Version: 1, Entities: results, Method: methodOf(results)}
 	sort.SliceStable(r.Entities, func(i, j int) bool {
 		a, b := &r.Entities[i], &r.Entities[j]
 		if a.Match != b.Match {
@@ -86,30 +98,86 @@ func NewReport(results []Result) *Report {
 		if a.Old.Cells != b.Old.Cells {
 			return a.Old.Cells > b.Old.Cells
 		}
-		return a.Key < b.Key
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Method > b.Method // inverse before forward
 	})
 	s := &r.Summary
-	s.Entities = len(results)
+	verdicts := map[string][]bool{}
+	seen := map[string]bool{}
 	for i := range r.Entities {
 		e := &r.Entities[i]
 		s.CellsCompared += e.Old.Cells + e.New.Cells
-		s.Newer += e.Newer
+		if !seen[e.Key] {
+			s.Entities++
+			s.Newer += e.Newer
+		}
+		verdicts[e.Key] = append(verdicts[e.Key], e.Match)
 		if e.Match {
+			seen[e.Key] = true
 			continue
 		}
-		s.Mismatched++
 		if s.Mismatches == nil {
 			s.Mismatches = map[Class]int64{}
 		}
 		for c, n := range e.Mismatches {
 			s.Mismatches[c] += n
 		}
-		r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan})
+		if !r.redone(e.Key) {
+			s.Mismatched++
+			r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan})
+		}
+		seen[e.Key] = true
+	}
+	for i := range r.Entities {
+		e := &r.Entities[i]
+		if v := verdicts[e.Key]; len(v) == 2 && v[0] != v[1] {
+			s.Disagree = append(s.Disagree, e.Entity)
+			verdicts[e.Key] = nil
+		}
 	}
 	if r.Redo == nil {
 		r.Redo = []Redo{}
 	}
 	return r
+}
+
+// redone says whether the redo list has entity key already.
+func (r *Report) redone(key string) bool {
+	for i := range r.Redo {
+		if r.Redo[i].Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// methodOf is the method results were compared by: theirs, or both when
+// they hold the two.
+func methodOf(results []Result) Method {
+	var m Method
+	for i := range results {
+		switch {
+		case m == "":
+			m = results[i].Method
+		case results[i].Method != m:
+			return Both
+		}
+	}
+	return m
+}
+
+// MethodLine says how the sides were compared and why, in one line.
+func (r *Report) MethodLine() string {
+	if r.Method == "" {
+		return ""
+	}
+	line := "method: " + string(r.Method)
+	if r.MethodWhy != "" {
+		line += " (" + r.MethodWhy + ")"
+	}
+	return line + ": " + r.Method.describe()
 }
 
 // OK says every entity matched.
@@ -137,16 +205,26 @@ func ReadReport(rd io.Reader) (*Report, error) {
 // WriteText writes the report as a table, worst first, and a summary line.
 // Differences of mismatched entities follow the table.
 func (r *Report) WriteText(w io.Writer) error {
+	if line := r.MethodLine(); line != "" {
+		fmt.Fprintf(w, "%s\n\n", line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// Numbers align right; the entity column, padded here, reads left.
 	width := len("entity")
 	for i := range r.Entities {
 		width = max(width, len(r.Entities[i].Entity))
 	}
-	fmt.Fprintf(tw, "%-*s\told rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity")
+	both := r.Method == Both
+	method := func(m string) string {
+		if both {
+			return m + "\t"
+		}
+		return ""
+	}
+	fmt.Fprintf(tw, "%-*s\t%sold rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity", method("method"))
 	for i := range r.Entities {
 		e := &r.Entities[i]
-		fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", width, e.Entity, e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
+		fmt.Fprintf(tw, "%-*s\t%s%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", width, e.Entity, method(string(e.Method)), e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
 			e.New.Cells-e.Old.Cells, e.Old.Bytes, e.New.Bytes, e.Newer, e.Verdict())
 	}
 	if err := tw.Flush(); err != nil {
@@ -157,14 +235,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		if e.Match {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s: %s\n  old %s %s\n  new %s %s\n", e.Entity, ClassList(e.Mismatches), r.Old, e.Old.Range.String(), r.New, e.New.Range.String())
+		by := ""
+		if both {
+			by = " (" + string(e.Method) + ")"
+		}
+		fmt.Fprintf(w, "\n%s%s: %s\n  old %s %s\n  new %s %s\n", e.Entity, by, ClassList(e.Mismatches), r.Old, e.Old.Range.String(), r.New, e.New.Range.String())
 		for _, d := range e.First {
 			fmt.Fprintf(w, "  %s\n", d.Class)
-			if d.Old != "" {
-				fmt.Fprintf(w, "    old: %s\n", strings.TrimRight(d.Old, "\n"))
-			}
-			if d.New != "" {
-				fmt.Fprintf(w, "    new: %s\n", strings.TrimRight(d.New, "\n"))
+			for _, l := range [][2]string{{"old", d.Old}, {"new", d.New}, {"maps to", d.MapsTo}, {"why", d.Reason}} {
+				if l[1] != "" {
+					fmt.Fprintf(w, "    %s: %s\n", l[0], strings.TrimRight(l[1], "\n"))
+				}
 			}
 		}
 	}
@@ -185,6 +266,10 @@ func (r *Report) SummaryLine() string {
 	}
 	if len(s.Mismatches) > 0 {
 		line += "; " + ClassList(s.Mismatches)
+	}
+	if len(s.Disagree) > 0 {
+		line += fmt.Sprintf("; inverse and forward disagree on %d entities (%s): the transform maps them wrong",
+			len(s.Disagree), strings.Join(s.Disagree[:min(len(s.Disagree), 5)], ", "))
 	}
 	return line
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -32,6 +33,13 @@ const (
 	// ExtraVersions: a new cell in a column the old side has, at a
 	// timestamp the old side does not have.
 	ExtraVersions Class = "extra_versions"
+	// MappedWrong: a new cell whose key was built wrong: it holds the
+	// content (family, timestamp, type, value) of an old cell whose key it
+	// does not lead back to, or, in the inverse comparison, its key
+	// disagrees with its own fields (a salt that is not the hash of its
+	// fields, a time bucket that does not hold its timestamp) or leads back
+	// to an old cell another new cell already gives. Both keys are shown.
+	MappedWrong Class = "mapped_wrong"
 	// ExpiredByTTL: an old cell missing in the new table, older than the
 	// new family's TTL allows: HBase dropped or hides it there.
 	ExpiredByTTL Class = "expired_by_ttl"
@@ -44,12 +52,22 @@ const (
 )
 
 // Classes is every mismatch class, in report order.
-var Classes = []Class{MissingInNew, ExtraInNew, ValueDiffers, ExtraVersions, ExpiredByTTL, UnreadableInNew, Unclassified}
+var Classes = []Class{MissingInNew, ExtraInNew, ValueDiffers, ExtraVersions, MappedWrong, ExpiredByTTL, UnreadableInNew, Unclassified}
 
 // Config sets up a comparison.
 type Config struct {
-	// Program maps old cells to new ones and reads entities from keys.
+	// Program holds both layouts: it reads entities from keys, maps old
+	// cells forward and new cells back.
 	Program *transform.Program
+	// Method is how old and new cells are related [the zero Method:
+	// Inverse when Program has an inverse, else Forward]. With Both,
+	// Compare returns the inverse results, then the forward ones.
+	Method Method
+	// NewMapper makes the forward mapping one worker uses, as
+	// pipeline.Options.NewMapper does for a run [Program.New]: a Go program
+	// that ran a custom transform checks it the same way. The inverse
+	// comparison never calls it.
+	NewMapper func() transform.Mapper
 	// Old reads the old layout (a snapshot); New the new layout.
 	Old, New Reader
 	// SnapshotTime is when the old snapshot was taken: new cells with a
@@ -102,21 +120,26 @@ type Side struct {
 	Range Range `json:"range"`
 	// Rows counts the entity's rows in this side's own layout (old rows on
 	// the old side, so they differ from the new side's when the layout
-	// splits or merges rows). Cells and Bytes count its cells, old cells
-	// after mapping, so both sides' bytes compare directly; new cells newer
-	// than the snapshot are excluded.
+	// splits or merges rows). Cells and Bytes count its cells in one
+	// layout, so both sides' bytes compare directly: the old layout in the
+	// inverse comparison (new cells read back), the new one in the forward
+	// comparison (old cells mapped); new cells newer than the snapshot are
+	// excluded.
 	Rows  int64 `json:"rows"`
 	Cells int64 `json:"cells"`
 	Bytes int64 `json:"bytes"`
-	// Digest is an order-independent digest of the mapped cells (row,
-	// family, qualifier, timestamp, type, value): equal digests mean equal
-	// cell sets, whatever the order they were read in.
+	// Digest is an order-independent digest of those cells (row, family,
+	// qualifier, timestamp, type, value): equal digests mean equal cell
+	// sets, whatever the order they were read in.
 	Digest string `json:"digest"`
 	// Rejected counts old cells in the range whose key does not fit the old
-	// layout (a run rejects them too); Unreadable counts new cells in the
-	// range that are not this entity's.
-	Rejected   int64 `json:"rejected,omitempty"`
-	Unreadable int64 `json:"unreadable,omitempty"`
+	// layout (a run rejects them too), and in the forward comparison those
+	// the mapping refuses; Unreadable counts new cells in the range that
+	// are not this entity's. MappedWrong counts new cells whose key
+	// disagrees with its own fields (inverse comparison).
+	Rejected    int64 `json:"rejected,omitempty"`
+	Unreadable  int64 `json:"unreadable,omitempty"`
+	MappedWrong int64 `json:"mapped_wrong,omitempty"`
 	// FullScan says this side's layout gives an entity no single key range
 	// (its entity fields do not lead the row), so the side was read whole
 	// and Range is the whole table: redoing the entity there means
@@ -159,6 +182,11 @@ type Difference struct {
 	Class Class  `json:"class"`
 	Old   string `json:"old,omitempty"`
 	New   string `json:"new,omitempty"`
+	// MapsTo is, in the inverse comparison, the old cell the new cell's
+	// key leads back to (when it differs from Old); Reason says what is
+	// wrong with a key that disagrees with its own fields.
+	MapsTo string `json:"maps_to,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Result is the comparison of one entity.
@@ -169,8 +197,10 @@ type Result struct {
 	// ChosenBy says why the entity was checked: heaviest-cells,
 	// heaviest-bytes, sample, named, all, only.
 	ChosenBy []string `json:"chosen_by"`
-	Old      Side     `json:"old"`
-	New      Side     `json:"new"`
+	// Method is how this result was compared: inverse or forward.
+	Method Method `json:"method"`
+	Old    Side   `json:"old"`
+	New    Side   `json:"new"`
 	// Newer counts new cells with timestamps after the snapshot (dual
 	// writes): not compared. Superseded counts old cells missing in the
 	// new table where a newer dual-written cell of the same column hides
@@ -203,18 +233,40 @@ type Target struct {
 }
 
 // Compare verifies each target entity (each key once) and returns one
-// result per target, in the targets' order. Each side is read over the entities' own key
-// ranges; a side whose layout gives an entity no single range (its entity
-// fields do not lead the row, as in a re-key that moves a timestamp first)
-// is read whole, once, collecting the chosen entities' cells in that pass.
-// An error (a read that fails) stops the comparison.
+// result per target, in the targets' order; with Method Both, the inverse
+// results and then the forward ones. Each side is read over the entities'
+// own key ranges; a side whose layout gives an entity no single range (its
+// entity fields do not lead the row, as in a re-key that moves a timestamp
+// first) is read whole, once, collecting the chosen entities' cells in that
+// pass. An error (a read that fails, a method the program has no inverse
+// for) stops the comparison.
 func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error) {
 	cfg.fill()
 	if cfg.Program == nil || cfg.Old == nil || cfg.New == nil {
 		return nil, errors.New("verify: Config needs Program, Old and New")
 	}
+	m, _, err := ChooseMethod(cfg.Program, cfg.Method)
+	if err != nil {
+		return nil, err
+	}
+	if m != Both {
+		return compare(ctx, &cfg, targets, m)
+	}
+	inv, err := compare(ctx, &cfg, targets, Inverse)
+	if err != nil {
+		return nil, err
+	}
+	fwd, err := compare(ctx, &cfg, targets, Forward)
+	if err != nil {
+		return nil, err
+	}
+	return append(inv, fwd...), nil
+}
+
+// compare is Compare by one method, Inverse or Forward.
+func compare(ctx context.Context, cfg *Config, targets []Target, m Method) ([]Result, error) {
 	p := cfg.Program
-	c := &comparison{cfg: &cfg, targets: targets, res: make([]Result, len(targets)), keys: map[string]int{}}
+	c := &comparison{cfg: cfg, method: m, targets: targets, res: make([]Result, len(targets)), keys: map[string]int{}}
 	var err error
 	if c.oldR, err = ranges(targets, p.SourceRange); err != nil {
 		return nil, err
@@ -229,7 +281,7 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 			return nil, fmt.Errorf("verify: entity %s is listed twice (Choice lists each once)", p.FormatEntity(t.Key))
 		}
 		c.keys[string(t.Key)] = i
-		c.res[i] = Result{Entity: p.FormatEntity(t.Key), Key: hex.EncodeToString(t.Key), ChosenBy: t.ChosenBy}
+		c.res[i] = Result{Entity: p.FormatEntity(t.Key), Key: hex.EncodeToString(t.Key), ChosenBy: t.ChosenBy, Method: m}
 	}
 
 	olds := make([]tally, len(targets))
@@ -248,16 +300,20 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 	for attempt := 0; ; attempt++ {
 		news := make([]tally, len(targets))
 		newer := make([]int64, len(targets))
+		wrong := make([]int64, len(targets))
 		for _, i := range pending {
 			c.res[i].New.Unreadable = 0
 		}
 		snapMs := c.snapMs()
-		if err := c.visitNew(ctx, pending, func(i int, cl *cell.Cell) {
-			if snapMs != 0 && cl.Timestamp > snapMs {
+		if err := c.visitNew(ctx, pending, func(i int, n newCell) {
+			switch {
+			case snapMs != 0 && n.c.Timestamp > snapMs:
 				newer[i]++
-				return
+			case n.wrong != nil:
+				wrong[i]++
+			default:
+				news[i].add(n.key, n.c.Row)
 			}
-			news[i].add(cl, cl.Row)
 		}); err != nil {
 			return nil, err
 		}
@@ -266,12 +322,12 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 			r := &c.res[i]
 			unr := r.New.Unreadable
 			r.New = news[i].side
-			r.New.Unreadable = unr
+			r.New.Unreadable, r.New.MappedWrong = unr, wrong[i]
 			r.New.Digest = news[i].d.String()
 			r.New.Range, r.New.FullScan = sideRange(c.newR, i)
 			r.Newer = newer[i]
 			r.Reads++
-			if r.New.Cells == r.Old.Cells && news[i].d == olds[i].d && unr == 0 {
+			if r.New.Cells == r.Old.Cells && news[i].d == olds[i].d && unr == 0 && wrong[i] == 0 {
 				r.Match = true
 				continue
 			}
@@ -323,9 +379,10 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 	return c.res, nil
 }
 
-// comparison is the state of one Compare.
+// comparison is the state of one compare.
 type comparison struct {
 	cfg        *Config
+	method     Method // Inverse or Forward
 	targets    []Target
 	res        []Result
 	keys       map[string]int        // entity key -> target index, to refuse duplicates
@@ -363,16 +420,67 @@ func (c *comparison) snapMs() int64 {
 	return c.cfg.SnapshotTime.UnixMilli()
 }
 
-// visitOld calls fn(i, mapped cell) for every old cell of the entities in
-// idx. In range mode fn runs for different entities at once, never for one
-// entity at once; it must touch only entity i's state.
-func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, mapped *cell.Cell, oldRow []byte)) error {
+// mapper is the forward mapping of one reader.
+func (c *comparison) mapper() transform.Mapper {
+	if c.cfg.NewMapper != nil {
+		return c.cfg.NewMapper()
+	}
+	return c.cfg.Program.New()
+}
+
+// oldVisit calls fn for what one old cell of entity i gives the
+// comparison: the cell as it is (inverse), or the cells the forward
+// mapping makes of it. A cell the mapping refuses (ErrBadKey) is counted
+// rejected, as a run rejects it; another error stops the comparison.
+func (c *comparison) oldVisit(m transform.Mapper, i int, cl *cell.Cell, fn func(int, *cell.Cell, []byte)) error {
+	if c.method == Inverse {
+		fn(i, cl, cl.Row)
+		return nil
+	}
+	err := m.Map(*cl, func(out cell.Cell) { fn(i, &out, cl.Row) })
+	if errors.Is(err, transform.ErrBadKey) {
+		c.res[i].Old.Rejected++
+		return nil
+	}
+	return err
+}
+
+// flushOld hands the forward mapping's held cells (a row-level Mapper) to
+// fn, for entity i when the read covered one entity, else (i < 0) for the
+// entity each cell's new key reads as.
+func (c *comparison) flushOld(m transform.Mapper, i int, want map[string]int, fn func(int, *cell.Cell, []byte)) error {
+	fl, ok := m.(transform.Flusher)
+	if c.method == Inverse || !ok {
+		return nil
+	}
+	rk := c.cfg.Program.New()
+	var ent []byte
+	return fl.Flush(func(out cell.Cell) {
+		j := i
+		if j < 0 {
+			var err error
+			if ent, err = rk.TargetEntity(ent[:0], &out); err != nil {
+				return
+			}
+			if j, ok = want[string(ent)]; !ok {
+				return
+			}
+		}
+		fn(j, &out, out.Row)
+	})
+}
+
+// visitOld calls fn(i, cell, old row) for every old cell of the entities
+// in idx, the cell as oldVisit gives it. In range mode fn runs for
+// different entities at once, never for one entity at once; it must touch
+// only entity i's state.
+func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, cl *cell.Cell, oldRow []byte)) error {
 	p := c.cfg.Program
 	if c.oldR == nil {
 		want := c.wanted(idx)
-		rk := p.New()
+		rk, m := p.New(), c.mapper()
 		var ent []byte
-		return c.cfg.Old.Read(ctx, transform.KeyRange{}, func(cl *cell.Cell) error {
+		err := c.cfg.Old.Read(ctx, transform.KeyRange{}, func(cl *cell.Cell) error {
 			var err error
 			if ent, err = rk.SourceEntity(ent[:0], cl); err != nil {
 				return nil // not any entity's: the run rejects it
@@ -381,18 +489,16 @@ func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, map
 			if !ok {
 				return nil
 			}
-			out, err := rk.Apply(cl)
-			if err != nil {
-				c.res[i].Old.Rejected++
-				return nil
-			}
-			fn(i, &out, cl.Row)
-			return nil
+			return c.oldVisit(m, i, cl, fn)
 		})
+		if err != nil {
+			return err
+		}
+		return c.flushOld(m, -1, want, fn)
 	}
 	return c.each(ctx, idx, func(ctx context.Context, i int) error {
 		key, r := c.targets[i].Key, *c.oldR[i]
-		rk := p.New()
+		rk, m := p.New(), c.mapper()
 		var ent []byte
 		err := c.cfg.Old.Read(ctx, r, func(cl *cell.Cell) error {
 			var err error
@@ -405,14 +511,11 @@ func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, map
 				// entity here means the layout and the range disagree.
 				return fmt.Errorf("old range %s holds a cell of entity %s (%s)", r, p.FormatEntity(ent), cl)
 			}
-			out, err := rk.Apply(cl)
-			if err != nil {
-				c.res[i].Old.Rejected++
-				return nil
-			}
-			fn(i, &out, cl.Row)
-			return nil
+			return c.oldVisit(m, i, cl, fn)
 		})
+		if err == nil {
+			err = c.flushOld(m, i, nil, fn)
+		}
 		if err != nil {
 			return fmt.Errorf("verify: entity %s: %w", p.FormatEntity(key), err)
 		}
@@ -420,38 +523,87 @@ func (c *comparison) visitOld(ctx context.Context, idx []int, fn func(i int, map
 	})
 }
 
+// newCell is one new cell as the comparison sees it.
+type newCell struct {
+	// c is the cell read from the new side.
+	c *cell.Cell
+	// key is what is compared with the old side: c itself (forward), or
+	// the old cell c reads back to (inverse); nil when c's fields build no
+	// old key.
+	key *cell.Cell
+	// wrong says c's key disagrees with its own fields (inverse).
+	wrong error
+}
+
+// newReader reads new cells for one comparison worker.
+type newReader struct {
+	c   *comparison
+	rk  *transform.Rekey
+	ent []byte
+	old cell.Cell
+}
+
+// read returns new cell cl as the comparison sees it, and the entity it
+// belongs to (nil when unknown). ok is false when cl's key does not parse
+// under the new layout.
+func (nr *newReader) read(cl *cell.Cell) (n newCell, ent []byte, ok bool) {
+	n.c = cl
+	if nr.c.method == Forward {
+		var err error
+		nr.ent, err = nr.rk.TargetEntity(nr.ent[:0], cl)
+		n.key = cl
+		return n, nr.ent, err == nil
+	}
+	old, err := nr.rk.Unmap(cl)
+	switch {
+	case err == nil:
+	case errors.Is(err, transform.ErrMappedWrong):
+		n.wrong = err
+		if old.Row == nil {
+			return n, nil, true
+		}
+	default:
+		return n, nil, false
+	}
+	nr.old = old
+	n.key = &nr.old
+	nr.ent = nr.rk.LastEntity(nr.ent[:0])
+	return n, nr.ent, true
+}
+
 // visitNew calls fn(i, cell) for every new cell of the entities in idx
 // (newer ones included: fn tells them apart). A cell in an entity's range
-// that is not that entity's counts as unreadable for it.
-func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, *cell.Cell)) error {
+// that does not parse, or is another entity's, counts as unreadable for
+// it, unless its key disagrees with its own fields (then fn gets it, to
+// count it mapped wrong).
+func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, newCell)) error {
 	p := c.cfg.Program
 	if c.newR == nil {
 		want := c.wanted(idx)
-		rk := p.New()
-		var ent []byte
+		nr := &newReader{c: c, rk: p.New()}
 		return c.cfg.New.Read(ctx, transform.KeyRange{}, func(cl *cell.Cell) error {
-			var err error
-			if ent, err = rk.TargetEntity(ent[:0], cl); err != nil {
-				return nil // a whole-table read cannot say whose it is
-			}
-			if i, ok := want[string(ent)]; ok {
-				fn(i, cl)
+			// A whole-table read cannot say whose a cell with no entity is.
+			if n, ent, ok := nr.read(cl); ok && ent != nil {
+				if i, ok := want[string(ent)]; ok {
+					fn(i, n)
+				}
 			}
 			return nil
 		})
 	}
 	return c.each(ctx, idx, func(ctx context.Context, i int) error {
 		key := c.targets[i].Key
-		rk := p.New()
-		var ent []byte
+		nr := &newReader{c: c, rk: p.New()}
 		err := c.cfg.New.Read(ctx, *c.newR[i], func(cl *cell.Cell) error {
-			var err error
-			ent, err = rk.TargetEntity(ent[:0], cl)
-			if err != nil || !bytes.Equal(ent, key) {
+			n, ent, ok := nr.read(cl)
+			switch {
+			case !ok:
 				c.res[i].New.Unreadable++
-				return nil
+			case n.wrong != nil || bytes.Equal(ent, key):
+				fn(i, n)
+			default:
+				c.res[i].New.Unreadable++
 			}
-			fn(i, cl)
 			return nil
 		})
 		if err != nil {
@@ -523,6 +675,19 @@ func columnID(dst []byte, c *cell.Cell) []byte {
 	return append(dst, c.Qualifier...)
 }
 
+// contentID is a hash of what a cell holds apart from its row and
+// qualifier (family, timestamp, type, value): a new cell with an old
+// cell's content under another key was mapped to the wrong key.
+func contentID(scratch []byte, c *cell.Cell) ([]byte, string) {
+	scratch = append(scratch[:0], byte(len(c.Family)))
+	scratch = append(scratch, c.Family...)
+	scratch = binary.BigEndian.AppendUint64(scratch, uint64(c.Timestamp))
+	scratch = append(scratch, byte(c.Type))
+	scratch = append(scratch, c.Value...) // last: its length is the rest
+	h := sha256.Sum256(scratch)
+	return scratch, string(h[:16])
+}
+
 // tally counts one side of one entity.
 type tally struct {
 	side    Side
@@ -532,8 +697,8 @@ type tally struct {
 }
 
 // add counts cell c, which lies in row (the old row for an old cell, whose
-// mapped row c.Row may differ): rows arrive in order, so a change of row is
-// a new row.
+// mapped row c.Row may differ; the new row for a new cell read back): rows
+// arrive in order, so a change of row is a new row.
 func (t *tally) add(c *cell.Cell, row []byte) {
 	if !bytes.Equal(row, t.lastRow) || t.side.Cells == 0 {
 		t.side.Rows++
@@ -544,29 +709,155 @@ func (t *tally) add(c *cell.Cell, row []byte) {
 	t.scratch = t.d.add(c, t.scratch)
 }
 
-// oldCell is one old cell held while classifying.
+// oldCell is one old cell held while classifying (mapped, in the forward
+// comparison).
 type oldCell struct {
 	c    cell.Cell
 	seen bool
 }
 
+// unmatched is a new cell held while classifying because no old cell has
+// its key and value: c as read, key what is compared (c itself, or the old
+// cell c reads back to; nil when none), wrong why its key is wrong.
+type unmatched struct {
+	c, key *cell.Cell
+	wrong  error
+}
+
 // held is what classification keeps of one entity.
 type held struct {
 	cells     map[string]*oldCell
+	byContent map[string][]*oldCell
 	cols      map[string]bool
 	newerCols map[string]bool
+	unmatched []unmatched
 	tooBig    bool
 	diffs     []Difference
 	id        []byte
 }
 
+// full reports whether the entity holds max old cells, and from then on
+// gives up on it.
+func (h *held) full(max int) bool {
+	if len(h.cells) >= max {
+		h.tooBig = true
+	}
+	return h.tooBig
+}
+
+// hold keeps an old cell by key, by content and by column.
+func (h *held) hold(cl *cell.Cell) {
+	o := &oldCell{c: cl.Clone()}
+	h.id = appendCellID(h.id[:0], cl)
+	h.cells[string(h.id)] = o
+	var k string
+	h.id, k = contentID(h.id, cl)
+	h.byContent[k] = append(h.byContent[k], o)
+	h.id = columnID(h.id[:0], cl)
+	h.cols[string(h.id)] = true
+}
+
+// keep holds a new cell that matched no old cell.
+func (h *held) keep(n newCell) {
+	u := unmatched{c: new(cell.Cell), wrong: n.wrong}
+	*u.c = n.c.Clone()
+	switch {
+	case n.key == n.c:
+		u.key = u.c
+	case n.key != nil:
+		u.key = new(cell.Cell)
+		*u.key = n.key.Clone()
+	}
+	h.unmatched = append(h.unmatched, u)
+}
+
+// sameContent returns an old cell not yet given by any new cell whose
+// family, timestamp, type and value are key's, or nil.
+func (h *held) sameContent(key *cell.Cell) *oldCell {
+	var k string
+	h.id, k = contentID(h.id, key)
+	for _, o := range h.byContent[k] {
+		if !o.seen && o.c.Timestamp == key.Timestamp && o.c.Type == key.Type &&
+			bytes.Equal(o.c.Family, key.Family) && bytes.Equal(o.c.Value, key.Value) {
+			return o
+		}
+	}
+	return nil
+}
+
+// note records one difference: o the old cell, u the new one (either may
+// be nil); MapsTo shows where u's key leads back to when that is not o.
+func (h *held) note(res *Result, cl Class, o *cell.Cell, u *unmatched, reason string) {
+	res.Mismatches[cl]++
+	d := Difference{Class: cl, Reason: reason}
+	if o != nil {
+		d.Old = string(cell.AppendDump(nil, o))
+	}
+	if u != nil {
+		d.New = string(cell.AppendDump(nil, u.c))
+		if u.key != nil && u.key != u.c && (o == nil || !bytes.Equal(appendCellID(nil, o), appendCellID(nil, u.key))) {
+			d.MapsTo = string(cell.AppendDump(nil, u.key))
+		}
+		if u.wrong != nil && reason == "" {
+			d.Reason = u.wrong.Error()
+		}
+	}
+	h.diffs = append(h.diffs, d)
+}
+
+// explain classifies a new cell that matched no old cell: mapped wrong
+// when its key disagrees with its fields, when it holds the content of an
+// old cell it does not lead back to, or when it leads back to an old cell
+// another new cell already gave; else value_differs, extra_versions or
+// extra_in_new by what the old side has at its key.
+func (h *held) explain(res *Result, u *unmatched) {
+	var o *oldCell
+	if u.key != nil {
+		h.id = appendCellID(h.id[:0], u.key)
+		o = h.cells[string(h.id)]
+	}
+	var other *oldCell
+	if u.key != nil {
+		other = h.sameContent(u.key)
+	}
+	switch {
+	case u.wrong != nil:
+		// Pair it with the old cell it leads back to, else one with its
+		// content, so that cell is not reported missing as well.
+		if o == nil || o.seen {
+			o = other
+		}
+		var oc *cell.Cell
+		if o != nil {
+			o.seen, oc = true, &o.c
+		}
+		h.note(res, MappedWrong, oc, u, "")
+	case other != nil:
+		other.seen = true
+		h.note(res, MappedWrong, &other.c, u, "its key does not lead back to the old cell whose content it holds")
+	case o != nil && !o.seen:
+		o.seen = true
+		h.note(res, ValueDiffers, &o.c, u, "")
+	case o != nil:
+		h.note(res, MappedWrong, &o.c, u, "another new cell already gives this old cell")
+	default:
+		h.id = columnID(h.id[:0], u.key)
+		if h.cols[string(h.id)] {
+			h.note(res, ExtraVersions, nil, u, "")
+		} else {
+			h.note(res, ExtraInNew, nil, u, "")
+		}
+	}
+}
+
 // classify reads both sides again for the entities that differ, holding
-// their old cells by key, and sorts every difference into its class.
+// their old cells by key and the new cells that match none, and sorts
+// every difference into its class.
 func (c *comparison) classify(ctx context.Context, idx []int) error {
 	cfg := c.cfg
 	hs := make([]*held, len(c.targets))
 	for _, i := range idx {
-		hs[i] = &held{cells: map[string]*oldCell{}, cols: map[string]bool{}, newerCols: map[string]bool{}}
+		hs[i] = &held{cells: map[string]*oldCell{}, byContent: map[string][]*oldCell{}, cols: map[string]bool{}, newerCols: map[string]bool{}}
 	}
 	// The first pass counted the rejected old cells; this one must not
 	// count them again.
@@ -580,15 +871,9 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 		}
 	}()
 	if err := c.visitOld(ctx, idx, func(i int, cl *cell.Cell, _ []byte) {
-		h := hs[i]
-		if h.tooBig || len(h.cells) >= cfg.MaxDiffCells {
-			h.tooBig = true
-			return
+		if h := hs[i]; !h.full(cfg.MaxDiffCells) {
+			h.hold(cl)
 		}
-		h.id = appendCellID(h.id[:0], cl)
-		h.cells[string(h.id)] = &oldCell{c: cl.Clone()}
-		h.id = columnID(h.id[:0], cl)
-		h.cols[string(h.id)] = true
 	}); err != nil {
 		return err
 	}
@@ -596,95 +881,100 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 		c.res[i].Mismatches = map[Class]int64{}
 		c.res[i].New.Unreadable = 0
 	}
-	note := func(i int, cl Class, o, n *cell.Cell) {
-		c.res[i].Mismatches[cl]++
-		d := Difference{Class: cl}
-		if o != nil {
-			d.Old = string(cell.AppendDump(nil, o))
-		}
-		if n != nil {
-			d.New = string(cell.AppendDump(nil, n))
-		}
-		hs[i].diffs = append(hs[i].diffs, d)
-	}
 	snapMs := c.snapMs()
-	if err := c.visitNew(ctx, idx, func(i int, cl *cell.Cell) {
+	// New cells that match no old cell are held too, at most MaxDiffCells
+	// of them across the batch (entities are read at once).
+	var heldNew atomic.Int64
+	if err := c.visitNew(ctx, idx, func(i int, n newCell) {
 		h := hs[i]
 		if h.tooBig {
 			return
 		}
-		if snapMs != 0 && cl.Timestamp > snapMs {
-			h.id = columnID(h.id[:0], cl)
-			h.newerCols[string(h.id)] = true
-			return
-		}
-		h.id = appendCellID(h.id[:0], cl)
-		if o := h.cells[string(h.id)]; o != nil && !o.seen {
-			o.seen = true
-			if !bytes.Equal(o.c.Value, cl.Value) {
-				note(i, ValueDiffers, &o.c, cl)
+		if snapMs != 0 && n.c.Timestamp > snapMs {
+			if n.key != nil {
+				h.id = columnID(h.id[:0], n.key)
+				h.newerCols[string(h.id)] = true
 			}
 			return
 		}
-		h.id = columnID(h.id[:0], cl)
-		if h.cols[string(h.id)] {
-			note(i, ExtraVersions, nil, cl)
-		} else {
-			note(i, ExtraInNew, nil, cl)
+		if n.wrong == nil {
+			h.id = appendCellID(h.id[:0], n.key)
+			if o := h.cells[string(h.id)]; o != nil && !o.seen && bytes.Equal(o.c.Value, n.key.Value) {
+				o.seen = true
+				return
+			}
 		}
+		if heldNew.Add(1) > int64(cfg.MaxDiffCells) {
+			h.tooBig = true
+			return
+		}
+		h.keep(n)
 	}); err != nil {
 		return err
+	}
+	for _, i := range idx {
+		c.settle(hs[i], &c.res[i])
+	}
+	return nil
+}
+
+// settle classifies what an entity's classification pass held: the new
+// cells that matched nothing, then the old cells no new cell gave.
+func (c *comparison) settle(h *held, res *Result) {
+	cfg := c.cfg
+	if unr := res.New.Unreadable; unr > 0 {
+		res.Mismatches[UnreadableInNew] += unr
+	}
+	if h.tooBig {
+		res.Mismatches = map[Class]int64{Unclassified: abs(res.Old.Cells-res.New.Cells) + 1}
+		res.Match = false
+		return
+	}
+	for k := range h.unmatched {
+		h.explain(res, &h.unmatched[k])
 	}
 	now := cfg.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	for _, i := range idx {
-		h, res := hs[i], &c.res[i]
-		if unr := res.New.Unreadable; unr > 0 {
-			res.Mismatches[UnreadableInNew] += unr
-		}
-		if h.tooBig {
-			res.Mismatches = map[Class]int64{Unclassified: abs(res.Old.Cells-res.New.Cells) + 1}
-			res.Match = false
+	for _, o := range h.cells {
+		if o.seen {
 			continue
 		}
-		for _, o := range h.cells {
-			if o.seen {
-				continue
-			}
-			h.id = columnID(h.id[:0], &o.c)
-			if h.newerCols[string(h.id)] {
-				res.Superseded++
-				continue
-			}
-			if ttl, ok := cfg.TargetTTL[string(o.c.Family)]; ok && ttl > 0 && o.c.Timestamp < now.Add(-ttl).UnixMilli() {
-				note(i, ExpiredByTTL, &o.c, nil)
-				continue
-			}
-			note(i, MissingInNew, &o.c, nil)
+		h.id = columnID(h.id[:0], &o.c)
+		if h.newerCols[string(h.id)] {
+			res.Superseded++
+			continue
 		}
-		for cl, n := range res.Mismatches {
-			if n == 0 {
-				delete(res.Mismatches, cl)
-			}
+		fam := o.c.Family
+		if c.method == Inverse {
+			fam = cfg.Program.NewFamily(fam) // TTLs are the new families'
 		}
-		diffs := h.diffs
-		sort.Slice(diffs, func(a, b int) bool {
-			x, y := diffs[a].Old+diffs[a].New, diffs[b].Old+diffs[b].New
-			if x != y {
-				return x < y
-			}
-			return diffs[a].Class < diffs[b].Class
-		})
-		if len(diffs) > cfg.Examples {
-			diffs = diffs[:cfg.Examples]
+		if ttl, ok := cfg.TargetTTL[string(fam)]; ok && ttl > 0 && o.c.Timestamp < now.Add(-ttl).UnixMilli() {
+			h.note(res, ExpiredByTTL, &o.c, nil, "")
+			continue
 		}
-		res.First = diffs
-		// Only superseded cells (and newer ones) differ: the sides agree.
-		res.Match = len(res.Mismatches) == 0
+		h.note(res, MissingInNew, &o.c, nil, "")
 	}
-	return nil
+	for cl, n := range res.Mismatches {
+		if n == 0 {
+			delete(res.Mismatches, cl)
+		}
+	}
+	diffs := h.diffs
+	sort.Slice(diffs, func(a, b int) bool {
+		x, y := diffs[a].Old+diffs[a].New, diffs[b].Old+diffs[b].New
+		if x != y {
+			return x < y
+		}
+		return diffs[a].Class < diffs[b].Class
+	})
+	if len(diffs) > cfg.Examples {
+		diffs = diffs[:cfg.Examples]
+	}
+	res.First = diffs
+	// Only superseded cells (and newer ones) differ: the sides agree.
+	res.Match = len(res.Mismatches) == 0
 }
 
 func abs(n int64) int64 {

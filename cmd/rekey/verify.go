@@ -14,6 +14,7 @@ import (
 
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/verify"
 )
 
@@ -37,15 +38,23 @@ type verifyFlags struct {
 	out              string
 	zk, znodeParent  string
 	timeout          time.Duration
+	method           string
 }
 
 // verifyLong is the help of rekey verify; its two %d are the default
 // heaviest and sample counts.
 const verifyLong = `verify compares, per entity, the old snapshot of a job with its new side (the
 target table, a snapshot of it, or the HFiles a run staged): rows, cells, bytes and an order-independent
-digest of the cells, with old cells mapped through the job's transform. It
-reads only the chosen entities' key ranges on both sides; with a salted new
-layout the salt is computed from the entity.
+digest of the cells. It reads only the chosen entities' key ranges on both
+sides; with a salted new layout the salt is computed from the entity.
+
+How cells are compared (--method): inverse, the default when the new key
+keeps every old field, reads each new cell back to its old key and compares
+it with the old cells as they are, so a bug in the mapping itself shows;
+forward, the default when the new key drops or merges fields, maps the old
+cells through the job's transform; both runs the two, and an entity they
+disagree on is mapped wrong by the transform. The report says which was
+used and why.
 
 Which entities: the K heaviest by cells and by bytes and a sample of N, from
 the sketch a run saved (<job>.rekey/entities.json), or found in one pass over
@@ -53,7 +62,8 @@ the old snapshot with --find-worst; entities named with --entity; every
 entity with --all; or the entities of an earlier report with --only.
 
 Mismatches are classified (missing_in_new, extra_in_new, value_differs,
-extra_versions, expired_by_ttl) with the first differing cells. New cells
+extra_versions, mapped_wrong, expired_by_ttl, unreadable_in_new) with the
+first differing cells. New cells
 newer than the snapshot (dual writes) are counted apart; a live table that
 differs is read again with back-off before a mismatch is declared.
 
@@ -69,6 +79,7 @@ Examples:
   rekey verify job.yaml --only report.json             # re-check what failed
   rekey verify job.yaml --snapshot new_snap --snapshot-root hdfs://nn:8020/hbase
   rekey verify job.yaml --staging /data/stage --all   # staged HFiles, before bulk load
+  rekey verify job.yaml --method both                  # inverse and forward, disagreements named
 
 Exit status: 0 every entity matches, 1 a mismatch, 2 an error (bad job file or
 flags, unreadable snapshot, cluster unreachable).`
@@ -116,6 +127,7 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] of the target cluster (default: the job's target.zookeeper, else $REKEY_ZK, else $HBASE_CONF_DIR/hbase-site.xml)")
 	fl.StringVar(&f.znodeParent, "znode-parent", "", "zookeeper.znode.parent of the target cluster (default: the job's target.znode_parent, else hbase-site.xml's, else /hbase)")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each HBase operation, retries included")
+	fl.StringVar(&f.method, "method", "", "inverse, forward or both (default: the job's verify.method, else inverse when the new key keeps every old field, else forward)")
 }
 
 // runVerify is rekey verify: the job file and the flags make a
@@ -165,8 +177,14 @@ func (f *verifyFlags) options(set func(name string) bool) (verify.Options, error
 	o.Backoff = given(set, "backoff", &f.backoff)
 	o.Workers = given(set, "workers", &f.workers)
 	ttl, err := parseTTLs(f.ttl)
+	if err != nil {
+		return o, err
+	}
 	o.TargetTTL = ttl
-	return o, err
+	if o.Method, err = verify.ParseMethod(f.method); err != nil {
+		return o, fmt.Errorf("--method: %w", err)
+	}
+	return o, nil
 }
 
 // given is the flag's value when the user set the flag, else nil.
@@ -192,9 +210,10 @@ func parseTTLs(flags []string) (map[string]time.Duration, error) {
 }
 
 // verifyError marks an error verify.Prepare returns: exit 2 whatever it is
-// (verify could not decide), a usage error when no cluster is named.
+// (verify could not decide), a usage error when no cluster is named or
+// the method asked for needs an inverse the layouts do not have.
 func verifyError(err error) error {
-	if errors.Is(err, hbase.ErrNoCluster) {
+	if errors.Is(err, hbase.ErrNoCluster) || errors.Is(err, transform.ErrNoInverse) {
 		return usageError{err}
 	}
 	return failed{err}

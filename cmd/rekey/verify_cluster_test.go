@@ -15,6 +15,10 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/transform"
+	"github.com/rekeyhq/rekey/verify"
 )
 
 // TestVerifyLiveTable runs `rekey verify` against a live table built from
@@ -155,18 +159,8 @@ verify: {find_worst: true, heaviest: 5, sample: 10, retries: 1, backoff: 10ms}
 // `rekey verify` from the run's own sketch (the heaviest and a sample) and
 // with --all: every entity matches.
 func TestRunThenVerify(t *testing.T) {
-	st := testenv.Require(t)
+	st, c, table := scratchTable(t, "verify_e2e_")
 	ctx := context.Background()
-	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	table := "verify_e2e_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	defer func() {
-		c.DisableTable(ctx, table)
-		c.DeleteTable(ctx, table)
-	}()
 	job := demoJob(t)
 	if code, out, errOut := runRekey(t, "run", job, "--zk", st.ZKQuorum, "--table", table, "--create", "--progress", "none"); code != 0 {
 		t.Fatalf("run: exit %d: %s\n%s", code, errOut, out)
@@ -175,8 +169,9 @@ func TestRunThenVerify(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("verify from the run's sketch: exit %d: %s\n%.3000s", code, errOut, out)
 	}
-	if r := decodeReport(t, out); r.Summary.Entities < 50 || r.Summary.Mismatched != 0 {
-		t.Errorf("summary %+v", r.Summary)
+	// The demo's new key keeps every old field: compared by the inverse.
+	if r := decodeReport(t, out); r.Summary.Entities < 50 || r.Summary.Mismatched != 0 || r.Method != "inverse" {
+		t.Errorf("method %s, summary %+v", r.Method, r.Summary)
 	}
 	code, out, errOut = runRekey(t, "verify", job, "--zk", st.ZKQuorum, "--table", table, "--all", "--json")
 	if code != exitOK {
@@ -243,4 +238,179 @@ func siteFindsTheCluster(t *testing.T, st *testenv.State, job, table string) {
 			t.Fatalf("inspect table: exit %d, %d bytes of regions: %s", code, len(out), errOut)
 		}
 	})
+}
+
+// hourLate is a forward transform with a bug, for tests: the demo job's
+// own mapping, but a cell of the first hour of a UTC day goes to the
+// previous day's row, its offset unchanged (a day boundary an hour late).
+func hourLate(p *transform.Program) func() transform.Mapper {
+	const hour, day = 3_600_000, 86_400_000
+	return func() transform.Mapper {
+		rk := p.New()
+		return transform.MapFunc(func(src cell.Cell, emit func(cell.Cell)) error {
+			return rk.Map(src, func(c cell.Cell) {
+				if binary.BigEndian.Uint32(c.Qualifier) < hour {
+					start := int64(binary.BigEndian.Uint64(c.Row[6:]))
+					c.Row = binary.BigEndian.AppendUint64(append([]byte(nil), c.Row[:6]...), uint64(start-day))
+				}
+				emit(c)
+			})
+		})
+	}
+}
+
+// TestVerifyFindsABrokenRun: a run of the demo job through puts whose
+// forward transform carries a bug (hourLate) writes the target. HBase's
+// dumps of the snapshot and of the target, read by the demo layout's rule,
+// say which users' cells were moved. `rekey verify` (the inverse, its
+// default here) fails naming exactly those users, each moved cell as
+// mapped_wrong with its old and new keys; verifying with the same broken
+// transform forward passes (the blind spot), and `--method forward` with
+// the job's own transform fails too (a target another tool mapped wrong).
+func TestVerifyFindsABrokenRun(t *testing.T) {
+	st, _, table := scratchTable(t, "verify_broken_")
+	ctx := context.Background()
+	jobPath := demoJob(t)
+	load := func() *job.Job {
+		j, err := job.Load(jobPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Target.Table, j.Target.ZKQuorum, j.Target.ZNodeParent = table, st.ZKQuorum, st.ZNodeParent
+		return j
+	}
+	j := load()
+	j.Target.Create.Enabled = true
+	run, err := pipeline.Prepare(ctx, j, pipeline.Options{NewMapper: hourLate(j.Program)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Wait(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The judge. An old cell is the user, event time, timestamp and value
+	// of a line of the snapshot's dump; a new cell of the target's dump
+	// reads back, by the demo layout, to user = row[:6] and event time =
+	// day start (row[6:14]) + offset (the qualifier). A new cell that
+	// reads back to no old cell was moved by the bug.
+	type content struct {
+		user     string
+		evt, ts  int64
+		valueHex string
+	}
+	olds := map[content]bool{}
+	for _, f := range dumpLines(t, mustRead(t, "../../testdata/snapshots/demo_events.cells")) {
+		row, _ := hex.DecodeString(f[0])
+		q, _ := hex.DecodeString(f[2])
+		ts, _ := strconv.ParseInt(f[3], 10, 64)
+		olds[content{string(row), int64(binary.BigEndian.Uint64(q)), ts, f[5]}] = true
+	}
+	moved := map[string]int64{}
+	var newCells int
+	for _, f := range dumpLines(t, testenv.Oracle(t, "dump-table", table)) {
+		row, _ := hex.DecodeString(f[0])
+		q, _ := hex.DecodeString(f[2])
+		ts, _ := strconv.ParseInt(f[3], 10, 64)
+		evt := int64(binary.BigEndian.Uint64(row[6:14])) + int64(binary.BigEndian.Uint32(q))
+		newCells++
+		if !olds[content{string(row[:6]), evt, ts, f[5]}] {
+			moved["user="+string(row[:6])]++
+		}
+	}
+	if newCells != len(olds) || len(moved) == 0 {
+		t.Fatalf("the target holds %d cells (the snapshot %d), %d users with moved cells", newCells, len(olds), len(moved))
+	}
+	t.Logf("the broken run moved cells of %d users", len(moved))
+
+	code, out, errOut := runRekey(t, "verify", jobPath, "--zk", st.ZKQuorum, "--table", table, "--all", "--retries", "0", "--json")
+	if code != exitProblems {
+		t.Fatalf("verify: exit %d, want %d: %s\n%.2000s", code, exitProblems, errOut, out)
+	}
+	r := decodeReport(t, out)
+	if r.Method != "inverse" || r.Summary.Mismatched != len(moved) {
+		t.Errorf("method %s, %d entities mismatched; want inverse and the %d users the dump says", r.Method, r.Summary.Mismatched, len(moved))
+	}
+	for _, e := range r.Entities {
+		if n := moved[e.Entity]; e.Match != (n == 0) || n > 0 && (len(e.Mismatches) != 1 || e.Mismatches["mapped_wrong"] != n) {
+			t.Errorf("%s: match %v, %v; the dump says %d cells moved", e.Entity, e.Match, e.Mismatches, n)
+		}
+		for _, d := range e.First {
+			// Both keys: the old cell, and the new cell that holds its
+			// content a day early, which leads back to a day-early key.
+			if d.Class != "mapped_wrong" || d.Old == "" || d.New == "" || d.MapsTo == "" || strings.Split(d.Old, "\t")[5] != strings.Split(d.New, "\t")[5] {
+				t.Errorf("%s: difference %+v does not name both keys", e.Entity, d)
+			}
+		}
+	}
+
+	// Verified with the same broken transform, forward: every entity
+	// matches, the bug unseen.
+	all, none := true, 0
+	check, err := verify.Prepare(ctx, load(), verify.Options{Method: verify.Forward, NewMapper: hourLate(j.Program), All: &all, Retries: &none})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close()
+	rep, err := check.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Method != verify.Forward || !rep.OK() || rep.Summary.Entities != r.Summary.Entities {
+		t.Errorf("forward with the broken transform: method %s, summary %+v; want every entity to match", rep.Method, rep.Summary)
+	}
+
+	code, out, errOut = runRekey(t, "verify", jobPath, "--zk", st.ZKQuorum, "--table", table, "--all", "--retries", "0", "--method", "forward", "--json")
+	if code != exitProblems {
+		t.Fatalf("verify --method forward: exit %d: %s", code, errOut)
+	}
+	if r := decodeReport(t, out); r.Method != "forward" || r.Summary.Mismatched != len(moved) {
+		t.Errorf("--method forward: method %s, %d mismatched, want %d", r.Method, r.Summary.Mismatched, len(moved))
+	}
+}
+
+// dumpLines splits the oracle's canonical dump into its fields.
+func dumpLines(t *testing.T, dump []byte) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, line := range strings.Split(strings.TrimSpace(string(dump)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 6 {
+			t.Fatalf("dump line %q: %d fields", line, len(f))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// scratchTable needs the mini cluster and names a table for the test
+// (prefix and a unique suffix), dropped when the test ends, with a client
+// to reach it.
+func scratchTable(t *testing.T, prefix string) (*testenv.State, *hbase.Client, string) {
+	t.Helper()
+	st := testenv.Require(t)
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := prefix + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		c.DisableTable(ctx, table)
+		c.DeleteTable(ctx, table)
+		c.Close()
+	})
+	return st, c, table
 }

@@ -58,7 +58,9 @@ func oracleCounts(t *testing.T, root string) map[string]int64 {
 }
 
 type verifyReport struct {
-	Summary struct {
+	Method    string
+	MethodWhy string `json:"method_reason"`
+	Summary   struct {
 		Entities      int   `json:"entities"`
 		Mismatched    int   `json:"mismatched"`
 		CellsCompared int64 `json:"cells_compared"`
@@ -74,7 +76,13 @@ type verifyReport struct {
 			Digest string
 		}
 		Match      bool
+		Method     string
 		Mismatches map[string]int64
+		First      []struct {
+			Class, Old, New string
+			MapsTo          string `json:"maps_to"`
+			Reason          string
+		} `json:"first_differences"`
 	}
 	Redo []struct{ Entity, Key string }
 }
@@ -150,10 +158,30 @@ func TestVerifyMismatchReportAndOnly(t *testing.T) {
 	if r.Summary.Entities < 5 || r.Summary.Entities > 11 || r.Summary.Mismatched != r.Summary.Entities || len(r.Redo) != r.Summary.Entities {
 		t.Errorf("summary %+v, %d to redo", r.Summary, len(r.Redo))
 	}
+	// The identity job keeps every field, so the inverse compares: each
+	// new cell reads back to its old cell, but sits in family e, which the
+	// job renames to x: all of them are mapped wrong, none missing.
+	if r.Method != "inverse" || r.MethodWhy != "the new key keeps every old field" {
+		t.Errorf("method %q (%s), want inverse because the new key keeps every old field", r.Method, r.MethodWhy)
+	}
 	for _, e := range r.Entities {
 		n := want[strings.TrimPrefix(e.Entity, "user=")]
-		if e.Mismatches["missing_in_new"] != n || e.Mismatches["extra_in_new"] != n {
-			t.Errorf("%s: %v, want %d missing and %d extra", e.Entity, e.Mismatches, n, n)
+		if len(e.Mismatches) != 1 || e.Mismatches["mapped_wrong"] != n {
+			t.Errorf("%s: %v, want %d mapped_wrong", e.Entity, e.Mismatches, n)
+		}
+	}
+	if !strings.Contains(out, "method: inverse (the new key keeps every old field)") {
+		t.Errorf("text report does not say the method:\n%.500s", out)
+	}
+	// The forward comparison sees each cell missing and one extra.
+	code, out, errOut = runRekey(t, "verify", job, "--only", rep, "--method", "forward", "--snapshot", "demo_events", "--snapshot-root", snaps, "--json")
+	if code != exitProblems {
+		t.Fatalf("--method forward: exit %d: %s", code, errOut)
+	}
+	for _, e := range decodeReport(t, out).Entities {
+		n := want[strings.TrimPrefix(e.Entity, "user=")]
+		if e.Method != "forward" || e.Mismatches["missing_in_new"] != n || e.Mismatches["extra_in_new"] != n {
+			t.Errorf("forward %s: %s %v, want %d missing and %d extra", e.Entity, e.Method, e.Mismatches, n, n)
 		}
 	}
 
@@ -304,12 +332,58 @@ func TestVerifyUsageErrors(t *testing.T) {
 		"bad ttl":        {"verify", job, "--entity", "user=u1", "--target-ttl", "d"},
 		"missing report": {"verify", job, "--only", filepath.Join(t.TempDir(), "none.json")},
 		"no cluster":     {"verify", job, "--entity", "user=u00001", "--zk", ""},
+		"no such method": {"verify", job, "--entity", "user=u00001", "--method", "sideways"},
 	} {
 		t.Setenv("REKEY_ZK", "")
 		t.Setenv("HBASE_CONF_DIR", "")
 		if code, _, errOut := runRekey(t, args...); code != exitUsage {
 			t.Errorf("%s: exit %d, want %d (%s)", name, code, exitUsage, errOut)
 		}
+	}
+}
+
+// TestVerifyMethodNeedsAnInverse: a job whose new key drops a field has no
+// inverse: verify compares forward and says why, and asking for the
+// inverse (flag or job file) is a usage error naming the field.
+func TestVerifyMethodNeedsAnInverse(t *testing.T) {
+	root := demoSnapshot(t)
+	snaps := filepath.Join(root, "testdata", "snapshots", "demo_events")
+	dir := t.TempDir()
+	write := func(name, extra string) string {
+		p := filepath.Join(dir, name)
+		src := `source: {root: ` + snaps + `, name: demo_events}
+target: {table: events_latest}
+source_layout:
+  row: [{field: user, type: string}]
+  qualifier: [{field: ts, type: int, width: 8}]
+target_layout:
+  row: [{field: user, type: string}]
+  qualifier: [{type: literal, bytes: "latest"}]
+entity: [user]
+` + extra
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	job := write("latest.yaml", "")
+	args := []string{"verify", job, "--entity", "user=u00001", "--snapshot", "demo_events", "--snapshot-root", snaps}
+	code, out, errOut := runRekey(t, append(args, "--json")...)
+	if code != exitProblems {
+		t.Fatalf("default method: exit %d: %s", code, errOut)
+	}
+	if r := decodeReport(t, out); r.Method != "forward" || r.MethodWhy != "the new key drops field ts" {
+		t.Errorf("method %q (%s), want forward because the new key drops field ts", r.Method, r.MethodWhy)
+	}
+	for _, m := range []string{"inverse", "both"} {
+		code, _, errOut = runRekey(t, append(args, "--method", m)...)
+		if code != exitUsage || !strings.Contains(errOut, "drops field ts") {
+			t.Errorf("--method %s: exit %d, want %d naming the dropped field: %s", m, code, exitUsage, errOut)
+		}
+	}
+	code, _, errOut = runRekey(t, "verify", write("asks.yaml", "verify: {method: inverse}\n"), "--entity", "user=u00001", "--snapshot", "demo_events", "--snapshot-root", snaps)
+	if code != exitUsage || !strings.Contains(errOut, "drops field ts") {
+		t.Errorf("verify.method inverse in the job: exit %d: %s", code, errOut)
 	}
 }
 
