@@ -18,7 +18,9 @@
 //     package job (workers: GOMAXPROCS; memory: 1 GiB), and the one
 //     division of the memory budget, job.NewBudget: half to the sink's
 //     buffers, a quarter to the snapshot's read-ahead, a quarter to the
-//     collision sets, each shared by the workers.
+//     collision sets, each shared by the workers. Then the run's state
+//     (checkpoint, staging folder) is leased, or refused (ErrLeased)
+//     while another run holds it.
 //  2. the source: the snapshot opened once, through a metered file system
 //     (bytes read feed the progress and the read cap), cut into splits,
 //     clipped to Options.Only, largest first, dealt to Options.Shard.

@@ -36,6 +36,13 @@ type Options struct {
 	Resume bool
 	// Fresh discards an existing checkpoint and starts over.
 	Fresh bool
+	// ForceTakeover takes over an HDFS lease on the run's state that has
+	// not expired yet: for a run whose owner is known to be dead (a local
+	// lock needs none: it ends with its process).
+	ForceTakeover bool
+	// LeaseTTL is how long an HDFS lease on the run's state lasts unless
+	// renewed; the run renews it every third of that [DefaultLeaseTTL].
+	LeaseTTL time.Duration
 	// Only restricts the run to these old-key row ranges (a verify report's
 	// ranges to redo): splits are clipped to them and splits outside are
 	// skipped. Runs with Only keep their own checkpoint.
