@@ -33,7 +33,8 @@
 //     checked, or created when the job says target.create, pre-split at
 //     keys planned from a sample of the snapshot (PlanSplitKeys, the same
 //     Sample `rekey plan` reads).
-//  5. the control endpoint, when the job asks for one.
+//  5. the control endpoint, when the job asks for one, behind a bearer
+//     token.
 //
 // Start sets the workers going (errgroup, Workers at once). A worker reads
 // its split's merged store files (snapshot.Scanner), maps each cell with

@@ -57,6 +57,10 @@ type Options struct {
 	// Control, when set, lets the caller change limits, pause and resume
 	// while the run goes on; Prepare creates one when nil.
 	Control *Control
+	// ControlToken is the bearer token the control endpoint asks for
+	// [run.control_token, else a random one written to a 0600 file beside
+	// a local checkpoint].
+	ControlToken string
 	// SetTimestamp, when non-zero, replaces every cell's timestamp.
 	SetTimestamp int64
 	// Memory is the budget in bytes the run sizes its buffers from

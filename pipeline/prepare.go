@@ -379,25 +379,6 @@ func (r *Run) planSplitKeys(ctx context.Context) ([][]byte, error) {
 	return keys, nil
 }
 
-// serveControl serves the control endpoint the job asks for, until the
-// run is closed.
-func (r *Run) serveControl(ctx context.Context) error {
-	addr := r.j.Run.ControlAddr
-	if addr == "" {
-		return nil
-	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	bound, err := r.ctl.Serve(sctx, addr)
-	if err != nil {
-		stop()
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	r.closers = append(r.closers, func() error { stop(); return nil })
-	r.controlAddr = bound
-	r.logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", bound)
-	return nil
-}
-
 // warnings0 says, before the first cell, what the job's own choices cost.
 func (r *Run) warnings0() {
 	j := r.j
