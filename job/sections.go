@@ -97,6 +97,9 @@ type Run struct {
 	// ControlAddr serves pause, resume, limits and metrics over HTTP on a
 	// loopback address ("" = off).
 	ControlAddr string
+	// ControlToken is the bearer token the control endpoint asks for (""
+	// = a random one per run, written to a file beside the checkpoint).
+	ControlToken string
 }
 
 // Create is target.create: how to create a missing target table.
@@ -252,6 +255,7 @@ func (d *decoder) run(n *yaml.Node, p string, r *Run) {
 		"heavy_hitters":        func(n *yaml.Node, p string) { r.HeavyHitters = int(d.positive(n, p, 1<<20)) },
 		"sample_entities":      func(n *yaml.Node, p string) { r.SampleEntities = int(d.positive(n, p, 1<<24)) },
 		"control_addr":         func(n *yaml.Node, p string) { r.ControlAddr = d.nonEmpty(n, p, "a loopback host:port") },
+		"control_token":        func(n *yaml.Node, p string) { r.ControlToken = d.nonEmpty(n, p, "a bearer token") },
 	})
 }
 

@@ -2,17 +2,24 @@ package pipeline
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Control changes a running job: its throttle caps, pause and resume. It is
@@ -156,8 +163,14 @@ var ErrNotLoopback = errors.New("pipeline: the control address must be on loopba
 //	POST /limits?cells_per_sec=N&read_mb_per_sec=M   change the caps (0 = none)
 //	GET  /metrics                     Prometheus metrics
 //
-// It returns the address it listens on (useful with port 0).
-func (c *Control) Serve(ctx context.Context, addr string) (string, error) {
+// Loopback alone lets in every local process and every web page a local
+// browser opens, so each request must also carry token as
+// "Authorization: Bearer TOKEN" (else 401), and is refused (403) when its
+// Host header names anything but the listening address or localhost on
+// its port (a DNS name rebound to 127.0.0.1 by a web page), or when it
+// carries an Origin header other than that address's (a page's script or
+// form). It returns the address it listens on (useful with port 0).
+func (c *Control) Serve(ctx context.Context, addr, token string) (string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("control address %q: %w", addr, err)
@@ -165,10 +178,25 @@ func (c *Control) Serve(ctx context.Context, addr string) (string, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return "", fmt.Errorf("%w: %q", ErrNotLoopback, addr)
 	}
+	if token == "" {
+		return "", fmt.Errorf("control address %q: no token: the endpoint answers only requests that carry one", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("control address %q: %w", addr, err)
 	}
+	bound := ln.Addr().String()
+	srv := &http.Server{Handler: guard(c.routes(), bound, token), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return bound, nil
+}
+
+// routes are the endpoint's requests.
+func (c *Control) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -199,13 +227,63 @@ func (c *Control) Serve(ctx context.Context, addr string) (string, error) {
 		json.NewEncoder(w).Encode(c.Limits())
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics(), promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	return ln.Addr().String(), nil
+	return mux
+}
+
+// guard passes on a request only when it is addressed to bound (Host, and
+// Origin if any) and carries token; see Serve.
+func guard(next http.Handler, bound, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !sameEndpoint(r.Host, bound) {
+			http.Error(w, fmt.Sprintf("control endpoint: Host %q is not this endpoint's address %s", r.Host, bound), http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, bound) {
+			http.Error(w, fmt.Sprintf("control endpoint: requests from %q are refused (Origin)", o), http.StatusForbidden)
+			return
+		}
+		if !bearer(r.Header.Get("Authorization"), token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rekey run"`)
+			http.Error(w, "control endpoint: missing or wrong token (Authorization: Bearer TOKEN; the run logs where its token is)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameEndpoint reports whether a Host header names bound: its IP, or
+// localhost, with its port.
+func sameEndpoint(hostHeader, bound string) bool {
+	h, p, err := net.SplitHostPort(hostHeader)
+	if err != nil {
+		return false
+	}
+	bh, bp, err := net.SplitHostPort(bound)
+	if err != nil || p != bp {
+		return false
+	}
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, bip := net.ParseIP(h), net.ParseIP(bh)
+	return ip != nil && ip.Equal(bip)
+}
+
+// sameOrigin reports whether an Origin header is the endpoint's own.
+func sameOrigin(origin, bound string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Scheme == "http" && u.Path == "" && sameEndpoint(u.Host, bound)
+}
+
+// bearer reports whether an Authorization header carries token, compared
+// in constant time.
+func bearer(header, token string) bool {
+	const scheme = "bearer "
+	if len(header) < len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) {
+		return false
+	}
+	got := strings.TrimSpace(header[len(scheme):])
+	return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // metrics registers gauges that read Status when scraped.
@@ -242,4 +320,87 @@ func (c *Control) metrics() *prometheus.Registry {
 	})
 	c.registry = reg
 	return reg
+}
+
+// serveControl serves the control endpoint the job asks for, until the
+// run is closed, behind the run's token.
+func (r *Run) serveControl(ctx context.Context) error {
+	addr := r.j.Run.ControlAddr
+	if addr == "" {
+		return nil
+	}
+	token, file, err := r.controlToken()
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	bound, err := r.ctl.Serve(sctx, addr, token)
+	if err != nil {
+		stop()
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	r.closers = append(r.closers, func() error { stop(); return nil })
+	r.controlAddr = bound
+	where := "the token given (--control-token or run.control_token)"
+	if file != "" {
+		if err := writeToken(file, token); err != nil {
+			return fmt.Errorf("control endpoint: writing its token: %w", err)
+		}
+		r.closers = append(r.closers, func() error { return os.Remove(file) })
+		where = "the token in " + file
+	}
+	r.logf("control endpoint on http://%s (status, pause, resume, limits, metrics); send Authorization: Bearer with %s", bound, where)
+	return nil
+}
+
+// controlToken is the endpoint's token: the one the options or the job
+// give, else a random one for this run, to be written to file, beside a
+// local checkpoint and named after it. A checkpoint on HDFS has no local
+// folder to hold the file, so there the token must be given.
+func (r *Run) controlToken() (token, file string, err error) {
+	if t := r.o.ControlToken; t != "" {
+		return t, "", nil
+	}
+	if t := r.j.Run.ControlToken; t != "" {
+		return t, "", nil
+	}
+	ck, ok := localPath(r.o.Checkpoint)
+	if !ok {
+		return "", "", fmt.Errorf("%w: the control endpoint of a run whose checkpoint is not local (%s) needs its token given: --control-token or run.control_token", ErrInvalid, r.o.Checkpoint)
+	}
+	return newToken(32), strings.TrimSuffix(ck, ".json") + ".control-token", nil
+}
+
+// localPath returns where names on the local file system, if it does.
+func localPath(where string) (string, bool) {
+	if strings.HasPrefix(where, "hdfs:") {
+		return "", false
+	}
+	loc, err := vfs.Open(where)
+	if err != nil {
+		return "", false
+	}
+	defer loc.Close()
+	if _, ok := loc.FS.(vfs.Local); !ok {
+		return "", false
+	}
+	return filepath.FromSlash(loc.Path), true
+}
+
+// writeToken writes token to a new file only its owner can read; a file
+// left by an earlier run is replaced, not reused, so its mode cannot be
+// looser.
+func writeToken(file, token string) error {
+	if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(token); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

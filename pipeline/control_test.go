@@ -3,7 +3,10 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,11 +34,21 @@ func TestControlPausesResumesAndChangesLimits(t *testing.T) {
 	ctl := pipeline.NewControl(pipeline.Limits{CellsPerSec: 4000})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := ctl.Serve(ctx, "127.0.0.1:0")
+	addr, err := ctl.Serve(ctx, "127.0.0.1:0", "t0ken")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + addr
+	call := func(method, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Header.Set("Authorization", "Bearer t0ken")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
 	done := make(chan *pipeline.Summary, 1)
 	go func() {
 		sum, err := pipeline.Execute(ctx, demoJob(t), pipeline.Options{Sink: pipeline.DryRun{}, Control: ctl, Workers: 2})
@@ -45,20 +58,14 @@ func TestControlPausesResumesAndChangesLimits(t *testing.T) {
 		done <- sum
 	}()
 	status := func() pipeline.Status {
-		resp, err := http.Get(base + "/status")
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := call("GET", "/status")
 		defer resp.Body.Close()
 		var s pipeline.Status
 		json.NewDecoder(resp.Body).Decode(&s)
 		return s
 	}
 	post := func(path string) {
-		resp, err := http.Post(base+path, "text/plain", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := call("POST", path)
 		resp.Body.Close()
 		if resp.StatusCode != 200 {
 			t.Fatalf("POST %s: %s", path, resp.Status)
@@ -86,10 +93,7 @@ func TestControlPausesResumesAndChangesLimits(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not finish after resume and lifting the cap")
 	}
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := call("GET", "/metrics")
 	defer resp.Body.Close()
 	var sb strings.Builder
 	buf := make([]byte, 1<<16)
@@ -119,5 +123,128 @@ func TestInterruptKeepsFinishedSplits(t *testing.T) {
 	}
 	if sum2.Read != 31413 || sum2.Skipped != sum.Done || !sum2.Finished {
 		t.Errorf("resume: read %d (want 31413 over both runs), skipped %d (want %d), finished %v", sum2.Read, sum2.Skipped, sum.Done, sum2.Finished)
+	}
+}
+
+// TestControlRefusesStrangers: the endpoint answers only requests that
+// carry the run's token and are addressed to its own address. A local
+// process without the token (401), a web page's request (a foreign
+// Origin) and one through a DNS name rebound to loopback (a foreign Host)
+// (403) are refused, and a refused POST /pause leaves the run going.
+func TestControlRefusesStrangers(t *testing.T) {
+	ctl := pipeline.NewControl(pipeline.Limits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := ctl.Serve(ctx, "127.0.0.1:0", ""); err == nil {
+		t.Fatal("Serve without a token: no error")
+	}
+	addr, err := ctl.Serve(ctx, "127.0.0.1:0", "right")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	for _, c := range []struct {
+		name, auth, host, origin string
+		want                     int
+	}{
+		{"no token", "", "", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer wrong", "", "", http.StatusUnauthorized},
+		{"token with another scheme", "Basic right", "", "", http.StatusUnauthorized},
+		{"foreign Origin", "Bearer right", "", "https://evil.example", http.StatusForbidden},
+		{"null Origin", "Bearer right", "", "null", http.StatusForbidden},
+		{"foreign Host", "Bearer right", "evil.example:" + port, "", http.StatusForbidden},
+		{"Host with another port", "Bearer right", "127.0.0.1:1", "", http.StatusForbidden},
+		{"right token", "Bearer right", "", "", http.StatusOK},
+		{"right token, scheme in capitals", "BEARER right", "", "", http.StatusOK},
+		{"right token through localhost", "Bearer right", "localhost:" + port, "http://localhost:" + port, http.StatusOK},
+		{"right token, the endpoint's own Origin", "Bearer right", "", "http://" + addr, http.StatusOK},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctl.Resume()
+			req, _ := http.NewRequest("POST", "http://"+addr+"/pause", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			if c.origin != "" {
+				req.Header.Set("Origin", c.origin)
+			}
+			if c.host != "" {
+				req.Host = c.host
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("status %s, want %d", resp.Status, c.want)
+			}
+			if paused := ctl.Paused(); paused != (c.want == http.StatusOK) {
+				t.Errorf("after the answer %d the run is paused: %v", resp.StatusCode, paused)
+			}
+		})
+	}
+}
+
+// TestControlTokenFile: a run's endpoint takes a random token, written
+// with mode 0600 beside its checkpoint (replacing a looser file an earlier
+// run left) and removed when the run ends; a token the options give is
+// used as given, and no file is written.
+func TestControlTokenFile(t *testing.T) {
+	j := demoJob(t)
+	j.Run.ControlAddr = "127.0.0.1:0"
+	file := strings.TrimSuffix(j.Run.Checkpoint, ".json") + ".control-token"
+	if err := os.WriteFile(file, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	logf := func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Logf: logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ := os.ReadFile(file)
+	if st.Mode().Perm() != 0o600 || len(token) < 32 || string(token) == "old" {
+		t.Errorf("token file: mode %v, %d bytes %q", st.Mode().Perm(), len(token), token)
+	}
+	if !strings.Contains(logs.String(), file) {
+		t.Errorf("the run does not say where its token is:\n%s", logs.String())
+	}
+	status := func(addr, token string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/status", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	addr := r.Plan().ControlAddr
+	if got := status(addr, string(token)); got != http.StatusOK {
+		t.Errorf("with the file's token: %d", got)
+	}
+	if got := status(addr, "old"); got != http.StatusUnauthorized {
+		t.Errorf("with the old file's token: %d", got)
+	}
+	r.Close()
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("token file after the run: %v", err)
+	}
+
+	r, err = pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, ControlToken: "given", Fresh: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("a token file with a given token: %v", err)
+	}
+	if got := status(r.Plan().ControlAddr, "given"); got != http.StatusOK {
+		t.Errorf("with the given token: %d", got)
 	}
 }

@@ -18,7 +18,9 @@
 //     package job (workers: GOMAXPROCS; memory: 1 GiB), and the one
 //     division of the memory budget, job.NewBudget: half to the sink's
 //     buffers, a quarter to the snapshot's read-ahead, a quarter to the
-//     collision sets, each shared by the workers.
+//     collision sets, each shared by the workers. Then the run's state
+//     (checkpoint, staging folder) is leased, or refused (ErrLeased)
+//     while another run holds it.
 //  2. the source: the snapshot opened once, through a metered file system
 //     (bytes read feed the progress and the read cap), cut into splits,
 //     clipped to Options.Only, largest first, dealt to Options.Shard.
@@ -31,7 +33,8 @@
 //     checked, or created when the job says target.create, pre-split at
 //     keys planned from a sample of the snapshot (PlanSplitKeys, the same
 //     Sample `rekey plan` reads).
-//  5. the control endpoint, when the job asks for one.
+//  5. the control endpoint, when the job asks for one, behind a bearer
+//     token.
 //
 // Start sets the workers going (errgroup, Workers at once). A worker reads
 // its split's merged store files (snapshot.Scanner), maps each cell with

@@ -36,6 +36,13 @@ type Options struct {
 	Resume bool
 	// Fresh discards an existing checkpoint and starts over.
 	Fresh bool
+	// ForceTakeover takes over an HDFS lease on the run's state that has
+	// not expired yet: for a run whose owner is known to be dead (a local
+	// lock needs none: it ends with its process).
+	ForceTakeover bool
+	// LeaseTTL is how long an HDFS lease on the run's state lasts unless
+	// renewed; the run renews it every third of that [DefaultLeaseTTL].
+	LeaseTTL time.Duration
 	// Only restricts the run to these old-key row ranges (a verify report's
 	// ranges to redo): splits are clipped to them and splits outside are
 	// skipped. Runs with Only keep their own checkpoint.
@@ -50,6 +57,10 @@ type Options struct {
 	// Control, when set, lets the caller change limits, pause and resume
 	// while the run goes on; Prepare creates one when nil.
 	Control *Control
+	// ControlToken is the bearer token the control endpoint asks for
+	// [run.control_token, else a random one written to a 0600 file beside
+	// a local checkpoint].
+	ControlToken string
 	// SetTimestamp, when non-zero, replaces every cell's timestamp.
 	SetTimestamp int64
 	// Memory is the budget in bytes the run sizes its buffers from

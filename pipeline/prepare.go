@@ -25,7 +25,8 @@ var ErrInvalid = errors.New("pipeline: invalid job or options")
 
 // Prepare assembles one run of a job, in the order that touches nothing
 // before it must: the defaults settled (workers, memory and its one
-// division, job.NewBudget), the source snapshot opened once, its splits
+// division, job.NewBudget), the run's state leased (lease.go), the
+// source snapshot opened once, its splits
 // cut, clipped to Only, ordered largest first and dealt to the Shard, the
 // checkpoint checked against Resume and Fresh, then the sink built from
 // the job's sink section (unless Options.Sink gives one): for puts and
@@ -47,6 +48,9 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 		}
 	}()
 	if err := r.settle(o); err != nil {
+		return nil, err
+	}
+	if err := r.takeLeases(); err != nil {
 		return nil, err
 	}
 	if err := r.openSource(ctx); err != nil {
@@ -373,25 +377,6 @@ func (r *Run) planSplitKeys(ctx context.Context) ([][]byte, error) {
 		return nil, fmt.Errorf("planning split keys: %w", err)
 	}
 	return keys, nil
-}
-
-// serveControl serves the control endpoint the job asks for, until the
-// run is closed.
-func (r *Run) serveControl(ctx context.Context) error {
-	addr := r.j.Run.ControlAddr
-	if addr == "" {
-		return nil
-	}
-	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	bound, err := r.ctl.Serve(sctx, addr)
-	if err != nil {
-		stop()
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	r.closers = append(r.closers, func() error { stop(); return nil })
-	r.controlAddr = bound
-	r.logf("control endpoint on http://%s (status, pause, resume, limits, metrics)", bound)
-	return nil
 }
 
 // warnings0 says, before the first cell, what the job's own choices cost.

@@ -48,6 +48,7 @@ type Run struct {
 	ctl      *Control
 	scan     snapshot.ScanOptions
 	ckpt     *checkpointStore
+	leases   *leases
 	rejects  *rejectDir
 	now      func() time.Time
 	logf     func(string, ...any)
@@ -130,6 +131,7 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.done = make(chan struct{})
+	ctx = r.leases.bind(ctx) // a lost lease stops the run
 	// Reads from here on are the run's (the plan's sample, if any, is not).
 	r.mfs.ctx = ctx
 	r.bytesRead.Store(0)
@@ -149,7 +151,7 @@ func (r *Run) Wait() (*Summary, error) {
 	}
 	<-r.done
 	r.close()
-	return r.sum, r.err
+	return r.sum, r.leases.explain(r.err)
 }
 
 // Close releases a run that was never started (or ends one that was, by

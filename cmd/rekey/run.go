@@ -28,10 +28,10 @@ type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
 	staging, stagingMax                                                          string
 	noLoad, offline                                                              bool
-	controlAddr, progress, only, setTS, shard                                    string
+	controlAddr, controlToken, progress, only, setTS, shard                      string
 	workers, batchCells, callsPerServer                                          int
 	cellsPerSec, readMBPerSec                                                    float64
-	resume, fresh, raw, create, json                                             bool
+	resume, fresh, forceTakeover, raw, create, json                              bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -49,15 +49,27 @@ again and adds no versions.
 
 Every flag overrides the job file's value (run, sink, source.scan, target).
 
+A run holds a lease on its checkpoint and staging folder until it ends: a
+second run of the same state is refused (exit 2) with the name of the run
+that holds it. A local lease is a lock that ends with its process; an HDFS
+lease expires a minute after its owner stopped renewing it, and the next
+run then takes it over (--force-takeover takes it at once, for an owner
+known to be dead).
+
 While it runs, Ctrl-C or SIGTERM stops reading, lets in-flight writes land,
 writes the checkpoint and exits 3; a second signal exits at once. With
 --control-addr, a loopback HTTP endpoint serves GET /status, POST /pause,
 POST /resume, POST /limits?cells_per_sec=N&read_mb_per_sec=M and
-GET /metrics (Prometheus).
+GET /metrics (Prometheus) to requests that carry the run's token
+(Authorization: Bearer TOKEN): --control-token, or a random one the run
+writes to a file only its user can read, beside the checkpoint (the run
+logs where). Requests from a web page (an Origin header) or through
+another host name (a Host header) are refused.
 
 Exit status: 0 done; 1 done with rejected keys, collisions or failed
-mutations reported (or the run failed: damaged input, cluster errors);
-2 the job file, flags or checkpoint are wrong; 3 interrupted, resumable.`,
+mutations reported (or the run failed: damaged input, cluster errors, its
+lease taken over); 2 the job file, flags or checkpoint are wrong, or
+another run holds its state; 3 interrupted, resumable.`,
 		Example: `  rekey run configs/demo.yaml --sink dry-run
   rekey run jobs/events.yaml --workers 8 --resume
   rekey run jobs/events.yaml --from 2026-11-29T00:00:00Z --to 2026-11-30T00:00:00Z --resume
@@ -80,6 +92,7 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file, local or hdfs:// (job: run.checkpoint; default JOB.rekey/checkpoint.json beside the job file)")
 	fl.BoolVar(&f.resume, "resume", false, "skip the splits the checkpoint records done (starts fresh when there is none)")
 	fl.BoolVar(&f.fresh, "fresh", false, "discard an existing checkpoint and start over")
+	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the checkpoint or staging folder before it expires, when the run that holds it is known to be dead")
 	fl.StringVar(&f.from, "from", "", "copy only cells with timestamp >= this (epoch ms or RFC 3339; job: source.scan.from)")
 	fl.StringVar(&f.to, "to", "", "copy only cells with timestamp < this (epoch ms or RFC 3339; job: source.scan.to)")
 	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
@@ -94,8 +107,9 @@ mutations reported (or the run failed: damaged input, cluster errors);
 	fl.StringVar(&f.batchBytes, "batch-bytes", "", "bytes per Multi call (job: sink.batch_bytes; default 2MiB)")
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 1GiB (job: run.memory)")
 	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
-	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port (job: run.control_addr)")
+	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port, to requests with the run's bearer token (job: run.control_addr)")
 	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
+	fl.StringVar(&f.controlToken, "control-token", "", "the control endpoint's bearer token (job: run.control_token; default a random one, written to CHECKPOINT.control-token, mode 0600)")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
 	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
@@ -175,7 +189,7 @@ func runError(path string, err error) error {
 		return usageError{fmt.Errorf("%s: %w", path, err)}
 	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch),
 		errors.Is(err, pipeline.ErrTargetFamilies), errors.Is(err, pipeline.ErrInvalid),
-		errors.Is(err, hbase.ErrNoCluster):
+		errors.Is(err, hbase.ErrNoCluster), errors.Is(err, pipeline.ErrLeased):
 		return usageError{err}
 	}
 	return err
@@ -210,7 +224,7 @@ func stopOnSignal(parent context.Context, logf func(string, ...any)) (ctx contex
 // run's options: resume or start over, the shard, the ranges to redo, and
 // how progress is shown.
 func runOptions(f runFlags, stderr io.Writer, logf func(string, ...any)) (pipeline.Options, error) {
-	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, Logf: logf}
+	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, ForceTakeover: f.forceTakeover, Logf: logf}
 	if f.shard != "" {
 		sh, err := parseShard(f.shard)
 		if err != nil {
@@ -334,6 +348,9 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	}
 	if f.controlAddr != "" {
 		j.Run.ControlAddr = f.controlAddr
+	}
+	if f.controlToken != "" {
+		j.Run.ControlToken = f.controlToken
 	}
 	if f.resume && f.fresh {
 		return errors.New("--resume and --fresh exclude each other")

@@ -1,0 +1,63 @@
+package vfs
+
+import (
+	iofs "io/fs"
+	"os"
+	"path"
+	"path/filepath"
+)
+
+// ExclusiveFS is a WriteFS that creates a file only when no file of that
+// name exists, in one step that no other writer can come between: the
+// primitive a lease file is built on.
+type ExclusiveFS interface {
+	WriteFS
+	// CreateExclusive creates name for writing, or fails with an error
+	// matching fs.ErrExist when name exists (also while another writer is
+	// still writing it). Its parent must exist.
+	CreateExclusive(name string) (WriteFile, error)
+}
+
+var (
+	_ ExclusiveFS = Local{}
+	_ ExclusiveFS = (*HDFS)(nil)
+	_ ExclusiveFS = (*Mem)(nil)
+)
+
+// CreateExclusive implements ExclusiveFS with O_CREATE|O_EXCL, which the
+// kernel checks and applies as one step.
+func (Local) CreateExclusive(name string) (WriteFile, error) {
+	f, err := os.OpenFile(filepath.FromSlash(name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &localWriter{f: f, name: name}, nil
+}
+
+// CreateExclusive implements ExclusiveFS. The client asks the NameNode to
+// create the file with the CREATE flag alone (no OVERWRITE); the NameNode
+// checks and creates under its namespace lock, and answers
+// FileAlreadyExistsException for a file that exists, or
+// AlreadyBeingCreatedException for one another client is writing, both of
+// which the client reports as fs.ErrExist. (The client's own look-up
+// before the create only answers early; it decides nothing.)
+func (h *HDFS) CreateExclusive(name string) (WriteFile, error) {
+	w, err := h.client.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return &hdfsWriter{w: w, name: name}, nil
+}
+
+// CreateExclusive implements ExclusiveFS. The name is taken at once (an
+// empty file until the writer is closed), as on a real file system.
+func (m *Mem) CreateExclusive(name string) (WriteFile, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	name = path.Clean("/" + name)
+	if _, ok := m.files[name]; ok {
+		return nil, &iofs.PathError{Op: "create", Path: name, Err: iofs.ErrExist}
+	}
+	m.files[name] = nil
+	return &memWriter{m: m, name: name}, nil
+}
