@@ -40,14 +40,25 @@
 // back).
 //
 // The salt of a key is FNV-1a (32 bit) over the salted fields, each encoded
-// as its bytes (bytes fields) or 8 big-endian bytes (number fields), with a
+// as its bytes (bytes fields) or 8 big-endian bytes (number fields, a
+// negative one in two's complement), with a
 // 0x00 byte between fields; the bucket is that hash modulo the bucket count.
 // This never changes between releases: a salted table written today must be
 // readable by a later rekey.
 //
-// Time buckets floor a millisecond timestamp to the hour, the day (UTC) or N
-// seconds. An offset component stores the millis of the timestamp past the
-// start of its bucket, so the timestamp can be rebuilt from the new key.
+// Time buckets floor a millisecond timestamp (0 or more: before 1970 is
+// refused) to a multiple of the hour, the day or N seconds counted from
+// 1970-01-01T00:00:00Z. ISO text is that start in UTC with a four-digit
+// year, so starts from year 10000 on are refused. An offset component
+// stores the millis of the timestamp past the start of its bucket, so the
+// timestamp can be rebuilt from the new key; its bucket comes earlier in
+// the key (a bucket in the row serves an offset in the qualifier).
+//
+// A decimal without width or sep runs to the end of the key (last
+// component only). Without width, a decimal is written in its shortest
+// digits and a key with a leading zero ("007") is refused, so one number
+// has one key; with width, values must be below 10^width. Decimals hold
+// values from 0 to 2^64-1.
 //
 // Besides the fields a layout parses, four built-in fields come from the
 // cell itself: $row, $family, $qualifier (bytes) and $ts (number).
@@ -58,10 +69,15 @@
 // only as a salt or a time bucket is not kept), Rekey.Unmap reads a new
 // cell back to the old cell it was made from: the new key parsed under the
 // target layout, the old key built under the source layout, the family
-// renamed back. It never runs the forward mapping, and it checks what the
-// new key derives: salts (recomputed with hash/fnv), time buckets against
-// their timestamp, ISO text against package time, a field held twice.
-// Verification compares its result with the old cells as they are.
+// renamed back. It never runs the forward mapping, nor the forward codec:
+// keys are read and written by a second codec of its own, written again
+// from the byte forms above (inversecodec.go spells out each rule), which
+// shares with the first only the compiled layout description. So a bug
+// that a component's forward parser and builder share shows as new cells
+// that do not give back their old cells. Unmap also checks what the new
+// key derives: salts (recomputed with hash/fnv), time buckets against
+// their timestamp, a field held twice. Verification compares its result
+// with the old cells as they are.
 //
 // # Transforms
 //

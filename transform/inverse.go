@@ -2,11 +2,8 @@ package transform
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +17,10 @@ import (
 // row and qualifier under the source layout. It never runs the forward
 // mapping, so a bug there (a bucket off by one, a salt over the wrong
 // bytes) shows as new cells that do not give back their old cells, instead
-// of being computed again the same wrong way. Salts are recomputed with the
-// standard library's FNV-1a, not the builder's, and ISO bucket text is
-// checked against package time.
+// of being computed again the same wrong way. Nor does it use the forward
+// codec: keys are read and written by its own (inversecodec.go), written
+// from the layout language's byte forms, so that a bug the forward parser
+// and builder of a component share shows too.
 
 // ErrNoInverse is returned by Unmap when the new key loses something of the
 // old one (Program.Invertible says what), so new cells cannot give back
@@ -44,8 +42,13 @@ type inversePlan struct {
 	// dstRow and dstQual are the layouts new keys are read with (dstQual is
 	// targetQual()), where salts and time buckets without a field of their
 	// own store their value in a spare slot of the record, after the field
-	// table, so it can be checked.
+	// table, so it can be checked. srcRow and srcQual are the old key's.
+	// All four are copies of the compiled descriptions, made once: the
+	// inverse reads its own, so a test can give the forward codec a bug
+	// (a changed width, a missing sign flip) that the inverse does not
+	// share.
 	dstRow, dstQual *Layout
+	srcRow, srcQual *Layout
 	slots           int
 	// rowKept and qualKept say the new key holds the whole old row or old
 	// qualifier ($row, $qualifier).
@@ -82,11 +85,14 @@ func (p *Program) planInverse() {
 			}
 		}
 	}
-	spare := func(l *Layout) *Layout {
+	clone := func(l *Layout) *Layout {
 		if l == nil {
 			return nil
 		}
-		out := &Layout{comps: slices.Clone(l.comps), fixedLen: l.fixedLen, minLen: l.minLen}
+		return &Layout{comps: slices.Clone(l.comps), fixedLen: l.fixedLen, minLen: l.minLen}
+	}
+	spare := func(l *Layout) *Layout {
+		out := clone(l)
 		for i := range out.comps {
 			if c := &out.comps[i]; c.field < 0 && (c.typ == Salt || c.typ == TimeBucket) {
 				c.field = len(p.fields) + inv.slots
@@ -95,7 +101,11 @@ func (p *Program) planInverse() {
 		}
 		return out
 	}
-	inv.dstRow, inv.dstQual = spare(p.dstRow), spare(p.targetQual())
+	inv.srcRow, inv.srcQual = clone(p.srcRow), clone(p.srcQual)
+	inv.dstRow = spare(p.dstRow)
+	if q := p.targetQual(); q != nil {
+		inv.dstQual = spare(q)
+	}
 	inv.lost = p.lostFields()
 }
 
@@ -194,10 +204,7 @@ func (p *Program) Invertible() (ok bool, why string) {
 // unmapState is what a Rekey keeps for Unmap, made on first use so a Rekey
 // that only maps forward carries none of it.
 type unmapState struct {
-	tmp  record // a whole old row or qualifier the new key holds, parsed
-	fnv  hash.Hash32
-	num  [8]byte
-	text []byte
+	codec *backCodec
 }
 
 // Unmap reads new cell c back to the old cell it was made from, without
@@ -225,14 +232,14 @@ func (r *Rekey) Unmap(c *cell.Cell) (cell.Cell, error) {
 	}
 	r.rec.vals[idxFamily] = Value{Bytes: fam, Set: true}
 	famDel := c.Type == cell.DeleteFamily || c.Type == cell.DeleteFamilyVersion
-	if err := r.parseNew(inv.dstRow, c.Row, &wrong); err != nil {
+	if err := r.readKey(inv.dstRow, c.Row, &wrong, fromNew); err != nil {
 		return cell.Cell{}, fmt.Errorf("new row of %s: %w", cellName(c), err)
 	}
 	if famDel && (p.dstQual != nil || !p.rowToRow) && wrong == nil {
 		wrong = errors.New("a family delete marker, which no old cell of this layout maps to")
 	}
 	if inv.dstQual != nil && !famDel {
-		if err := r.parseNew(inv.dstQual, c.Qualifier, &wrong); err != nil {
+		if err := r.readKey(inv.dstQual, c.Qualifier, &wrong, fromNew); err != nil {
 			return cell.Cell{}, fmt.Errorf("new qualifier of %s: %w", cellName(c), err)
 		}
 	}
@@ -257,13 +264,11 @@ func (r *Rekey) Unmap(c *cell.Cell) (cell.Cell, error) {
 // are not the old ones, so they are set only by a new key that holds them.
 func (r *Rekey) prepareUnmap(c *cell.Cell) {
 	if r.u == nil {
-		r.u = &unmapState{tmp: record{vals: make([]Value, len(r.rec.vals))}, fnv: fnv.New32a()}
+		r.u = &unmapState{codec: newBackCodec()}
 	}
 	r.rec.reset()
 	r.dirty = true
-	if n := len(c.Row) + len(c.Qualifier); cap(r.rec.arena) < n {
-		r.rec.arena = make([]byte, 0, 2*n)
-	}
+	r.u.codec.arena = r.u.codec.arena[:0]
 	r.rec.vals[idxTS] = Value{N: uint64(c.Timestamp), Signed: true, Set: true}
 }
 
@@ -283,12 +288,19 @@ func (p *Program) oldFamily(f []byte) ([]byte, error) {
 	return f, nil
 }
 
-// parseNew reads key under l into the record, component by component. A
-// field the key holds twice (or one it also gives the cell, such as $ts)
-// must read the same both times; the first that does not is kept in
-// *wrong. ISO bucket text is checked against package time's rendering of
-// the start it parsed to.
-func (r *Rekey) parseNew(l *Layout, key []byte, wrong *error) error {
+// What gave a field its earlier value when readKey reads it again, for
+// its messages: for a new key, the cell or an earlier component; for a
+// whole old key the new key holds, the rest of the new key.
+const (
+	fromNew = "the cell or an earlier part of its key gives"
+	fromOld = "the new key gives"
+)
+
+// readKey reads key under l into the record with the inverse codec,
+// component by component. A field the key holds twice (or one it also
+// gives the cell, such as $ts, or a kept old key the new key holds) must
+// read the same both times; the first that does not is kept in *wrong.
+func (r *Rekey) readKey(l *Layout, key []byte, wrong *error, other string) error {
 	pos := 0
 	for i := range l.comps {
 		c := &l.comps[i]
@@ -300,16 +312,13 @@ func (r *Rekey) parseNew(l *Layout, key []byte, wrong *error) error {
 		if f >= 0 {
 			before = r.rec.vals[f]
 		}
-		n, err := c.parse(key, pos, &r.rec)
+		n, err := r.u.codec.get(c, key[pos:], &r.rec)
 		if err != nil {
 			return fmt.Errorf("%w: %s at byte %d of %s: %s", ErrBadKey, c.label, pos, printable(key), err)
 		}
 		if *wrong == nil && f >= 0 && before.Set && !sameValue(before, r.rec.vals[f]) {
-			*wrong = fmt.Errorf("%s reads %s = %s, but the cell or an earlier part of its key gives %s",
-				c.label, r.fieldName(f), r.showValue(f, r.rec.vals[f]), r.showValue(f, before))
-		}
-		if *wrong == nil && c.typ == TimeBucket && c.iso {
-			*wrong = r.checkISO(c, key[pos:pos+n])
+			*wrong = fmt.Errorf("%s reads %s = %s, but %s %s",
+				c.label, r.fieldName(f), r.showValue(f, r.rec.vals[f]), other, r.showValue(f, before))
 		}
 		pos += n
 	}
@@ -319,21 +328,7 @@ func (r *Rekey) parseNew(l *Layout, key []byte, wrong *error) error {
 	return nil
 }
 
-// checkISO compares bucket text with package time's UTC rendering of the
-// start it parsed to, so the layout's own date code is checked by another.
-func (r *Rekey) checkISO(c *component, text []byte) error {
-	start := int64(r.rec.vals[c.field].N)
-	form := "2006-01-02T15:04:05"[:len(text)]
-	r.u.text = time.UnixMilli(start).UTC().AppendFormat(r.u.text[:0], form)
-	if !bytes.Equal(r.u.text, text) {
-		return fmt.Errorf("%s: bucket text %q is %q in UTC", c.label, text, r.u.text)
-	}
-	return nil
-}
-
-// zeroByte separates the salted fields.
-var zeroByte = []byte{0}
-
+// sameValue reports whether two reads of a field gave the same value.
 func sameValue(a, b Value) bool { return a.N == b.N && bytes.Equal(a.Bytes, b.Bytes) }
 
 // fieldName names field f, or the spare slot of a component without one.
@@ -362,35 +357,35 @@ func (r *Rekey) showValue(f int, v Value) string {
 // row or qualifier the new key holds is taken as it is, and parsed under the
 // source layout so its fields join (and must agree with) the others.
 func (r *Rekey) oldKey(c *cell.Cell, famDel bool, wrong *error) (row, qual []byte, err error) {
-	p, inv := r.p, &r.p.inv
+	inv := &r.p.inv
 	if inv.rowKept {
 		row = r.rec.vals[idxRow].Bytes
-		if err := r.absorb(p.srcRow, row, wrong); err != nil {
+		if err := r.readKey(inv.srcRow, row, wrong, fromOld); err != nil {
 			return nil, nil, fmt.Errorf("old row %s: %v", printable(row), err)
 		}
 	}
 	keptQual := inv.qualKept && !famDel
 	if keptQual {
 		qual = r.rec.vals[idxQualifier].Bytes
-		if p.srcQual != nil {
-			if err := r.absorb(p.srcQual, qual, wrong); err != nil {
+		if inv.srcQual != nil {
+			if err := r.readKey(inv.srcQual, qual, wrong, fromOld); err != nil {
 				return nil, nil, fmt.Errorf("old qualifier %s: %v", printable(qual), err)
 			}
 		}
 	}
 	if !inv.rowKept {
-		if r.row, err = r.buildOld(r.row[:0], p.srcRow); err != nil {
+		if r.row, err = r.writeKey(r.row[:0], inv.srcRow); err != nil {
 			return nil, nil, fmt.Errorf("old row: %v", err)
 		}
 		row = r.row
 	}
 	switch {
 	case keptQual:
-	case famDel || p.srcQual == nil:
+	case famDel || inv.srcQual == nil:
 		// Not parsed on either side: the qualifier passed through.
 		qual = c.Qualifier
 	default:
-		if r.qual, err = r.buildOld(r.qual[:0], p.srcQual); err != nil {
+		if r.qual, err = r.writeKey(r.qual[:0], inv.srcQual); err != nil {
 			return nil, nil, fmt.Errorf("old qualifier: %v", err)
 		}
 		qual = r.qual
@@ -398,111 +393,42 @@ func (r *Rekey) oldKey(c *cell.Cell, famDel bool, wrong *error) (row, qual []byt
 	return row, qual, nil
 }
 
-// absorb parses a whole old row or qualifier held in the new key and merges
-// its fields into the record; a field also read elsewhere must agree.
-func (r *Rekey) absorb(l *Layout, key []byte, wrong *error) error {
-	t := &r.u.tmp
-	t.reset()
-	if cap(t.arena) < len(key) {
-		t.arena = make([]byte, 0, 2*len(key))
-	}
-	if err := l.parse(key, t); err != nil {
-		return err
-	}
-	for f := numBuiltins; f < len(r.p.fields); f++ {
-		v := t.vals[f]
-		if !v.Set {
-			continue
-		}
-		if have := r.rec.vals[f]; have.Set && !sameValue(have, v) && *wrong == nil {
-			*wrong = fmt.Errorf("the old key it holds gives %s = %s, but another part of the key gives %s",
-				r.fieldName(f), r.showValue(f, v), r.showValue(f, have))
-		}
-		r.rec.vals[f] = v
-	}
-	return nil
-}
-
-// buildOld appends the old key of layout l built from the record. Salts
-// with fields are recomputed; those without, and time buckets, are the
-// values the new key held, or the bucket of the offset's timestamp.
-func (r *Rekey) buildOld(dst []byte, l *Layout) ([]byte, error) {
+// writeKey appends the old key of layout l built from the record with
+// the inverse codec. Salts with fields are recomputed; those without, and
+// time buckets, are the values the new key held, or for a time bucket the
+// bucket of the timestamp its offset is measured in.
+func (r *Rekey) writeKey(dst []byte, l *Layout) ([]byte, error) {
 	for i := range l.comps {
 		c := &l.comps[i]
-		var err error
-		switch c.typ {
-		case Salt:
-			s, ok := r.saltOf(c)
-			if !ok {
-				return dst, fmt.Errorf("%s: %w", c.label, errNoValue)
+		if c.typ == TimeBucket {
+			if err := r.fillBucket(c); err != nil {
+				return dst, fmt.Errorf("%s: %v", c.label, err)
 			}
-			dst = appendUint(dst, s, c.width)
-		case TimeBucket:
-			dst, err = r.oldBucket(dst, c)
-		default:
-			dst, err = c.build(dst, &r.rec)
 		}
-		if err != nil {
+		var err error
+		if dst, err = r.u.codec.put(dst, c, &r.rec); err != nil {
 			return dst, fmt.Errorf("%s: %v", c.label, err)
 		}
 	}
 	return dst, nil
 }
 
-// saltOf is a salt's bucket: FNV-1a 32 (hash/fnv) over its fields, as
-// package doc.go writes the rule, or for a salt of the old key with no
-// fields the value the new key held.
-func (r *Rekey) saltOf(c *component) (uint64, bool) {
-	if len(c.of) == 0 {
-		v := &r.rec.vals[c.field]
-		return v.N, v.Set
+// fillBucket gives a time bucket of the old key that the new key does not
+// hold the start of the bucket of its offset's timestamp.
+func (r *Rekey) fillBucket(c *component) error {
+	if r.rec.vals[c.field].Set {
+		return nil
 	}
-	h := r.u.fnv
-	h.Reset()
-	for i, f := range c.of {
-		v := &r.rec.vals[f]
-		if !v.Set {
-			return 0, false
-		}
-		if i > 0 {
-			h.Write(zeroByte)
-		}
-		if c.ofKinds[i] == KindBytes {
-			h.Write(v.Bytes)
-			continue
-		}
-		binary.BigEndian.PutUint64(r.u.num[:], v.N)
-		h.Write(r.u.num[:])
+	f, ok := r.p.inv.bucketTS[c.field]
+	if !ok || !r.rec.vals[f].Set {
+		return errors.New("neither the bucket nor its timestamp has a value")
 	}
-	return uint64(h.Sum32() % c.buckets), true
-}
-
-// oldBucket appends a time bucket of the old key: the value the new key
-// held, else the bucket of the timestamp its offset is measured in.
-func (r *Rekey) oldBucket(dst []byte, c *component) ([]byte, error) {
-	v := r.rec.vals[c.field]
-	if !v.Set {
-		ts, ok := r.p.inv.bucketTS[c.field]
-		if !ok || !r.rec.vals[ts].Set {
-			return dst, errNoValue
-		}
-		t := int64(r.rec.vals[ts].N)
-		if t < 0 {
-			return dst, fmt.Errorf("timestamp %d is negative", t)
-		}
-		v = Value{N: uint64(t - t%c.span), Set: true}
+	start, err := bucketStart(int64(r.rec.vals[f].N), c.span)
+	if err != nil {
+		return err
 	}
-	start := int64(v.N)
-	if start < 0 || start%c.span != 0 {
-		return dst, fmt.Errorf("bucket start %d is not a multiple of %d ms", start, c.span)
-	}
-	if !c.iso {
-		return appendUint(dst, uint64(start), 8), nil
-	}
-	if start >= isoMax {
-		return dst, fmt.Errorf("bucket start %d is after year 9999", start)
-	}
-	return appendISO(dst, start, c.isoW), nil
+	r.rec.vals[c.field] = Value{N: uint64(start), Signed: true, Set: true}
+	return nil
 }
 
 // checkDerived recomputes what the new key derives from its fields: every
@@ -518,8 +444,8 @@ func (r *Rekey) checkDerived() error {
 			c := &l.comps[i]
 			switch c.typ {
 			case Salt:
-				want, ok := r.saltOf(c)
-				if got := r.rec.vals[c.field].N; ok && got != want {
+				want, err := r.u.codec.saltValue(c, &r.rec)
+				if got := r.rec.vals[c.field].N; err == nil && got != want {
 					return fmt.Errorf("%s is %d, but the salted fields hash to %d", c.label, got, want)
 				}
 			case TimeBucket:
@@ -527,8 +453,9 @@ func (r *Rekey) checkDerived() error {
 				if !ts.Set {
 					continue
 				}
-				t, start := int64(ts.N), int64(r.rec.vals[c.field].N)
-				if t < 0 || t-t%c.span != start {
+				t := int64(ts.N)
+				want, err := bucketStart(t, c.span)
+				if err != nil || want != int64(r.rec.vals[c.field].N) {
 					return fmt.Errorf("%s starts at %s, but its timestamp %s = %s is not in it", c.label,
 						r.showValue(c.field, r.rec.vals[c.field]), r.fieldName(c.of[0]), time.UnixMilli(t).UTC().Format("2006-01-02T15:04:05.000Z"))
 				}

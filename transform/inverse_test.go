@@ -96,25 +96,16 @@ func randomOldCell(rng *rand.Rand, p *Program) (cell.Cell, error) {
 	}, nil
 }
 
-// buildSource builds an old key from rec: as a new key is built, except
-// that time buckets and salts without fields, which the builder computes for
-// new keys, are the values drawn.
+// buildSource builds an old key from rec in the documented byte forms,
+// with the inverse codec's writer (the forward code has no builder for
+// old keys: it only reads them). Time buckets and salts without fields
+// are the values drawn.
 func buildSource(l *Layout, rec *record) ([]byte, error) {
+	k := newBackCodec()
 	var key []byte
 	for i := range l.comps {
-		c := &l.comps[i]
 		var err error
-		switch {
-		case c.typ == TimeBucket && c.iso:
-			key = appendISO(key, int64(rec.vals[c.field].N), c.isoW)
-		case c.typ == TimeBucket:
-			key = appendUint(key, rec.vals[c.field].N, 8)
-		case c.typ == Salt && len(c.of) == 0:
-			key = appendUint(key, rec.vals[c.field].N, c.width)
-		default:
-			key, err = c.build(key, rec)
-		}
-		if err != nil {
+		if key, err = k.put(key, &l.comps[i], rec); err != nil {
 			return nil, err
 		}
 	}

@@ -16,7 +16,9 @@ const (
 	// (transform.Rekey.Unmap: the new key parsed under the new layout, the
 	// old key built under the old one, salts and time buckets checked) and
 	// compares that with the old cells read as they are. The forward
-	// mapping is never run, so a bug in it shows as a mismatch.
+	// mapping is never run, and keys are read and written by a codec of
+	// the inverse's own, so a bug in the mapping, or one a component's
+	// forward parser and builder share, shows as a mismatch.
 	Inverse Method = "inverse"
 	// Forward maps the old cells through the job's transform (or
 	// Config.NewMapper) and compares the result with the new cells. It is
