@@ -295,6 +295,9 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
 		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 	}
+	for _, w := range r.items {
+		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
+	}
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys
 		from := "target.create.split_keys"
