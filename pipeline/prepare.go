@@ -58,6 +58,9 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 	if err := r.checkCheckpoint(); err != nil {
 		return nil, err
 	}
+	if err := r.checkOutputs(); err != nil {
+		return nil, err
+	}
 	if r.sink = o.Sink; r.sink == nil {
 		if r.sink, err = r.buildSink(ctx); err != nil {
 			return nil, err

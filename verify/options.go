@@ -54,6 +54,10 @@ type Options struct {
 	// Timeout bounds each HBase operation on a live new side, retries
 	// included [2 min].
 	Timeout time.Duration
+	// Reports are the files the caller writes the report to once the
+	// check has run (--out, --html): Prepare fails at once, before any
+	// cell is read, when one of them cannot be written.
+	Reports []string
 }
 
 // settings are the job's verify section with the options applied: what

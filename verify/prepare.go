@@ -11,6 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Check is one verification of a job, assembled by Prepare: the entities
@@ -43,6 +44,11 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	s, err := o.settings(j.Verify)
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range o.Reports {
+		if err := vfs.Writable(f); err != nil {
+			return nil, fmt.Errorf("report file: %w", err)
+		}
 	}
 	var choice Choice
 	if err := o.addNamed(&choice, j); err != nil {
