@@ -16,6 +16,7 @@ import (
 // forgets the move (minutes).
 func TestMetaMoveIsFollowed(t *testing.T) {
 	testenv.Require(t)
+	t.Parallel() // the other tests' clients follow the move too
 	ctx := context.Background()
 	c, _ := testClient(t)
 	table := tempTable(t, c, "metamove", nil)
