@@ -10,25 +10,6 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-// expireThroughProxy cuts the client behind p off from ZooKeeper and has
-// the ZooKeeper server end that client's session, as it does when a client
-// stays away past its session timeout. The proxy stays shut until Release.
-func expireThroughProxy(t *testing.T, st *testenv.State, p *testenv.Proxy) {
-	t.Helper()
-	ups := p.Upstreams()
-	if len(ups) == 0 {
-		t.Fatal("the client holds no connection through the ZooKeeper proxy")
-	}
-	p.Hold()
-	for _, up := range ups {
-		ans, err := st.Control("zk-expire-session " + up)
-		if err != nil {
-			t.Fatalf("expiring the session of %s: %v", up, err)
-		}
-		t.Logf("zk-expire-session %s: %s", up, ans)
-	}
-}
-
 // TestZooKeeperSessionExpiredWhileUnreachable: the client's ZooKeeper
 // session expires and ZooKeeper stays unreachable for a few seconds while
 // the client needs it (hbase:meta's location forgotten, as after meta
@@ -52,7 +33,7 @@ func TestZooKeeperSessionExpiredWhileUnreachable(t *testing.T) {
 	before := c.zk.conn.SessionID()
 
 	const away = 3 * time.Second
-	expireThroughProxy(t, st, proxy)
+	testenv.ExpireSession(t, st, proxy)
 	c.forgetMeta()
 	c.cache.forgetTable(table)
 	released := make(chan time.Time, 1)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -16,23 +15,6 @@ import (
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 )
-
-// smallDisk mounts a tmpfs of size bytes on a new folder and returns the
-// folder; it is unmounted when the test ends. The test is skipped where
-// mounting is not allowed (not root, or no CAP_SYS_ADMIN in a container).
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
 
 // incompressible makes sensors x per wide_to_bucketed cells with random
 // 100-byte values, so runs and HFiles take about as much room as the cells.
@@ -60,7 +42,7 @@ func TestStagingFileSystemFills(t *testing.T) {
 	st := testenv.Require(t)
 	t.Parallel()
 	ctx := context.Background()
-	disk := smallDisk(t, "256k")
+	disk := testenv.SmallDisk(t, "256k")
 	src, dst := uniq(t, "full_src"), uniq(t, "full_dst")
 	snap := src + "_snap"
 	testenv.DropAfter(t, src, snap)
@@ -89,9 +71,7 @@ func TestStagingFileSystemFills(t *testing.T) {
 		t.Fatalf("the target holds %d cells after the failed run: a partial load", len(got))
 	}
 
-	if out, err := exec.Command("mount", "-o", "remount,size=64m", disk).CombinedOutput(); err != nil {
-		t.Fatalf("growing the tmpfs: %v: %s", err, out)
-	}
+	testenv.GrowDisk(t, disk, "64m")
 	o.Resume = true
 	sum, err := pipeline.Execute(ctx, j, o)
 	if err != nil {

@@ -123,7 +123,7 @@ func TestZooKeeperSessionExpiresMidRun(t *testing.T) {
 
 	run := startRun(j, pipeline.Options{Workers: 2, Limits: pipeline.Limits{CellsPerSec: 1500}})
 	run.writing(t, time.Second)
-	expireThroughProxy(t, st, proxy)
+	testenv.ExpireSession(t, st, proxy)
 	t.Log(control(t, st, fmt.Sprintf("stop-regionserver %d", metaIdx)))
 	time.Sleep(3 * time.Second)
 	if err := proxy.Release(); err != nil {
@@ -134,22 +134,6 @@ func TestZooKeeperSessionExpiresMidRun(t *testing.T) {
 	t.Log(control(t, st, "start-regionserver"))
 	finished(t, "run through an expired ZooKeeper session", res, len(want))
 	sameCells(t, "target after the session expired", dumpTable(t, dst, true), want)
-}
-
-// expireThroughProxy cuts the client behind p off from ZooKeeper and has
-// the ZooKeeper server end that client's session, as it does when a client
-// stays away past its session timeout. The proxy refuses connections until
-// Release.
-func expireThroughProxy(t *testing.T, st *testenv.State, p *testenv.Proxy) {
-	t.Helper()
-	ups := p.Upstreams()
-	if len(ups) == 0 {
-		t.Fatal("the run holds no connection through the ZooKeeper proxy")
-	}
-	p.Hold()
-	for _, up := range ups {
-		t.Logf("zk-expire-session %s: %s", up, control(t, st, "zk-expire-session "+up))
-	}
 }
 
 // TestHMasterRestartsDuringRun: the HMaster stops and a new one starts

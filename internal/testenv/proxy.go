@@ -171,3 +171,23 @@ func (p *Proxy) Close() {
 		pair.server.Close()
 	}
 }
+
+// ExpireSession cuts the ZooKeeper client behind p off (p holds) and has
+// the ZooKeeper server end that client's session, as it does when a client
+// stays away past its session timeout. The proxy refuses connections until
+// Release.
+func ExpireSession(t testing.TB, st *State, p *Proxy) {
+	t.Helper()
+	ups := p.Upstreams()
+	if len(ups) == 0 {
+		t.Fatal("the client holds no connection through the ZooKeeper proxy")
+	}
+	p.Hold()
+	for _, up := range ups {
+		ans, err := st.Control("zk-expire-session " + up)
+		if err != nil {
+			t.Fatalf("expiring the ZooKeeper session of %s: %v", up, err)
+		}
+		t.Logf("zk-expire-session %s: %s", up, ans)
+	}
+}

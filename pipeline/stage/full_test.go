@@ -3,26 +3,11 @@ package stage
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
-)
 
-// smallDisk mounts a tmpfs of size on a new folder, unmounted when the
-// test ends; the test is skipped where mounting is not allowed.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
+	"github.com/rekeyhq/rekey/internal/testenv"
+)
 
 // TestStageDiskFullDuringMerge: the runs fit on a 1 MiB tmpfs but the
 // HFiles merged from them do not (runs are compressed, these HFiles are
@@ -30,7 +15,7 @@ func smallDisk(t *testing.T, size string) string {
 // merged, the free space and the need estimated from the runs; once the
 // tmpfs is grown, Finish again writes HFiles that hold exactly the cells.
 func TestStageDiskFullDuringMerge(t *testing.T) {
-	disk := smallDisk(t, "1m")
+	disk := testenv.SmallDisk(t, "1m")
 	ctx := context.Background()
 	keys := [][]byte{[]byte("h"), []byte("p")}
 	s, err := New(ctx, Options{Staging: disk, Table: "t", SplitKeys: keys, Memory: 4 << 20, Workers: 2})
@@ -51,9 +36,7 @@ func TestStageDiskFullDuringMerge(t *testing.T) {
 		t.Errorf("FullError while %q, free %d, folder %q", fe.While, fe.Free, fe.Folder)
 	}
 
-	if out, err := exec.Command("mount", "-o", "remount,size=64m", disk).CombinedOutput(); err != nil {
-		t.Fatalf("growing the tmpfs: %v: %s", err, out)
-	}
+	testenv.GrowDisk(t, disk, "64m")
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatalf("Finish once there is room: %v", err)
 	}
