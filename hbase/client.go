@@ -250,6 +250,13 @@ func (c *Client) withRegion(ctx context.Context, op string, table, row []byte, f
 func (c *Client) onError(r *Region, err error) {
 	var re *rpc.RemoteError
 	if errors.As(err, &re) && re.Class == rpc.ExcRegionMoved && re.Host != "" && re.Port > 0 {
+		if r.isMeta() {
+			// hbase:meta's location is not in the region cache: follow the
+			// move there, or every lookup would go on asking the old server,
+			// which answers RegionMovedException for minutes.
+			c.metaMoved(r.Server, fmtAddr(re.Host, re.Port))
+			return
+		}
 		c.cache.moved(r, fmtAddr(re.Host, re.Port))
 		return
 	}

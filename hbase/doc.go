@@ -23,6 +23,14 @@
 // master). HBase writes znode data as an optional metadata prefix (0xFF, u32
 // BE id length, id), then "PBUF" and a protobuf message.
 //
+// The client holds no ephemeral znode and no watch, so its ZooKeeper
+// session carries nothing: when the session expires, the ZooKeeper library
+// opens a new one by itself. While ZooKeeper is unreachable or the session
+// is being replaced, a read waits and reads again (back-off class); so
+// does a read of a znode missing under an existing parent (no active
+// master between one master's end and the next one's start). A missing
+// parent fails at once: a wrong zookeeper.znode.parent, or no HBase.
+//
 // # Locating regions
 //
 // hbase:meta has one row per region, keyed by the region name
@@ -34,7 +42,8 @@
 // would sort after the first region's row. Locations are cached; an error
 // that says the region is elsewhere (NotServingRegion, RegionMoved,
 // connection refused) drops or moves the cache entry, and the operation
-// retries.
+// retries. hbase:meta's own location follows a RegionMoved answer too, and
+// is read again from ZooKeeper after any other relocating error.
 //
 // # Retries
 //

@@ -206,6 +206,16 @@ func (c *Client) metaRegion(ctx context.Context) (*Region, error) {
 	return &Region{Table: MetaTable, Name: metaRegionName, Server: c.metaAddr}, nil
 }
 
+// metaMoved records hbase:meta on server to, unless another caller has
+// already replaced from, the location the error came from.
+func (c *Client) metaMoved(from, to string) {
+	c.metaMu.Lock()
+	if c.metaAddr == from {
+		c.metaAddr = to
+	}
+	c.metaMu.Unlock()
+}
+
 func (c *Client) forgetMeta() {
 	c.metaMu.Lock()
 	c.metaAddr = ""

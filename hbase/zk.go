@@ -9,12 +9,14 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rekeyhq/rekey/hbase/pb"
+	"github.com/rekeyhq/rekey/hbase/rpc"
 )
 
 // pbMagic prefixes protobuf blobs HBase stores in znodes and meta cells.
@@ -56,6 +58,7 @@ func fmtAddr(host string, port int) string {
 type zkClient struct {
 	conn   *zk.Conn
 	parent string
+	closed atomic.Bool
 }
 
 type quietLogger struct{}
@@ -86,11 +89,53 @@ func dialZK(quorum string, parent string, sessionTimeout time.Duration) (*zkClie
 	return &zkClient{conn: conn, parent: parent}, nil
 }
 
-func (z *zkClient) close() { z.conn.Close() }
+func (z *zkClient) close() {
+	z.closed.Store(true)
+	z.conn.Close()
+}
 
-// get reads one znode under the parent, honoring ctx.
+// get reads one znode under the parent, honoring ctx. While ZooKeeper is
+// unreachable or the session is being replaced it waits for the client to
+// reconnect and reads again, up to zkWait; its errors carry the retry
+// class failed gives them.
 func (z *zkClient) get(ctx context.Context, name string) ([]byte, error) {
 	p := path.Join(z.parent, name)
+	wctx, cancel := context.WithTimeout(ctx, zkWait)
+	defer cancel()
+	for {
+		b, err := z.getOnce(ctx, p)
+		var ze *zkError
+		if err == nil || !errors.As(err, &ze) || !ze.reconnecting || !z.awaitSession(wctx) {
+			return b, err
+		}
+	}
+}
+
+// zkWait bounds how long one read waits for ZooKeeper to come back before
+// it returns a retriable error to the operation's own retry loop.
+const zkWait = 30 * time.Second
+
+// awaitSession waits until the client has a session again, or a second
+// passed, and reports whether reading again is worth it (ctx not done).
+func (z *zkClient) awaitSession(ctx context.Context) bool {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	limit := time.After(time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-limit:
+			return true
+		case <-tick.C:
+			if z.conn.State() == zk.StateHasSession {
+				return true
+			}
+		}
+	}
+}
+
+func (z *zkClient) getOnce(ctx context.Context, p string) ([]byte, error) {
 	type res struct {
 		b   []byte
 		err error
@@ -103,16 +148,57 @@ func (z *zkClient) get(ctx context.Context, name string) ([]byte, error) {
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			if errors.Is(r.err, zk.ErrNoNode) {
-				return nil, fmt.Errorf("hbase: znode %s does not exist (is HBase running, is zookeeper.znode.parent right?): %w", p, r.err)
-			}
-			return nil, fmt.Errorf("hbase: reading znode %s: %w", p, r.err)
+			return nil, z.failed(p, r.err)
 		}
 		return stripZNodeData(r.b, p)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("hbase: reading znode %s: %w", p, ctx.Err())
 	}
 }
+
+// failed classifies a failed read of znode p.
+func (z *zkClient) failed(p string, err error) error {
+	switch {
+	case z.closed.Load():
+		return &zkError{path: p, err: err, retry: rpc.GiveUp, what: "not read: the client is closed"}
+	case errors.Is(err, zk.ErrNoNode):
+		// Under an existing parent, a missing znode is a moment of the
+		// cluster's life: no active master between one master's end and
+		// the next one's start, meta being assigned. Without the parent,
+		// nothing will appear: wrong parent, or HBase is not running.
+		if ok, _, perr := z.conn.Exists(z.parent); perr == nil && ok {
+			return &zkError{path: p, err: err, retry: rpc.Backoff, what: "does not exist yet (no active master, or hbase:meta not assigned: a failover in progress?)"}
+		}
+		return &zkError{path: p, err: err, retry: rpc.GiveUp, what: "does not exist (is HBase running, is zookeeper.znode.parent right?)"}
+	case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrSessionMoved):
+		// The library reconnects by itself, and after an expiry opens a
+		// new session; rekey holds no ephemeral znodes or watches that the
+		// old session took with it, so waiting and reading again is all
+		// there is to do.
+		return &zkError{path: p, err: err, retry: rpc.Backoff, reconnecting: true, what: "failed: ZooKeeper unreachable or the session lost; retrying while the client reconnects"}
+	}
+	return &zkError{path: p, err: err, retry: rpc.GiveUp, what: "failed"}
+}
+
+// zkError is a failed znode read with the retry class its cause calls
+// for (see failed).
+type zkError struct {
+	path  string
+	err   error
+	retry rpc.Retry
+	what  string
+	// reconnecting: the client is without a session and reconnecting.
+	reconnecting bool
+}
+
+func (e *zkError) Error() string {
+	return fmt.Sprintf("hbase: znode %s %s: %v", e.path, e.what, e.err)
+}
+
+func (e *zkError) Unwrap() error { return e.err }
+
+// Retry gives the error's retry class to rpc.RetryOf.
+func (e *zkError) Retry() rpc.Retry { return e.retry }
 
 // metaServer returns host:port of the server holding hbase:meta.
 func (z *zkClient) metaServer(ctx context.Context) (string, error) {

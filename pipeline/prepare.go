@@ -62,6 +62,9 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 	if err := r.checkCheckpoint(); err != nil {
 		return nil, err
 	}
+	if err := r.checkOutputs(); err != nil {
+		return nil, err
+	}
 	if r.sink = o.Sink; r.sink == nil {
 		if r.sink, err = r.buildSink(ctx); err != nil {
 			return nil, err
@@ -298,6 +301,9 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	o := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
 		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
+	}
+	for _, w := range r.items {
+		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
 	}
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys

@@ -65,6 +65,10 @@ type Options struct {
 	// program that ran the job with its own transform.Mapper
 	// [the job's layouts].
 	NewMapper func() transform.Mapper
+	// Reports are the files the caller writes the report to once the
+	// check has run (--out, --html): Prepare fails at once, before any
+	// cell is read, when one of them cannot be written.
+	Reports []string
 }
 
 // settings are the job's verify section with the options applied: what

@@ -11,6 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Check is one verification of a job, assembled by Prepare: the entities
@@ -55,6 +56,11 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	// A method the layouts cannot do is refused before anything is read.
 	if c.method, c.why, err = ChooseMethod(j.Program, s.method); err != nil {
 		return nil, fmt.Errorf("%s: %w", j.Path, err)
+	}
+	for _, f := range o.Reports {
+		if err := vfs.Writable(f); err != nil {
+			return nil, fmt.Errorf("report file: %w", err)
+		}
 	}
 	var choice Choice
 	if err := o.addNamed(&choice, j); err != nil {

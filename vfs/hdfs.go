@@ -25,6 +25,7 @@ type HDFS struct {
 	client *hdfs.Client
 	name   string
 	stats  hdfsCounters
+	nnWait time.Duration
 }
 
 // HDFSStats counts an HDFS file system's DataNode connections and what
@@ -59,10 +60,14 @@ type HDFSStats struct {
 	// locations at its first read). An open file reuses its readers for
 	// its positional reads and streams.
 	FileReaders int64
+	// NameNodeRetries counts the waits for a NameNode that did not answer
+	// (unreachable, in safe mode, standby) before an operation was tried
+	// again.
+	NameNodeRetries int64
 }
 
 type hdfsCounters struct {
-	conns, failures, retries, readers atomic.Int64
+	conns, failures, retries, readers, nnRetries atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -72,6 +77,7 @@ func (h *HDFS) Stats() HDFSStats {
 		DatanodeFailures: h.stats.failures.Load(),
 		Retries:          h.stats.retries.Load(),
 		FileReaders:      h.stats.readers.Load(),
+		NameNodeRetries:  h.stats.nnRetries.Load(),
 	}
 }
 
@@ -80,6 +86,14 @@ type HDFSOptions struct {
 	// DatanodeDial, when set, opens the connections to DataNodes (tests
 	// put a fault-injecting connection here).
 	DatanodeDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// NameNodeWait bounds how long an operation waits, retrying with
+	// back-off, for a NameNode that does not answer: refused connections
+	// while it restarts, safe mode until its DataNodes have reported, a
+	// standby while an HA pair fails over. Then the operation fails with
+	// ErrNameNodeUnavailable. 0 means DefaultNameNodeWait. The dial in
+	// DialHDFS is not retried: a NameNode that was never there is a
+	// mistake in the address.
+	NameNodeWait time.Duration
 }
 
 // hdfsReadTimeout bounds one read from a DataNode, like HDFS's own
@@ -119,7 +133,10 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		return nil, err
 	}
 	opts.Addresses = addrs
-	h := &HDFS{name: "hdfs://" + authority}
+	h := &HDFS{name: "hdfs://" + authority, nnWait: o.NameNodeWait}
+	if h.nnWait <= 0 {
+		h.nnWait = DefaultNameNodeWait
+	}
 	dial := o.DatanodeDial
 	if dial == nil {
 		dial = opts.DatanodeDialFunc
@@ -261,7 +278,11 @@ func (h *HDFS) Open(name string) (File, error) {
 
 // openReader opens a client FileReader, counted in Stats.
 func (h *HDFS) openReader(name string) (*hdfs.FileReader, error) {
-	r, err := h.client.Open(name)
+	var r *hdfs.FileReader
+	err := h.nn("open", name, func(bool) (err error) {
+		r, err = h.client.Open(name)
+		return err
+	})
 	if err == nil {
 		h.stats.readers.Add(1)
 	}
@@ -269,11 +290,22 @@ func (h *HDFS) openReader(name string) (*hdfs.FileReader, error) {
 }
 
 // Stat implements FS.
-func (h *HDFS) Stat(name string) (iofs.FileInfo, error) { return h.client.Stat(name) }
+func (h *HDFS) Stat(name string) (iofs.FileInfo, error) {
+	var fi iofs.FileInfo
+	err := h.nn("stat", name, func(bool) (err error) {
+		fi, err = h.client.Stat(name)
+		return err
+	})
+	return fi, err
+}
 
 // ReadDir implements FS.
 func (h *HDFS) ReadDir(name string) ([]iofs.FileInfo, error) {
-	fis, err := h.client.ReadDir(name)
+	var fis []iofs.FileInfo
+	err := h.nn("list", name, func(bool) (err error) {
+		fis, err = h.client.ReadDir(name)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +381,7 @@ func (f *hdfsFile) give(r *hdfs.FileReader) {
 // file's status, then its block locations), the scan that asked for the
 // stream goes on meanwhile (opening the other files of a merge, decoding).
 func (f *hdfsFile) Stream(off int64) (io.ReadCloser, error) {
-	return &hdfsStream{f: f, pos: off, first: true}, nil
+	return &hdfsStream{f: f, pos: off, first: true, nn: nameNodeRetry{h: f.h}}, nil
 }
 
 // hdfsStream reads a file sequentially from pos, reopening at the same
@@ -359,6 +391,9 @@ type hdfsStream struct {
 	r     *hdfs.FileReader
 	pos   int64
 	fails int
+	// nn waits out a NameNode that does not answer (a reader fetches its
+	// block locations from the NameNode at its first read).
+	nn nameNodeRetry
 	// first: no FileReader was taken yet, so taking one is no retry.
 	first bool
 }
@@ -414,6 +449,7 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 		if err == nil || err == io.EOF {
 			if n > 0 {
 				s.fails = 0
+				s.nn = nameNodeRetry{h: s.f.h}
 			}
 			return n, err
 		}
@@ -430,8 +466,14 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 }
 
 // fail counts a failure; it returns the error to give up with, or nil to
-// retry after a short pause.
+// retry after a short pause. Waiting for the NameNode is not counted: it
+// goes on up to the file system's NameNodeWait.
 func (s *hdfsStream) fail(err error) error {
+	if again, gerr := s.nn.again("read", s.f.name, err, false); again {
+		return nil
+	} else if errors.Is(gerr, ErrNameNodeUnavailable) {
+		return gerr
+	}
 	s.fails++
 	if s.fails > hdfsStreamRetries {
 		return fmt.Errorf("vfs: %s%s: reading at offset %d, %d attempts: %w", s.f.h.name, s.f.name, s.pos, s.fails, err)
@@ -461,6 +503,7 @@ func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	nn := nameNodeRetry{h: f.h}
 	for attempt := 1; ; attempt++ {
 		n, err := r.ReadAt(p, off)
 		if err == nil && n < len(p) {
@@ -469,6 +512,13 @@ func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 		if err == nil || err == io.EOF {
 			f.give(r)
 			return n, err
+		}
+		if again, gerr := nn.again("read", f.name, err, false); again {
+			attempt--
+			continue
+		} else if errors.Is(gerr, ErrNameNodeUnavailable) {
+			r.Close()
+			return n, gerr
 		}
 		if attempt > hdfsStreamRetries {
 			r.Close()

@@ -120,38 +120,71 @@ func (w *localWriter) Close() error                { return w.f.Close() }
 func (w *localWriter) Name() string                { return w.name }
 
 // Create implements WriteFS. HDFS cannot truncate in place, so an existing
-// file is removed first.
+// file is removed first. Like every operation here, it waits for a
+// NameNode that does not answer (HDFSOptions.NameNodeWait); a create whose
+// answer was lost is simply done again, the file it may have made removed
+// first.
 func (h *HDFS) Create(name string) (WriteFile, error) {
-	if err := h.client.Remove(name); err != nil && !errors.Is(err, iofs.ErrNotExist) {
-		return nil, err
-	}
-	w, err := h.client.Create(name)
+	var w *hdfs.FileWriter
+	err := h.nn("create", name, func(bool) error {
+		if err := h.client.Remove(name); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return err
+		}
+		var err error
+		w, err = h.client.Create(name)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &hdfsWriter{w: w, name: name}, nil
+	return &hdfsWriter{h: h, w: w, name: name}, nil
 }
 
 // MkdirAll implements WriteFS.
-func (h *HDFS) MkdirAll(name string) error { return h.client.MkdirAll(name, 0o755) }
+func (h *HDFS) MkdirAll(name string) error {
+	return h.nn("mkdir", name, func(bool) error { return h.client.MkdirAll(name, 0o755) })
+}
 
 // Rename implements WriteFS (HDFS's rename2 with overwrite: atomic on the
-// NameNode).
-func (h *HDFS) Rename(oldname, newname string) error { return h.client.Rename(oldname, newname) }
+// NameNode). A rename tried again after an attempt whose answer was lost
+// is done when the old name is gone and the new one is there.
+func (h *HDFS) Rename(oldname, newname string) error {
+	return h.nn("rename", oldname, func(retry bool) error {
+		err := h.client.Rename(oldname, newname)
+		if retry && errors.Is(err, iofs.ErrNotExist) {
+			if _, serr := h.client.Stat(newname); serr == nil {
+				return nil
+			}
+		}
+		return err
+	})
+}
 
-// Remove implements WriteFS.
-func (h *HDFS) Remove(name string) error { return h.client.Remove(name) }
+// Remove implements WriteFS. A remove tried again after an attempt whose
+// answer was lost is done when the name is gone.
+func (h *HDFS) Remove(name string) error {
+	return h.nn("remove", name, func(retry bool) error {
+		err := h.client.Remove(name)
+		if retry && errors.Is(err, iofs.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
+}
 
 // RemoveAll implements WriteFS.
 func (h *HDFS) RemoveAll(name string) error {
-	err := h.client.RemoveAll(name)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil
-	}
-	return err
+	return h.nn("remove", name, func(bool) error {
+		err := h.client.RemoveAll(name)
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil
+		}
+		return err
+	})
 }
 
 type hdfsWriter struct {
+	h *HDFS
 	w interface {
 		io.WriteCloser
 		Flush() error
@@ -159,23 +192,49 @@ type hdfsWriter struct {
 	name string
 }
 
-func (w *hdfsWriter) Write(p []byte) (int, error) { return w.w.Write(p) }
+// Write writes p. The first write of each block asks the NameNode for
+// the block; that ask, which writes nothing, waits for a NameNode that
+// does not answer. Bytes go to the DataNodes, which do not need it.
+func (w *hdfsWriter) Write(p []byte) (int, error) {
+	nn := nameNodeRetry{h: w.h}
+	for {
+		n, err := w.w.Write(p)
+		if err == nil || n > 0 {
+			return n, err
+		}
+		if again, gerr := nn.again("write", w.name, err, false); !again {
+			return n, gerr
+		}
+	}
+}
 
 // Sync flushes the written bytes to the DataNodes' pipeline (hflush); Close
 // then completes the file on the NameNode.
 func (w *hdfsWriter) Sync() error { return w.w.Flush() }
+
+// Close finishes the last block on its DataNodes and completes the file
+// on the NameNode. The client's Close can be called again after either
+// NameNode call failed (the block's end is not sent twice), so a NameNode
+// that does not answer is waited for.
 func (w *hdfsWriter) Close() error {
 	// The NameNode answers "not yet" (ErrReplicating) while the last block
 	// has fewer live replicas than the minimum; the file's bytes are all
 	// written by then, and asking again completes it.
 	// Poll often: the answer changes when a DataNode's block report
 	// arrives, which a doubling back-off would overshoot by as much again.
+	nn := nameNodeRetry{h: w.h}
 	err := w.w.Close()
-	for deadline := time.Now().Add(60 * time.Second); hdfs.IsErrReplicating(err) && time.Now().Before(deadline); {
-		time.Sleep(25 * time.Millisecond)
+	for deadline := time.Now().Add(60 * time.Second); err != nil; {
+		switch again, gerr := nn.again("close", w.name, err, false); {
+		case again:
+		case hdfs.IsErrReplicating(err) && time.Now().Before(deadline):
+			time.Sleep(25 * time.Millisecond)
+		default:
+			return gerr
+		}
 		err = w.w.Close()
 	}
-	return err
+	return nil
 }
 func (w *hdfsWriter) Name() string { return w.name }
 

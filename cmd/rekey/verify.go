@@ -176,6 +176,11 @@ func (f *verifyFlags) options(set func(name string) bool) (verify.Options, error
 	o.Retries = given(set, "retries", &f.retries)
 	o.Backoff = given(set, "backoff", &f.backoff)
 	o.Workers = given(set, "workers", &f.workers)
+	for _, r := range []string{f.out, f.html} {
+		if r != "" {
+			o.Reports = append(o.Reports, r)
+		}
+	}
 	ttl, err := parseTTLs(f.ttl)
 	if err != nil {
 		return o, err

@@ -58,9 +58,12 @@ func tail(s string, n int) string {
 // returns the text after "ok" of its one-line answer. Commands: ping,
 // list-regionservers (answers the live servers as host,port,startcode,
 // ordered by port), stop-regionserver N (N indexes that list, or a
-// host,port,startcode), start-regionserver, shutdown. An "error ..."
-// answer is returned as an error. Stopping and starting a region server
-// waits until the master has noticed, which can take a minute.
+// host,port,startcode), start-regionserver, stop-master, start-master,
+// zk-expire-session HOST:PORT, shutdown, and the dfs2-* and dfs3-* commands
+// of the extra HDFS clusters (testenv/README.md lists them all). An
+// "error ..." answer is returned as an error. Stopping and starting a
+// region server waits until the master has noticed, which can take a
+// minute.
 func (s *State) Control(command string) (string, error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ControlPort))
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)

@@ -196,7 +196,7 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 		part := runs[k]
 		g.Go(func() error {
 			if err := s.writePartition(gctx, st, ps, part, fan); err != nil {
-				return err
+				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[k.region].Dir, k.family))
 			}
 			s.finMu.Lock()
 			defer s.finMu.Unlock()
@@ -213,7 +213,7 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	}
 	st.Written = true
 	if err := s.saveFinish(st); err != nil {
-		return err
+		return s.full(err, "recording the merged HFiles")
 	}
 	// The runs are merged into HFiles; free their space.
 	var freed int64

@@ -48,6 +48,9 @@ type splitRecord struct {
 	Runs    []runFile `json:"runs"`
 	Cells   int64     `json:"cells"`
 	Bytes   int64     `json:"bytes"`
+	// SourceBytes is the store file bytes the split read (its
+	// sink.SplitInfo.Bytes), for the estimate of a full folder's need.
+	SourceBytes int64 `json:"source_bytes,omitempty"`
 }
 
 // runFile is one committed run file.

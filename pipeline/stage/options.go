@@ -46,6 +46,11 @@ type Options struct {
 	// passes and HFiles); 0 means no bound. Going over it fails the split
 	// or the merge with ErrStagingFull.
 	MaxStagingBytes int64
+	// SourceBytes is the store file bytes the whole run reads: when the
+	// staging file system fills up, the FullError's estimate of what the
+	// folder needs scales the runs staged so far to it. 0 leaves the
+	// estimate to what is staged.
+	SourceBytes int64
 
 	// HFile configures every HFile written (block size, encoding,
 	// compression, bloom); Name is set per file. Families overrides it per

@@ -21,7 +21,8 @@ import (
 )
 
 // ErrStagingFull is matched by the error of a split or merge that would
-// take the staging folder past Options.MaxStagingBytes.
+// take the staging folder past Options.MaxStagingBytes, or that found its
+// file system full (a *FullError).
 var ErrStagingFull = errors.New("stage: staging folder over its size bound")
 
 // Sink is the hfiles sink: it partitions every split's cells by target
@@ -212,7 +213,7 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 	key := splitKey(si.ID)
 	dir := path.Join(s.root, runsDir, key)
 	if err := s.fs.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err)
+		return nil, s.full(fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
 	}
 	attempt := fmt.Sprintf("%x%04x", time.Now().UnixNano(), s.attempts.Add(1)&0xffff)
 	return &splitSink{s: s, info: si, key: key, dir: dir, attempt: attempt, budget: s.o.splitBudget()}, nil
@@ -364,6 +365,10 @@ func (w *splitSink) release() {
 
 // spill sorts the buffer and writes it as one run file.
 func (w *splitSink) spill(ctx context.Context) error {
+	return w.s.full(w.spillRun(ctx), "spilling split "+w.info.ID)
+}
+
+func (w *splitSink) spillRun(ctx context.Context) error {
 	if len(w.ents) == 0 {
 		return nil
 	}
@@ -423,6 +428,11 @@ func (w *splitSink) spill(ctx context.Context) error {
 // splits/SPLIT.json. A split committed before (a redo) has its record
 // replaced and its old runs removed.
 func (w *splitSink) Commit(ctx context.Context) (sink.Ack, error) {
+	ack, err := w.commit(ctx)
+	return ack, w.s.full(err, "spilling split "+w.info.ID)
+}
+
+func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	if w.done {
 		return sink.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
 	}
@@ -442,7 +452,7 @@ func (w *splitSink) Commit(ctx context.Context) (sink.Ack, error) {
 	if err != nil {
 		return sink.Ack{}, err
 	}
-	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes}
+	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes}
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}

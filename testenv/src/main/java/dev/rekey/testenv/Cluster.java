@@ -36,8 +36,8 @@ import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
 /**
  * The mini cluster process: HDFS (one NameNode, one DataNode), ZooKeeper,
  * one HMaster and two RegionServers in this JVM, all on 127.0.0.1, plus a
- * one-line text control channel on a loopback port. On demand, a second
- * HDFS with two DataNodes (Dfs2) runs beside it.
+ * one-line text control channel on a loopback port. On demand, separate
+ * HDFS clusters with two DataNodes each (Dfs2: dfs2 and dfs3) run beside it.
  *
  * <p>Usage: Cluster INFO_JSON CONTROL_PORT LOG_PATH. Once the cluster
  * serves, the process writes INFO_JSON (atomically) with the addresses
@@ -45,14 +45,18 @@ import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
  */
 public final class Cluster {
   private final TestingHBaseCluster cluster;
-  /** The separate two-DataNode HDFS, started by dfs2-start. */
-  private final Dfs2 dfs2;
+  /**
+   * The separate two-DataNode HDFS clusters, started by dfs2-start and
+   * dfs3-start: the replica failover test uses dfs2, the NameNode restart
+   * tests dfs3, so neither stops the other's.
+   */
+  private final List<Dfs2> extraDfs;
   private Connection conn;
   private volatile boolean stopping;
 
-  private Cluster(TestingHBaseCluster cluster, Dfs2 dfs2) {
+  private Cluster(TestingHBaseCluster cluster, List<Dfs2> extraDfs) {
     this.cluster = cluster;
-    this.dfs2 = dfs2;
+    this.extraDfs = extraDfs;
   }
 
   public static void main(String[] args) {
@@ -85,7 +89,8 @@ public final class Cluster {
         .conf(conf).numMasters(1).numRegionServers(2).numDataNodes(1).numZkServers(1)
         .dataNodeHosts(new String[] {"127.0.0.1"})
         .createRootDir(true).build());
-    Cluster self = new Cluster(c, new Dfs2(info.toAbsolutePath().getParent().resolve("dfs2")));
+    java.nio.file.Path run = info.toAbsolutePath().getParent();
+    Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -145,9 +150,7 @@ public final class Cluster {
         }
         String reply;
         try {
-          // dfs2 commands take their own lock: starting dfs2 takes seconds,
-          // and must not hold up other tests' region server commands.
-          reply = line.startsWith("dfs2-") ? dfs2.command(line.split("\\s+")) : command(line);
+          reply = route(line);
         } catch (Exception e) {
           reply = "error " + oneLine(e);
         }
@@ -160,6 +163,27 @@ public final class Cluster {
     } catch (IOException e) {
       // The client went away; nothing to tell it.
     }
+  }
+
+  /**
+   * Runs one command. The extra HDFS clusters' commands and zk-expire-session
+   * take their own locks: starting an HDFS takes seconds, and must not hold
+   * up other tests' region server commands.
+   */
+  private String route(String line) throws Exception {
+    String[] f = line.split("\\s+");
+    for (Dfs2 d : extraDfs) {
+      if (d.owns(line)) {
+        return d.command(f);
+      }
+    }
+    if (f[0].equals("zk-expire-session")) {
+      if (f.length != 2) {
+        return "error usage: zk-expire-session HOST:PORT (the client's address as ZooKeeper sees it)";
+      }
+      return ZkSessions.expire(f[1]);
+    }
+    return command(line);
   }
 
   private static String oneLine(Throwable e) {
@@ -232,22 +256,62 @@ public final class Cluster {
         }
         return "error the new region server did not register within 120 s";
       }
+      case "stop-master": {
+        ServerName m = cluster.getActiveMasterAddress().orElse(null);
+        if (m == null) {
+          return "ok no active master";
+        }
+        // Regions stay where they are and keep serving; only the master's
+        // work (admin calls, assignments, procedures) waits for the next one.
+        cluster.stopMaster(m).get(120, TimeUnit.SECONDS);
+        return "ok stopped " + m.getServerName();
+      }
+      case "start-master":
+        return startMaster();
       case "shutdown":
         return "ok shutting down";
       default:
         return "error unknown command " + f[0]
-            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, shutdown;"
+            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
+            + " start-master, zk-expire-session HOST:PORT, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
-            + " dfs2-replicated PATH, dfs2-shutdown)";
+            + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
+            + " the same with dfs3-)";
     }
+  }
+
+  /**
+   * Starts a master unless one is active, and waits until the active one
+   * has finished initializing: before that it answers admin calls with
+   * PleaseHoldException.
+   */
+  private String startMaster() throws Exception {
+    if (cluster.getActiveMasterAddress().isEmpty()) {
+      cluster.startMaster();
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
+    Exception last = null;
+    while (System.nanoTime() < deadline) {
+      try (Admin admin = conn.getAdmin()) {
+        admin.listTableNames();
+        ServerName m = cluster.getActiveMasterAddress().orElseThrow();
+        return "ok started " + m.getServerName();
+      } catch (Exception e) {
+        last = e;
+        Thread.sleep(200);
+      }
+    }
+    return "error the new master did not initialize within 180 s: " + (last == null ? "" : oneLine(last));
   }
 
   private synchronized void stop() {
     stopping = true;
-    try {
-      dfs2.shutdown();
-    } catch (Exception e) {
-      System.err.println("rekey-testenv: stopping dfs2: " + e);
+    for (Dfs2 d : extraDfs) {
+      try {
+        d.shutdown();
+      } catch (Exception e) {
+        System.err.println("rekey-testenv: stopping an extra HDFS: " + e);
+      }
     }
     try {
       if (conn != null) {

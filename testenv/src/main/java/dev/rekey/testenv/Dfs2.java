@@ -23,10 +23,12 @@ import org.apache.hadoop.hdfs.server.datanode.DataNode;
 /**
  * A second, HDFS-only mini cluster (one NameNode, two DataNodes) that the
  * control channel starts on demand, for tests that need a block's replica
- * on another DataNode: a read that fails over when a DataNode stops
- * mid-file. It is kept apart from the HBase cluster's HDFS (one DataNode,
- * replication 1), which other test packages use at the same time, so
- * stopping a DataNode here disturbs nobody else. One test at a time uses it.
+ * on another DataNode (a read that fails over when a DataNode stops
+ * mid-file) or a NameNode to restart. It is kept apart from the HBase
+ * cluster's HDFS (one DataNode, replication 1), which other test packages
+ * use at the same time, so stopping a DataNode or the NameNode here
+ * disturbs nobody else. Each instance has a name that prefixes its
+ * commands (dfs2-start, dfs3-start): one test at a time uses each.
  *
  * <p>DataNodes keep the index they had at start: MiniDFSCluster's own list
  * renumbers when one stops. A stopped DataNode keeps its properties and its
@@ -42,23 +44,36 @@ final class Dfs2 {
   static final int DATANODES = 2;
 
   private final Path base;
+  /** The instance's name, the prefix of its commands: "dfs2". */
+  private final String name;
   private MiniDFSCluster dfs;
+  /** Whether the NameNode is stopped (NAME-stop-namenode). */
+  private boolean nameNodeStopped;
   /** The transfer address (127.0.0.1:port) of DataNode i since start. */
   private final String[] addrs = new String[DATANODES];
   /** What restarts DataNode i, while it is stopped. */
   private final MiniDFSCluster.DataNodeProperties[] stopped = new MiniDFSCluster.DataNodeProperties[DATANODES];
 
-  /** base is the directory the cluster keeps its NameNode and DataNode data in. */
-  Dfs2(Path base) {
+  /**
+   * base is the directory the cluster keeps its NameNode and DataNode data
+   * in; name prefixes its commands.
+   */
+  Dfs2(Path base, String name) {
     this.base = base;
+    this.name = name;
   }
 
-  /** Runs one dfs2-* control command and returns its answer line. */
+  /** Whether line is one of this instance's commands. */
+  boolean owns(String line) {
+    return line.startsWith(name + "-");
+  }
+
+  /** Runs one NAME-* control command and returns its answer line. */
   synchronized String command(String[] f) throws Exception {
-    switch (f[0]) {
-      case "dfs2-start":
+    switch (f[0].substring(name.length() + 1)) {
+      case "start":
         return "ok " + start();
-      case "dfs2-stop-datanode": {
+      case "stop-datanode": {
         int i = index(f);
         requireRunning();
         if (stopped[i] != null) {
@@ -67,7 +82,7 @@ final class Dfs2 {
         stopped[i] = dfs.stopDataNode(position(i));
         return "ok stopped " + addrs[i];
       }
-      case "dfs2-start-datanode": {
+      case "start-datanode": {
         int i = index(f);
         requireRunning();
         if (stopped[i] == null) {
@@ -75,21 +90,39 @@ final class Dfs2 {
         }
         return "ok started " + restart(i);
       }
-      case "dfs2-datanodes":
+      case "datanodes":
         requireRunning();
         return "ok" + list();
-      case "dfs2-replicated":
+      case "replicated":
         if (f.length != 2) {
-          return "error usage: dfs2-replicated PATH";
+          return "error usage: " + name + "-replicated PATH";
         }
         requireRunning();
         return "ok " + waitReplicated(new org.apache.hadoop.fs.Path(f[1]));
-      case "dfs2-shutdown":
+      case "stop-namenode":
+        requireRunning();
+        // The NameNode's port stays in its configuration, so the restart
+        // listens where clients look for it.
+        dfs.shutdownNameNode(0);
+        nameNodeStopped = true;
+        return "ok stopped " + name + " NameNode";
+      case "start-namenode":
+        requireRunning();
+        if (!nameNodeStopped) {
+          return "ok already running " + nameNode();
+        }
+        // Waits until the DataNodes have registered again and the NameNode
+        // has left safe mode, as a restarted NameNode does before it serves
+        // writes.
+        dfs.restartNameNode(0, true);
+        nameNodeStopped = false;
+        return "ok started " + nameNode();
+      case "shutdown":
         shutdown();
         return "ok shut down";
       default:
-        return "error unknown command " + f[0] + " (dfs2-start, dfs2-datanodes, dfs2-stop-datanode I,"
-            + " dfs2-start-datanode I, dfs2-replicated PATH, dfs2-shutdown)";
+        return "error unknown command " + f[0] + " (" + name + "-start, -datanodes, -stop-datanode I,"
+            + " -start-datanode I, -replicated PATH, -stop-namenode, -start-namenode, -shutdown)";
     }
   }
 
@@ -101,6 +134,7 @@ final class Dfs2 {
     // A previous process's leftovers would be formatted over anyway; start
     // from nothing so the DataNodes' storage matches the new NameNode.
     deleteTree(base);
+    nameNodeStopped = false;
     Configuration conf = new HdfsConfiguration();
     Conf.hdfsLoopback(conf);
     // Tests write files of a few hundred KB with small blocks, so a file
@@ -131,7 +165,7 @@ final class Dfs2 {
 
   private void requireRunning() {
     if (dfs == null) {
-      throw new IllegalStateException("dfs2 is not running (dfs2-start)");
+      throw new IllegalStateException(name + " is not running (" + name + "-start)");
     }
   }
 
