@@ -16,6 +16,11 @@
 //	                                               process: the median ratio of the two
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
+//	benchtool bookkeeping [--sizes=N,...] [--phases=P,...] JOB DIR
+//	                                               a run's own records at N regions (default 1000,5000,20000):
+//	                                               plan, run, stop-at-half, resume, choose (verify's entity
+//	                                               choice), each timed in a process of its own (see
+//	                                               bookkeeping.go for the snapshot it builds under DIR)
 //
 // Each read runs one untimed warm-up pass first, as the Java side does, so
 // both measure steady-state reading rather than start-up. The snapshot
@@ -209,6 +214,40 @@ func run(args []string) error {
 			return err
 		}
 		return emit(r)
+	case "bookkeeping":
+		sizes, phases := []int{1000, 5000, 20000}, bookkeepingPhases
+		for len(args) > 1 && strings.HasPrefix(args[1], "--") {
+			k, v, _ := strings.Cut(args[1], "=")
+			switch k {
+			case "--sizes":
+				sizes = nil
+				for _, f := range strings.Split(v, ",") {
+					n, err := strconv.Atoi(f)
+					if err != nil || n < 2 {
+						return fmt.Errorf("--sizes wants region counts of 2 or more, got %q", f)
+					}
+					sizes = append(sizes, n)
+				}
+			case "--phases":
+				phases = strings.Split(v, ",")
+			default:
+				return fmt.Errorf("unknown option %s", args[1])
+			}
+			args = append(args[:1:1], args[2:]...)
+		}
+		if len(args) != 3 {
+			return fmt.Errorf("usage: benchtool bookkeeping [--sizes=N,...] [--phases=P,...] JOB DIR")
+		}
+		return bookkeeping(args[1], args[2], sizes, phases)
+	case "bookkeeping-phase":
+		if len(args) != 6 {
+			return fmt.Errorf("usage: benchtool bookkeeping-phase PHASE JOB ROOT NAME REGIONS")
+		}
+		n, err := strconv.Atoi(args[5])
+		if err != nil {
+			return err
+		}
+		return bookkeepingPhase(args[1], args[2], args[3], args[4], n)
 	case "scan":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: benchtool scan ZKQUORUM TABLE")
