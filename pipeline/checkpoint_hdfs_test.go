@@ -18,10 +18,6 @@ import (
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// demoCells is the demo snapshot's cell count in HBase's own dump of it
-// (testdata/snapshots/demo_events.cells, one line a cell).
-const demoCells = 31413
-
 // TestCheckpointOnHDFSKillNineThenResume: with the checkpoint on HDFS, a
 // dry run of the demo job killed -9 at random points (mid-append, maybe,
 // leaving the journal open under the dead process's lease) resumes each

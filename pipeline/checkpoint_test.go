@@ -26,6 +26,9 @@ const (
 	testSplits      = 19 // the demo snapshot's splits at testSplitBytes
 	stoppedAfter    = 5  // splits done before the interrupted run stops
 	journalMagicLen = len("rekey checkpoint journal\n")
+	// demoCells is the demo snapshot's cell count in HBase's own dump of
+	// it (testdata/snapshots/demo_events.cells, one line a cell).
+	demoCells = 31413
 )
 
 // stopAfter is a dry run that cancels the run once k splits committed.
@@ -432,5 +435,50 @@ func TestCheckpointVersion1Loads(t *testing.T) {
 	sameSketch(t, "sketch resumed from version 1 against an uninterrupted run's", sketchOf(t, j), sketchOf(t, whole))
 	if b := readFile(t, j.Run.Checkpoint); !bytes.HasPrefix(b, []byte(`{"version":2,`)) {
 		t.Errorf("after the resume the base starts %.40q, want version 2", b)
+	}
+}
+
+// TestCompactionMidRun: with compactions due after every record, a run
+// rewrites its base as it goes, and a resume from a run stopped between
+// them skips every split done and keeps every entity.
+func TestCompactionMidRun(t *testing.T) {
+	defer pipeline.SetCompactMinBytes(1)()
+	j := checkpointJob(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var r *pipeline.Run
+	var gens []int64
+	s := &stopAfter{k: 12, cancel: cancel}
+	s.each = func() { gens = append(gens, pipeline.JournalGeneration(r)) }
+	r, err := pipeline.Prepare(ctx, j, pipeline.Options{Sink: s, Workers: 1, SplitBytes: testSplitBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(); !errors.Is(err, pipeline.ErrInterrupted) {
+		t.Fatalf("run: %v", err)
+	}
+	// Commit n sees the generation before split n's record.
+	if gens[len(gens)-1] < 4 {
+		t.Errorf("journal generations seen at the commits: %v; want a compaction every few splits", gens)
+	}
+	r2, err := resume(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := r2.Plan(); p.Todo != testSplits-12 {
+		t.Errorf("after 12 splits and compactions: %d of %d to do", p.Todo, p.Splits)
+	}
+	if err := r2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := r2.Wait(); err != nil || !sum.Finished {
+		t.Fatalf("resumed run: %v", err)
+	}
+	// Every cell of the demo snapshot is in the sketch once.
+	if _, cells, _ := sketchOf(t, j).Totals(); cells != demoCells {
+		t.Errorf("the resumed run's sketch counts %d cells, want %d", cells, demoCells)
 	}
 }

@@ -1,16 +1,11 @@
 package pipeline
 
 import (
-	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/rekeyhq/rekey/entity"
-	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -64,6 +59,18 @@ func testStore(dir string, fsys vfs.WriteFS) *checkpointStore {
 	return &checkpointStore{loc: &vfs.Location{FS: fsys, Path: p}, url: p}
 }
 
+// startedStore is a store with its first base and journal written, as a
+// run's start leaves them, and the state it holds.
+func startedStore(t *testing.T, dir string, fsys vfs.WriteFS) (*checkpointStore, *Checkpoint) {
+	t.Helper()
+	s := testStore(dir, fsys)
+	c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
+	if err := s.compact(c); err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 func done(id string) *SplitStats { return &SplitStats{ID: id, Done: true, Attempts: 1} }
 
 // doneIDs lists the splits a loaded checkpoint records done.
@@ -91,11 +98,7 @@ func TestCompactionCrashSafe(t *testing.T) {
 		t.Run("stopped at "+step, func(t *testing.T) {
 			dir := t.TempDir()
 			fs := &failFS{}
-			s := testStore(dir, fs)
-			c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
-			if err := s.compact(c); err != nil {
-				t.Fatal(err)
-			}
+			s, c := startedStore(t, dir, fs)
 			for _, id := range []string{"a", "b"} {
 				c.Splits[id] = done(id)
 				if err := s.record(c.Splits[id], nil); err != nil {
@@ -146,11 +149,7 @@ func TestCompactionCrashSafe(t *testing.T) {
 func TestAppendFailureStopsTheJournal(t *testing.T) {
 	dir := t.TempDir()
 	fs := &failFS{}
-	s := testStore(dir, fs)
-	c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
-	if err := s.compact(c); err != nil {
-		t.Fatal(err)
-	}
+	s, c := startedStore(t, dir, fs)
 	fs.fail = func(op, _ string) error {
 		if op == "append" {
 			return errCrash
@@ -178,94 +177,4 @@ func TestAppendFailureStopsTheJournal(t *testing.T) {
 	if got := doneIDs(l); got != "a,b,d" {
 		t.Errorf("done after the compaction and an append: %s, want a,b,d", got)
 	}
-}
-
-// TestCompactionMidRun: with compactions after every few records, a run
-// rewrites its base several times as its journal grows, and a resume from
-// a run stopped between them still skips every split done and keeps the
-// sketch.
-func TestCompactionMidRun(t *testing.T) {
-	defer func(n int64) { compactMinBytes = n }(compactMinBytes)
-	compactMinBytes = 1
-	j, err := job.Load("../configs/demo.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	j.Run.Checkpoint = filepath.Join(dir, "checkpoint.json")
-	j.BadKeys.File = ""
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var gens []int64
-	var r *Run
-	n := 0
-	cs := &countingSink{after: func() {
-		gens = append(gens, r.ckpt.gen)
-		if n++; n == 12 {
-			cancel()
-		}
-	}}
-	r, err = Prepare(ctx, j, Options{Sink: cs, Workers: 1, SplitBytes: 8 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Wait(); !errors.Is(err, ErrInterrupted) {
-		t.Fatalf("run: %v", err)
-	}
-	if gens[len(gens)-1] < 4 {
-		t.Errorf("journal generations seen at the commits: %v; want a compaction every few splits", gens)
-	}
-	r2, err := Prepare(context.Background(), j, Options{Sink: DryRun{}, Workers: 1, SplitBytes: 8 << 10, Resume: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := r2.Plan(); p.Todo != p.Splits-12 {
-		t.Errorf("after 12 splits and compactions: %d of %d to do", p.Todo, p.Splits)
-	}
-	if err := r2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if sum, err := r2.Wait(); err != nil || !sum.Finished {
-		t.Fatalf("resumed run: %v", err)
-	}
-	// Every cell of the demo snapshot (31413 in HBase's dump of it,
-	// testdata/snapshots/demo_events.cells) is in the sketch once.
-	f, err := os.Open(filepath.Join(dir, "entities.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sk, err := entity.ReadSketch(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, cells, _ := sk.Totals(); cells != 31413 {
-		t.Errorf("the resumed run's sketch counts %d cells, want 31413", cells)
-	}
-}
-
-// countingSink is a dry run that calls after once each split committed
-// (its record is written after: the generation seen is the one before).
-type countingSink struct {
-	DryRun
-	after func()
-}
-
-func (c *countingSink) Begin(ctx context.Context, i sink.SplitInfo) (sink.SplitSink, error) {
-	in, err := c.DryRun.Begin(ctx, i)
-	return &countingSplit{in, c}, err
-}
-
-type countingSplit struct {
-	sink.SplitSink
-	c *countingSink
-}
-
-func (x *countingSplit) Commit(ctx context.Context) (sink.Ack, error) {
-	a, err := x.SplitSink.Commit(ctx)
-	x.c.after()
-	return a, err
 }

@@ -93,7 +93,7 @@ func bookkeeping(jobPath, dir string, sizes []int, phases []string) error {
 	if err != nil {
 		return err
 	}
-	want, err := sourceCells(j)
+	_, _, want, err := sourceRegions(j)
 	if err != nil {
 		return err
 	}
@@ -324,27 +324,6 @@ func wchar() int64 {
 	return 0
 }
 
-// sourceCells counts the job snapshot's cells, read as the run reads them.
-func sourceCells(j *job.Job) (int64, error) {
-	ctx := context.Background()
-	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		return 0, err
-	}
-	defer snap.Close()
-	splits, err := snap.Splits(snapshot.SplitOptions{})
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, sp := range splits {
-		if err := snap.ReadSplit(ctx, sp, pipeline.ScanOptions(j, snap.Info()), func(*cell.Cell) error { n++; return nil }); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
-}
-
 // buildTiledSnapshot writes root/.hbase-snapshot/name, a snapshot of n
 // regions over the job snapshot's store files (root/data links to its
 // data/), unless it is there already.
@@ -370,7 +349,7 @@ func buildTiledSnapshot(j *job.Job, root, name string, n int) error {
 	if err != nil {
 		return err
 	}
-	srcRegions, rows, err := sourceRegions(j)
+	srcRegions, rows, _, err := sourceRegions(j)
 	if err != nil {
 		return err
 	}
@@ -419,32 +398,32 @@ func readDataManifest(dir string) (*manifest.SnapshotDataManifest, error) {
 	return manifest.DecodeDataManifest(b)
 }
 
-// sourceRegions opens the job's snapshot and returns its regions and its
-// distinct row keys, in order.
-func sourceRegions(j *job.Job) ([]snapshot.Region, [][]byte, error) {
+// sourceRegions opens the job's snapshot and returns its regions, its
+// distinct row keys in order, and its cell count, read as the run reads.
+func sourceRegions(j *job.Job) (regions []snapshot.Region, rows [][]byte, cells int64, err error) {
 	ctx := context.Background()
 	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	defer snap.Close()
 	splits, err := snap.Splits(snapshot.SplitOptions{})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	var rows [][]byte
 	for _, sp := range splits {
 		err := snap.ReadSplit(ctx, sp, pipeline.ScanOptions(j, snap.Info()), func(c *cell.Cell) error {
+			cells++
 			if len(rows) == 0 || !bytes.Equal(rows[len(rows)-1], c.Row) {
 				rows = append(rows, append([]byte(nil), c.Row...))
 			}
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 	}
-	return snap.Regions(), rows, nil
+	return snap.Regions(), rows, cells, nil
 }
 
 // tileKeys returns n-1 increasing split keys spread over rows: key i is
