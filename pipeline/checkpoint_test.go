@@ -482,3 +482,22 @@ func TestCompactionMidRun(t *testing.T) {
 		t.Errorf("the resumed run's sketch counts %d cells, want %d", cells, demoCells)
 	}
 }
+
+// TestResumeKeepsTheSketchSizes: a resume asked for other sketch sizes
+// goes on with the checkpoint's (sketches of other sizes do not merge; the
+// run once panicked in Merge), and its sketch misses no entity.
+func TestResumeKeepsTheSketchSizes(t *testing.T) {
+	j := checkpointJob(t)
+	interrupted(t, j)
+	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes, Resume: true, HeavyHitters: 7, SampleEntities: 9})
+	if err != nil || !sum.Finished {
+		t.Fatalf("resume with other sketch sizes: %v", err)
+	}
+	sk := sketchOf(t, j)
+	if sk.K() != job.DefaultHeavyHitters || sk.N() != job.DefaultSampleEntities {
+		t.Errorf("sketch sizes after the resume: k=%d n=%d, want the checkpoint's %d and %d", sk.K(), sk.N(), job.DefaultHeavyHitters, job.DefaultSampleEntities)
+	}
+	if _, cells, _ := sk.Totals(); cells != demoCells {
+		t.Errorf("the sketch counts %d cells, want %d", cells, demoCells)
+	}
+}
