@@ -106,6 +106,10 @@ func openCheckpoint(where string) (*checkpointStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", where, err)
 	}
+	if _, ok := loc.FS.(vfs.Appender); !ok {
+		loc.Close()
+		return nil, fmt.Errorf("checkpoint %s: %s cannot append to a file, which the checkpoint's journal needs", where, loc.FS)
+	}
 	return &checkpointStore{loc: loc, url: where}, nil
 }
 
