@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -60,10 +61,14 @@ type phaseResult struct {
 	// WrittenMB is what the process handed to write(2) (/proc/self/io
 	// wchar): the checkpoint and the sketch beside it, for a dry run.
 	WrittenMB float64 `json:"written_mb"`
-	// Filled in by the parent.
+	// Filled in by the parent: the phase's seconds per 1,000 regions, its
+	// process's peak RSS, the size of the checkpoint's files after it, and
+	// the rounds it ran (the figures are its median round's, the peak RSS
+	// the largest).
 	MsPer1000       float64 `json:"ms_per_1000_regions"`
 	PeakRSSMB       float64 `json:"peak_rss_mb"`
 	CheckpointBytes int64   `json:"checkpoint_bytes,omitempty"`
+	Rounds          int     `json:"rounds,omitempty"`
 }
 
 // bookkeepingResult is the line bench.sh keeps: the fields every row has
@@ -83,8 +88,10 @@ type bookkeepingResult struct {
 
 // bookkeeping builds the snapshots under dir and runs the phases (in the
 // order given; resume and choose read what the phases before them left)
-// at every size, each in a child process.
-func bookkeeping(jobPath, dir string, sizes []int, phases []string) error {
+// at every size, each in a child process, rounds times: each phase's
+// figure is its median round by time (the machine is shared), with the
+// largest peak RSS of its rounds.
+func bookkeeping(jobPath, dir string, sizes []int, phases []string, rounds int) error {
 	j, err := job.Load(jobPath)
 	if err != nil {
 		return err
@@ -98,24 +105,30 @@ func bookkeeping(jobPath, dir string, sizes []int, phases []string) error {
 		return err
 	}
 	out := bookkeepingResult{Op: "bookkeeping", Sizes: sizes, Source: j.Source.Root + " " + j.Source.Name,
-		Notes: "snapshot manifests written by benchtool, of N regions tiling the job snapshot's rows and linking its HBase-written store files; dry-run sink; ms per 1000 regions = phase seconds * 1000 / N; peak RSS of the phase's own process"}
+		Notes: "snapshot manifests written by benchtool, of N regions tiling the job snapshot's rows and linking its HBase-written store files; dry-run sink; ms per 1000 regions = phase seconds * 1000 / N, median of the rounds; peak RSS of the phase's own process, largest of the rounds"}
 	for _, n := range sizes {
 		root := filepath.Join(dir, fmt.Sprintf("n%d", n))
 		name := fmt.Sprintf("bk%d", n)
 		if err := buildTiledSnapshot(j, root, name, n); err != nil {
 			return fmt.Errorf("%d regions: %w", n, err)
 		}
+		byPhase := map[string][]phaseResult{}
+		for round := 1; round <= rounds; round++ {
+			for _, ph := range phases {
+				r, err := runPhase(self, jobPath, root, name, ph, n)
+				if err != nil {
+					return fmt.Errorf("%d regions, %s: %w", n, ph, err)
+				}
+				if err := checkPhase(r, n, want); err != nil {
+					return err
+				}
+				r.CheckpointBytes = checkpointBytes(filepath.Join(root, "state", "checkpoint.json"))
+				byPhase[ph] = append(byPhase[ph], r)
+				fmt.Fprintf(os.Stderr, "bookkeeping: round %d %6d regions %-13s %8.3f s %8.1f ms/1000 regions %7.1f MB RSS %9.1f MB written\n", round, n, ph, r.Seconds, r.MsPer1000, r.PeakRSSMB, r.WrittenMB)
+			}
+		}
 		for _, ph := range phases {
-			r, err := runPhase(self, jobPath, root, name, ph, n)
-			if err != nil {
-				return fmt.Errorf("%d regions, %s: %w", n, ph, err)
-			}
-			if err := checkPhase(r, n, want); err != nil {
-				return err
-			}
-			r.CheckpointBytes = checkpointBytes(filepath.Join(root, "state", "checkpoint.json"))
-			out.Phases = append(out.Phases, r)
-			fmt.Fprintf(os.Stderr, "bookkeeping: %6d regions %-13s %8.3f s %8.1f ms/1000 regions %7.1f MB RSS %9.1f MB written\n", n, ph, r.Seconds, r.MsPer1000, r.PeakRSSMB, r.WrittenMB)
+			out.Phases = append(out.Phases, medianRound(byPhase[ph]))
 		}
 	}
 	out.Flat = flatness(out.Phases, sizes)
@@ -127,6 +140,17 @@ func bookkeeping(jobPath, dir string, sizes []int, phases []string) error {
 		}
 	}
 	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+// medianRound is the round of median time, with the largest peak RSS.
+func medianRound(rs []phaseResult) phaseResult {
+	sort.Slice(rs, func(a, b int) bool { return rs[a].Seconds < rs[b].Seconds })
+	m := rs[len(rs)/2]
+	for _, r := range rs {
+		m.PeakRSSMB = max(m.PeakRSSMB, r.PeakRSSMB)
+	}
+	m.Rounds = len(rs)
+	return m
 }
 
 // checkPhase holds a phase to what it must have done: the run and the
