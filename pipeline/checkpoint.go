@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	iofs "io/fs"
 	"path"
 	"sort"
@@ -16,13 +18,42 @@ import (
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// checkpointVersion is the checkpoint file's format version.
-const checkpointVersion = 1
+// A checkpoint is two files side by side (see journal.go for the second):
+//
+//   - the base, at the checkpoint's path: the whole state as of its writing,
+//     rewritten (temp file, sync, rename) only at a compaction, which is
+//     when the run starts, when its journal has grown as large as the base,
+//     and when the sink has finished;
+//   - the journal of the base's generation, <base>.journal-<G>: one
+//     checksummed record per split finished since, appended and synced
+//     when the split is recorded.
+//
+// A finished split so costs one record, whatever the number of splits
+// before it; the base's rewrites add at most as much again, since each
+// follows as many journal bytes as it writes.
+//
+// The base is JSON: {"version": 2, "crc32c": "<hex>", "state": {...}},
+// the checksum over the state's compacted bytes. Version 1, the single
+// file earlier rekeys rewrote after every split, is still read; the first
+// compaction replaces it.
 
-// Checkpoint records which splits of a run are done. It is rewritten whole
-// (temp file, sync, rename) after every split, so it is never torn.
+// Checkpoint format versions: 1, one file rewritten after every split;
+// 2, a base and a journal.
+const (
+	checkpointV1      = 1
+	checkpointVersion = 2
+)
+
+// ErrCheckpointDamaged: the checkpoint's base or journal is not what rekey
+// writes (a checksum that does not match, a truncated or unknown record, a
+// missing journal, a version this rekey does not read). The run refuses it
+// rather than guess which splits are done; the message says how to go on.
+var ErrCheckpointDamaged = errors.New("pipeline: the checkpoint is damaged")
+
+// Checkpoint is the state of a run: which splits are done, whether the
+// sink finished, and the entity sketch of the done splits.
 type Checkpoint struct {
-	Version int `json:"version"`
+	Version int `json:"version,omitempty"`
 	// Fingerprint hashes what makes two runs the same work: the snapshot
 	// (name, table, creation time), the layouts, family mapping and entity,
 	// the target, the scan options, the split size and the timestamp
@@ -35,66 +66,206 @@ type Checkpoint struct {
 	Splits map[string]*SplitStats `json:"splits"`
 	// SinkFinished says the sink's Finish completed (for hfiles: loaded).
 	SinkFinished bool `json:"sink_finished"`
-	// Entities is the entity sketch of the done splits.
+	// Entities is the entity sketch of the done splits, as of the base's
+	// writing; the journal's records add each later split's own.
 	Entities json.RawMessage `json:"entities,omitempty"`
+	// Journal is the generation of the journal that goes with the base.
+	Journal int64 `json:"journal,omitempty"`
 }
 
-// checkpointStore reads and writes a checkpoint file.
+// baseFile is the base's outer form: the state with its checksum.
+type baseFile struct {
+	Version int             `json:"version"`
+	CRC32C  string          `json:"crc32c,omitempty"`
+	State   json.RawMessage `json:"state,omitempty"`
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkpointStore reads and writes a checkpoint's base and journal.
 type checkpointStore struct {
 	loc *vfs.Location
 	url string
+
+	// Set by load and compact: the journal generation in use, the bytes
+	// the base holds and the journal has gained since it was written.
+	gen                     int64
+	baseBytes, journalBytes int64
+	// broken says an append failed: the journal may end in a torn record,
+	// so nothing more is appended until the next compaction.
+	broken bool
 }
+
+// compactMinBytes is the journal size below which no compaction runs
+// mid-run: a small job's base is rewritten at its start and end only.
+// (A variable so a test can compact often.)
+var compactMinBytes int64 = 1 << 20
 
 func openCheckpoint(where string) (*checkpointStore, error) {
 	loc, err := vfs.Open(where)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", where, err)
 	}
+	if _, ok := loc.FS.(vfs.Appender); !ok {
+		loc.Close()
+		return nil, fmt.Errorf("checkpoint %s: %s cannot append to a file, which the checkpoint's journal needs", where, loc.FS)
+	}
 	return &checkpointStore{loc: loc, url: where}, nil
 }
 
-// load returns the checkpoint, or nil when there is none.
-func (s *checkpointStore) load() (*Checkpoint, error) {
+// loadedCheckpoint is an earlier run's state: the base with its journal's
+// splits applied, and the journal's sketch deltas, in the order the run
+// merged them.
+type loadedCheckpoint struct {
+	*Checkpoint
+	deltas [][]byte
+	// torn describes a torn last journal record that was left out ("" if
+	// none): a crash while it was written, so its split is redone.
+	torn string
+}
+
+// load returns the earlier run's state, or nil when there is none. A base
+// or journal that is not what rekey writes is ErrCheckpointDamaged.
+func (s *checkpointStore) load() (*loadedCheckpoint, error) {
 	b, err := vfs.ReadFile(s.loc.FS, s.loc.Path)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return nil, nil
+		return nil, s.orphanJournals()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", s.url, err)
 	}
-	var c Checkpoint
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("checkpoint %s is damaged (not the JSON rekey writes): %w", s.url, err)
+	c, err := s.decodeBase(b)
+	if err != nil {
+		return nil, err
 	}
-	if c.Version != checkpointVersion {
-		return nil, fmt.Errorf("checkpoint %s has format version %d; this rekey writes %d", s.url, c.Version, checkpointVersion)
+	s.baseBytes = int64(len(b))
+	l := &loadedCheckpoint{Checkpoint: c}
+	if c.Version == checkpointV1 {
+		return l, nil
+	}
+	s.gen = c.Journal
+	if err := s.readJournal(l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// orphanJournals refuses a journal whose base is missing: the splits it
+// records must not read as nothing done.
+func (s *checkpointStore) orphanJournals() error {
+	gens, err := s.journals()
+	if err != nil || len(gens) == 0 {
+		return nil
+	}
+	return s.damaged(fmt.Sprintf("the base %s is missing, but its journal %s is there", s.loc.Path, s.journalPath(gens[len(gens)-1])))
+}
+
+// decodeBase parses a base of version 1 or 2.
+func (s *checkpointStore) decodeBase(b []byte) (*Checkpoint, error) {
+	var bf baseFile
+	if err := json.Unmarshal(b, &bf); err != nil {
+		return nil, s.damaged(fmt.Sprintf("the base is not the JSON rekey writes (%d bytes; truncated or overwritten?): %v", len(b), err))
+	}
+	switch bf.Version {
+	case checkpointV1:
+		var c Checkpoint
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, s.damaged(fmt.Sprintf("the version 1 checkpoint does not parse: %v", err))
+		}
+		if c.Splits == nil {
+			c.Splits = map[string]*SplitStats{}
+		}
+		return &c, nil
+	case checkpointVersion:
+	default:
+		return nil, s.damaged(fmt.Sprintf("the base has format version %d; this rekey reads versions %d and %d (written by a newer rekey? run that one to go on)", bf.Version, checkpointV1, checkpointVersion))
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, bf.State); err != nil || len(bf.State) == 0 {
+		return nil, s.damaged("the base has no state")
+	}
+	if got := fmt.Sprintf("%08x", crc32.Checksum(compact.Bytes(), castagnoli)); got != bf.CRC32C {
+		return nil, s.damaged(fmt.Sprintf("the base's state has CRC32C %s, but the base records %s", got, bf.CRC32C))
+	}
+	var c Checkpoint
+	dec := json.NewDecoder(bytes.NewReader(bf.State))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, s.damaged(fmt.Sprintf("the base's state does not parse: %v", err))
+	}
+	if c.Journal < 1 {
+		return nil, s.damaged(fmt.Sprintf("the base names journal generation %d", c.Journal))
 	}
 	if c.Splits == nil {
 		c.Splits = map[string]*SplitStats{}
 	}
+	c.Version = checkpointVersion
 	return &c, nil
 }
 
-func (s *checkpointStore) save(c *Checkpoint) error {
-	b, err := json.Marshal(c) // compact: rewritten after every split
+// damaged is ErrCheckpointDamaged with what is wrong and how to go on.
+func (s *checkpointStore) damaged(what string) error {
+	return fmt.Errorf("%w: checkpoint %s: %s. rekey will not guess which splits are done: run again with --fresh to start over (every split is redone, which writes the same cells again), or restore the checkpoint's files (%s and %s.journal-*) from a copy",
+		ErrCheckpointDamaged, s.url, what, path.Base(s.loc.Path), path.Base(s.loc.Path))
+}
+
+// encodeBase renders c as a version 2 base.
+func encodeBase(c *Checkpoint) ([]byte, error) {
+	state, err := json.Marshal(c) // compact, as the checksum is over compacted bytes
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(baseFile{
+		Version: checkpointVersion,
+		CRC32C:  fmt.Sprintf("%08x", crc32.Checksum(state, castagnoli)),
+		State:   state,
+	})
+}
+
+// compact writes c as the base of a new journal generation: first the new
+// journal (its header only), then the base naming it (temp file, sync,
+// rename), then the old journals are removed. A crash between any two
+// steps leaves a base and the journal it names intact: before the rename
+// the old pair, after it the new one; a journal no base names is a
+// leftover the next compaction removes.
+func (s *checkpointStore) compact(c *Checkpoint) error {
+	wfs := s.loc.FS
+	if err := wfs.MkdirAll(path.Dir(s.loc.Path)); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.url, err)
+	}
+	old, err := s.journals()
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", s.url, err)
+	}
+	gen := s.gen + 1
+	if len(old) > 0 {
+		gen = max(gen, old[len(old)-1]+1)
+	}
+	n, err := s.createJournal(gen, c.Fingerprint)
 	if err != nil {
 		return err
 	}
-	if err := s.loc.FS.MkdirAll(path.Dir(s.loc.Path)); err != nil {
+	c.Version, c.Journal = checkpointVersion, gen
+	b, err := encodeBase(c)
+	if err != nil {
+		return err
+	}
+	if err := vfs.WriteFileAtomic(wfs, s.loc.Path, b); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", s.url, err)
 	}
-	if err := vfs.WriteFileAtomic(s.loc.FS, s.loc.Path, b); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", s.url, err)
+	s.gen, s.baseBytes, s.journalBytes, s.broken = gen, int64(len(b)), n, false
+	for _, g := range old {
+		if err := wfs.Remove(s.journalPath(g)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return fmt.Errorf("checkpoint %s: removing the old journal: %w", s.url, err)
+		}
 	}
 	return nil
 }
 
-func (s *checkpointStore) remove() error {
-	err := s.loc.FS.Remove(s.loc.Path)
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil
-	}
-	return err
+// compactDue says the journal has grown as large as the base, so
+// rewriting the base costs no more than the records already appended.
+func (s *checkpointStore) compactDue() bool {
+	return s.journalBytes >= max(compactMinBytes, s.baseBytes)
 }
 
 func (s *checkpointStore) close() error { return s.loc.Close() }

@@ -25,7 +25,10 @@
 //     (bytes read feed the progress and the read cap), cut into splits,
 //     clipped to Options.Only, largest first, dealt to Options.Shard.
 //  3. the checkpoint: an earlier run's is resumed, discarded (Fresh) or
-//     refused (ErrCheckpointExists, ErrCheckpointMismatch).
+//     refused (ErrCheckpointExists, ErrCheckpointMismatch,
+//     ErrCheckpointDamaged). It is a base file rewritten now and then
+//     plus a journal that gains one checksummed record per split, so a
+//     split's record costs the same however many came before it.
 //  4. the sink, from the job's sink section unless Options.Sink gives one:
 //     DryRun; Puts, through a client to the cluster hbase.Locate finds;
 //     or the staged HFiles of package stage, against the live table or

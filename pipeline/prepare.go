@@ -246,16 +246,17 @@ func (r *Run) checkCheckpoint() error {
 		fpScan.Now = time.Time{} // "now" differs between a run and its resume
 	}
 	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, o.Only, o.Shard)
-	prev, err := ck.load()
-	if err != nil {
+	var prev *loadedCheckpoint
+	if o.Fresh {
+		// Not read: --fresh is also the way out of a damaged checkpoint.
+		if ok, _ := vfs.Exists(ck.loc.FS, ck.loc.Path); ok {
+			r.logf("discarding the checkpoint %s (--fresh)", o.Checkpoint)
+		}
+	} else if prev, err = ck.load(); err != nil {
 		return err
 	}
 	switch {
-	case prev == nil || o.Fresh:
-		if prev != nil {
-			r.logf("discarding the checkpoint %s (--fresh)", o.Checkpoint)
-		}
-		prev = nil
+	case prev == nil:
 	case !o.Resume:
 		return fmt.Errorf("%w: %s", ErrCheckpointExists, o.Checkpoint)
 	case prev.Fingerprint != fp:
@@ -264,8 +265,7 @@ func (r *Run) checkCheckpoint() error {
 	// The sketch's seed leaves the shard and --only out, so the sketches of
 	// a job's shards sample the same hashes and merge exactly.
 	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, nil, Shard{})
-	r.adoptCheckpoint(prev, fp, seedFP)
-	return nil
+	return r.adoptCheckpoint(prev, fp, seedFP)
 }
 
 // buildSink builds the sink the job's sink section describes and readies

@@ -194,25 +194,62 @@ func (r *Run) close() {
 }
 
 // adoptCheckpoint takes the earlier run's state (nil: a fresh start) and
-// seeds this run's entity sketch.
-func (r *Run) adoptCheckpoint(prev *Checkpoint, fp, seedFP string) {
+// seeds this run's entity sketch: the base's, with the journal's per-split
+// sketches merged in the order the earlier run merged them, so a resumed
+// run's sketch misses nothing the earlier run counted.
+func (r *Run) adoptCheckpoint(prev *loadedCheckpoint, fp, seedFP string) error {
 	j, o := r.j, r.o
 	r.seed = binary.BigEndian.Uint64([]byte(seedFP[:16]))
 	r.state = &Checkpoint{Version: checkpointVersion, Fingerprint: fp, Job: j.Path, Snapshot: j.Source.Name, Splits: map[string]*SplitStats{}}
 	r.sketch = entity.NewSketch(o.HeavyHitters, o.SampleEntities, r.seed)
 	if prev != nil {
-		r.state, r.resumed = prev, true
-		if len(prev.Entities) > 0 {
-			if s, err := entity.ReadSketch(bytes.NewReader(prev.Entities)); err == nil {
-				r.sketch = s
-			} else {
-				r.warn("the checkpoint's entity sketch is unreadable (%v); heaviest entities cover this run's splits only", err)
-			}
+		r.state, r.resumed = prev.Checkpoint, true
+		if prev.torn != "" {
+			r.logf("checkpoint %s: %s", o.Checkpoint, prev.torn)
+		}
+		if err := r.adoptSketch(prev); err != nil {
+			return err
 		}
 	}
 	if p := j.Program; p != nil {
 		r.sketch.SetNamer(p.FormatEntity)
 	}
+	return nil
+}
+
+// adoptSketch loads the earlier run's sketch and merges the journal's
+// deltas into it. Its sizes win over this run's options: sketches of other
+// sizes do not merge.
+func (r *Run) adoptSketch(prev *loadedCheckpoint) error {
+	if len(prev.Entities) > 0 {
+		s, err := entity.ReadSketch(bytes.NewReader(prev.Entities))
+		if err != nil {
+			if prev.Version == checkpointV1 {
+				r.warn("the checkpoint's entity sketch is unreadable (%v); heaviest entities cover this run's splits only", err)
+				return nil
+			}
+			return r.ckpt.damaged(fmt.Sprintf("the base's entity sketch: %v", err))
+		}
+		if s.Seed() != r.seed {
+			return r.ckpt.damaged(fmt.Sprintf("the base's entity sketch has seed %d, the fingerprint gives %d", s.Seed(), r.seed))
+		}
+		r.sketch = s
+	}
+	if k, n := r.sketch.K(), r.sketch.N(); k != r.o.HeavyHitters || n != r.o.SampleEntities {
+		r.logf("the checkpoint's entity sketch keeps %d heaviest and %d sampled entities; this run goes on with those sizes (asked: %d and %d)", k, n, r.o.HeavyHitters, r.o.SampleEntities)
+		r.o.HeavyHitters, r.o.SampleEntities = k, n
+	}
+	for i, d := range prev.deltas {
+		s, err := entity.ReadSketch(bytes.NewReader(d))
+		if err == nil && (s.K() != r.sketch.K() || s.N() != r.sketch.N() || s.Seed() != r.sketch.Seed()) {
+			err = fmt.Errorf("sizes k=%d n=%d seed %d, the base's k=%d n=%d seed %d", s.K(), s.N(), s.Seed(), r.sketch.K(), r.sketch.N(), r.sketch.Seed())
+		}
+		if err != nil {
+			return r.ckpt.damaged(fmt.Sprintf("the journal's entity sketch %d: %v", i+1, err))
+		}
+		r.sketch.Merge(s)
+	}
+	return nil
 }
 
 // execute reads the splits left to do with the workers, then finishes the
@@ -253,7 +290,12 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	if r.resumed {
 		r.logf("resuming: %d of %d splits done by earlier runs, %d to do", sum.Skipped, len(items), len(todo))
 	}
-	if err := r.ckpt.save(r.state); err != nil {
+	// A new base and journal: a resumed run never appends to a journal an
+	// earlier process left (on HDFS, maybe still open under its lease).
+	r.mu.Lock()
+	err := r.compactLocked()
+	r.mu.Unlock()
+	if err != nil {
 		return sum, err
 	}
 
@@ -308,7 +350,7 @@ func (r *Run) finishSink(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.state.SinkFinished = true
-	return r.saveLocked()
+	return r.compactLocked()
 }
 
 // Staged returns the hfiles sink's account of the run (runs, HFiles,

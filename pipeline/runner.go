@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -95,14 +96,17 @@ func (r *Run) runSplit(ctx context.Context, w work) error {
 	r.running.Add(1)
 	defer r.running.Add(-1)
 
-	err := r.readSplit(ctx, w, st)
+	sketch, err := r.readSplit(ctx, w, st)
 	st.Seconds = r.now().Sub(start).Seconds()
 	if err != nil && ctx.Err() == nil {
 		st.Error = err.Error()
 	}
 	r.mu.Lock()
 	r.state.Splits[w.id] = st
-	serr := r.saveLocked()
+	if st.Done {
+		r.sketch.Merge(sketch)
+	}
+	serr := r.recordLocked(st, sketch)
 	r.mu.Unlock()
 	if st.Done {
 		r.doneSplits.Add(1)
@@ -116,14 +120,43 @@ func (r *Run) runSplit(ctx context.Context, w work) error {
 	return serr
 }
 
-// saveLocked writes the checkpoint; r.mu is held.
-func (r *Run) saveLocked() error {
-	var buf bytes.Buffer
-	if err := r.sketch.WriteJSON(&buf); err == nil {
-		r.state.Entities = buf.Bytes()
+// recordLocked appends the split's record to the checkpoint's journal,
+// with the split's own entity sketch when it is done, in the order the
+// run's sketch merged them; r.mu is held. When the journal has grown as
+// large as the base, or an append failed (the journal may end torn), a
+// compaction writes a new base and journal.
+func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
+	var delta []byte
+	if st.Done {
+		var buf bytes.Buffer
+		if err := sketch.WriteJSON(&buf); err != nil {
+			return err
+		}
+		delta = buf.Bytes()
 	}
+	if err := r.ckpt.record(st, delta); err != nil {
+		if cerr := r.compactLocked(); cerr != nil {
+			return fmt.Errorf("%w (and writing a new base instead: %v)", err, cerr)
+		}
+		r.logf("%v; wrote a new checkpoint base instead", err)
+		return nil
+	}
+	if r.ckpt.compactDue() {
+		return r.compactLocked()
+	}
+	return nil
+}
+
+// compactLocked writes the whole state as a new checkpoint base, with the
+// run's sketch, and starts its journal; r.mu is held.
+func (r *Run) compactLocked() error {
+	var buf bytes.Buffer
+	if err := r.sketch.WriteJSON(&buf); err != nil {
+		return err
+	}
+	r.state.Entities = buf.Bytes()
 	r.state.Updated = r.now().UTC()
-	return r.ckpt.save(r.state)
+	return r.ckpt.compact(r.state)
 }
 
 // shortCell names a cell in messages, values left out.

@@ -15,12 +15,13 @@ import (
 )
 
 // readSplit reads one split into its own output of the sink and commits
-// it; st receives the split's counts. The split is done (st.Done) only when
-// the sink acknowledged every cell it was given.
-func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) error {
+// it; st receives the split's counts, and the split's entity sketch is
+// returned. The split is done (st.Done) only when the sink acknowledged
+// every cell it was given.
+func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sketch, error) {
 	out, err := r.sink.Begin(ctx, sink.SplitInfo{ID: w.id, Region: w.split.Region.EncodedName, Bytes: w.bytes})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sr := r.newSplitReader(w, st, out)
 	committed := false
@@ -34,22 +35,22 @@ func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) error {
 	opts.StartRow, opts.StopRow = w.start, w.stop
 	sc, err := r.snap.NewScanner(ctx, w.split, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer sc.Close()
 	if err := sr.readAll(ctx, sc); err != nil {
-		return err
+		return nil, err
 	}
 	if err := sr.rej.commit(); err != nil {
-		return fmt.Errorf("reject file: %w", err)
+		return nil, fmt.Errorf("reject file: %w", err)
 	}
 	ack, err := out.Commit(ctx)
 	committed = true
 	if err != nil {
 		out.Abort()
-		return err
+		return nil, err
 	}
-	return sr.acknowledged(ack)
+	return sr.sketch, sr.acknowledged(ack)
 }
 
 // splitReader is the hot loop of one split: old cells from the split's
@@ -238,8 +239,5 @@ func (sr *splitReader) acknowledged(ack sink.Ack) error {
 		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given", r.sink.Name(), ack.Cells, sr.emitted)
 	}
 	st.Done = true
-	r.mu.Lock()
-	r.sketch.Merge(sr.sketch)
-	r.mu.Unlock()
 	return nil
 }

@@ -174,6 +174,14 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	testenv/bin/oracle drop-table "bench_put_rekey_$round" >/dev/null
 done
 
+# Bookkeeping alone, once: a run's own records (checkpoint, sketch) as the
+# splits grow, on snapshots of 1,000 / 5,000 / 20,000 regions that
+# benchtool writes as manifests over the demo snapshot's HBase-written
+# store files (see cmd/benchtool/bookkeeping.go); no cluster involved.
+echo "== bookkeeping: plan, dry run, stop at half, resume, verify's entity choice at 1,000 / 5,000 / 20,000 regions"
+round=1
+measure rekey "bookkeeping" bin/benchtool bookkeeping configs/demo.yaml "$BENCH_DIR/bookkeeping"
+
 echo
 READ_PASSES="$READ_PASSES" python3 scripts/bench_parts.py "$results" "$PARTS_RESULTS" "$ROUNDS" "$BENCH_CELLS" "$BENCH_ROWS" "$BENCH_PUTS" "$BENCH_BATCH"
 echo

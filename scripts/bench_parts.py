@@ -95,7 +95,7 @@ def compare(rows):
     table = []
     print(f'{"operation":40} {"rekey cells/s":>14} {"java cells/s":>14} {"ratio":>7} {"rekey RSS MB":>13} {"java RSS MB":>12}')
     for side, label in rows:
-        if side != "rekey":
+        if side != "rekey" or label == BOOKKEEPING:
             continue
         r = row(rows, "rekey", label)
         base = baseline(rows, label, r)
@@ -189,6 +189,26 @@ def alternating_ceiling(rows, passes):
              "cluster_cpu_s": round(dn, 3), "one_worker_s": round(one_s, 3)}]
 
 
+BOOKKEEPING = "bookkeeping"
+
+
+def bookkeeping(rows):
+    """Prints the bookkeeping row (benchtool bookkeeping: each phase at each
+    region count, in ms per 1,000 regions and the phase's peak RSS) and
+    returns its phases; [] when it was not measured."""
+    rs = rows.get(("rekey", BOOKKEEPING))
+    if not rs:
+        return []
+    phases = rs[-1]["result"]["phases"]
+    print(f'{"bookkeeping, ms per 1,000 regions (peak RSS MB)":48}', end="")
+    sizes = sorted({p["regions"] for p in phases})
+    print("".join(f'{n:>20,}' for n in sizes))
+    for name in dict.fromkeys(p["phase"] for p in phases):
+        cells = {p["regions"]: p for p in phases if p["phase"] == name}
+        print(f'  {name:46}' + "".join(f'{cells[n]["ms_per_1000_regions"]:>12.1f} ({cells[n]["peak_rss_mb"]:>5.0f})' if n in cells else f'{"-":>20}' for n in sizes))
+    return phases
+
+
 def main():
     results, out_path, rounds, hcells, rows_n, puts, batch = sys.argv[1:]
     read_passes = int(os.environ.get("READ_PASSES", "1"))
@@ -199,10 +219,12 @@ def main():
     passes = read_passes + 1
     ratios = (pair_ratios(table) + alternating_ratios(rows) + scanner_ratios(table)
               + two_core_ceiling(rows, passes) + alternating_ceiling(rows, passes))
+    print()
+    books = bookkeeping(rows)
     doc = {"bench": "parts", "date": bench_meta.now(), "rounds": int(rounds),
            "sizes": {"hfile_cells": int(hcells), "snapshot_rows": int(rows_n), "puts": int(puts), "batch": int(batch)},
            "machine": bench_meta.machine(), "versions": bench_meta.versions(),
-           "rows": table, "read_path_ratios": ratios,
+           "rows": table, "read_path_ratios": ratios, "bookkeeping": books,
            "notes": NOTES,
            "read_passes": read_passes}
     bench_meta.write_json(out_path, doc)

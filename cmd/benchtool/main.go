@@ -16,6 +16,12 @@
 //	                                               process: the median ratio of the two
 //	benchtool put ZKQUORUM TABLE N BATCH           N small puts through hbase.Writer
 //	benchtool scan ZKQUORUM TABLE                  every cell of a live table through hbase.Scanner
+//	benchtool bookkeeping [--sizes=N,...] [--phases=P,...] [--rounds=N] JOB DIR
+//	                                               a run's own records at N regions (default 1000,5000,20000):
+//	                                               plan, run, stop-at-half, resume, choose (verify's entity
+//	                                               choice), each timed in a process of its own, the median of
+//	                                               N rounds (default 3; see bookkeeping.go for the snapshot it
+//	                                               builds under DIR)
 //
 // Each read runs one untimed warm-up pass first, as the Java side does, so
 // both measure steady-state reading rather than start-up. The snapshot
@@ -209,6 +215,46 @@ func run(args []string) error {
 			return err
 		}
 		return emit(r)
+	case "bookkeeping":
+		sizes, phases, rounds := []int{1000, 5000, 20000}, bookkeepingPhases, 3
+		for len(args) > 1 && strings.HasPrefix(args[1], "--") {
+			k, v, _ := strings.Cut(args[1], "=")
+			switch k {
+			case "--sizes":
+				sizes = nil
+				for _, f := range strings.Split(v, ",") {
+					n, err := strconv.Atoi(f)
+					if err != nil || n < 2 {
+						return fmt.Errorf("--sizes wants region counts of 2 or more, got %q", f)
+					}
+					sizes = append(sizes, n)
+				}
+			case "--phases":
+				phases = strings.Split(v, ",")
+			case "--rounds":
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 {
+					return fmt.Errorf("--rounds wants a positive count, got %q", v)
+				}
+				rounds = n
+			default:
+				return fmt.Errorf("unknown option %s", args[1])
+			}
+			args = append(args[:1:1], args[2:]...)
+		}
+		if len(args) != 3 {
+			return fmt.Errorf("usage: benchtool bookkeeping [--sizes=N,...] [--phases=P,...] [--rounds=N] JOB DIR")
+		}
+		return bookkeeping(args[1], args[2], sizes, phases, rounds)
+	case "bookkeeping-phase":
+		if len(args) != 6 {
+			return fmt.Errorf("usage: benchtool bookkeeping-phase PHASE JOB ROOT NAME REGIONS")
+		}
+		n, err := strconv.Atoi(args[5])
+		if err != nil {
+			return err
+		}
+		return bookkeepingPhase(args[1], args[2], args[3], args[4], n)
 	case "scan":
 		if len(args) != 3 {
 			return fmt.Errorf("usage: benchtool scan ZKQUORUM TABLE")

@@ -48,7 +48,7 @@ var rules = map[string][]string{
 
 	"cmd/rekey": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job",
 		"pipeline", "!pipeline/stage", "!pipeline/sink", "verify", "internal/human"},
-	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase"},
+	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "job", "pipeline", "!pipeline/stage", "verify"},
 
 	// Programs written as a user of the library would: no internal/.
 	"examples": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "pipeline", "verify"},
