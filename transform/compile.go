@@ -49,6 +49,12 @@ type Program struct {
 	dstRow, dstQual *Layout // dstQual nil: the qualifier passes through
 
 	entity []int
+	// entitySigned says, per entity field, whether its number is encoded
+	// in entity keys as signed (the sign bit flipped): by the field's kind
+	// in the old key (fieldSigned), the same on both sides whatever
+	// component read the value, so an entity re-encoded from int to uint
+	// is one entity.
+	entitySigned []bool
 	// families holds the renames as old, new pairs; a job has a handful, so
 	// a scan beats a map lookup per cell.
 	families [][2][]byte
@@ -127,6 +133,9 @@ func Compile(spec Spec) (*Program, error) {
 	}
 	if len(spec.Entity) == 0 {
 		cc.errorf(spec.EntityPos, "entity", "no entity fields (expected the fields that identify an entity, e.g. [user])")
+	}
+	for _, f := range p.entity {
+		p.entitySigned = append(p.entitySigned, p.fieldSigned(f))
 	}
 
 	olds := make([]string, 0, len(spec.Families))

@@ -242,14 +242,16 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 func (r *Rekey) LastEntity(dst []byte) []byte { return r.appendEntity(dst) }
 
 // appendEntity encodes the entity fields: numbers as 8 bytes with the sign
-// bit flipped when signed; bytes with 0x00 written 0x00,0xFF and ended by
-// 0x00,0x01 (order-preserving and unambiguous).
+// bit flipped when the field is signed in the old key (whichever side's
+// component read this value: an int and a uint holding 7 hold the same
+// bits); bytes with 0x00 written 0x00,0xFF and ended by 0x00,0x01
+// (order-preserving and unambiguous).
 func (r *Rekey) appendEntity(dst []byte) []byte {
-	for _, f := range r.p.entity {
+	for i, f := range r.p.entity {
 		v := &r.rec.vals[f]
 		if r.p.fields[f].kind == KindNumber {
 			u := v.N
-			if v.Signed {
+			if r.p.entitySigned[i] {
 				u ^= 1 << 63
 			}
 			dst = binary.BigEndian.AppendUint64(dst, u)

@@ -287,3 +287,48 @@ func TestProgramShared(t *testing.T) {
 		}
 	}
 }
+
+// TestEntityKeyIgnoresTheEncoding: an entity number re-encoded from int in
+// the old key to uint (or sortable_int) in the new one is the same entity
+// on both sides: its key follows the field, not the component that read
+// it. (It followed the component: the old side's key of id 7 had the sign
+// bit flipped and the new side's did not, so verify matched no entity.)
+func TestEntityKeyIgnoresTheEncoding(t *testing.T) {
+	for _, newType := range []string{"uint", "sortable_int", "int"} {
+		t.Run(newType, func(t *testing.T) {
+			p, err := Compile(Spec{
+				Source: LayoutSpec{Row: []ComponentSpec{{Type: "int", Field: "id", Width: 8}, {Type: "string", Field: "item"}}},
+				Target: LayoutSpec{Row: []ComponentSpec{{Type: newType, Field: "id", Width: 8}, {Type: "string", Field: "item"}}},
+				Entity: []string{"id"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := p.New()
+			for _, id := range []int64{0, 7, 1 << 40} {
+				src := testCell(be64(id)+"x", "q", 1)
+				var out cell.Cell
+				if err := r.Map(src, func(c cell.Cell) { out = c.Clone() }); err != nil {
+					t.Fatal(err)
+				}
+				se, err := r.SourceEntity(nil, &src)
+				if err != nil {
+					t.Fatal(err)
+				}
+				te, err := r.TargetEntity(nil, &out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(se, te) {
+					t.Errorf("id %d: entity from the old key %x, from the new key %x", id, se, te)
+				}
+				if last := r.LastEntity(nil); !bytes.Equal(last, te) {
+					t.Errorf("id %d: LastEntity %x after TargetEntity %x", id, last, te)
+				}
+				if s := p.FormatEntity(te); s != fmt.Sprintf("id=%d", id) {
+					t.Errorf("id %d: FormatEntity = %q", id, s)
+				}
+			}
+		})
+	}
+}
