@@ -42,7 +42,9 @@ func TestCheckpointOnHDFSKillNineThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := "hdfs://" + st.NameNode + "/tmp/" + uniq(t, "ckpt")
-	args := []string{"run", jobPath, "--sink", "dry-run", "--checkpoint", state + "/checkpoint.json", "--resume",
+	// Each run follows a kill -9 of the last, whose HDFS lease would hold
+	// the state for a minute more: --force-takeover says its owner is dead.
+	args := []string{"run", jobPath, "--sink", "dry-run", "--checkpoint", state + "/checkpoint.json", "--resume", "--force-takeover",
 		"--workers", "1", "--split-bytes", "8KiB", "--progress", "none", "--max-cells-per-sec", "6000"}
 	r := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for k := 0; k < 4; k++ {
