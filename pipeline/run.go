@@ -104,19 +104,30 @@ type Plan struct {
 	ControlAddr string `json:"control_addr,omitempty"`
 }
 
-// Plan returns what the run will do.
+// Plan returns what the run will do; asked while it runs, Todo counts the
+// splits not done yet.
 func (r *Run) Plan() Plan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	p := Plan{
 		Sink: r.sink.Name(), Workers: r.o.Workers, Budget: r.budget, Splits: len(r.items),
 		Resumed: r.resumed, Checkpoint: r.o.Checkpoint, Cluster: r.cluster, ControlAddr: r.controlAddr,
 	}
 	for _, w := range r.items {
-		if st := r.state.Splits[w.id]; st == nil || !st.Done {
+		if !r.doneBefore(w) {
 			p.Todo++
 			p.TodoBytes += w.bytes
 		}
 	}
 	return p
+}
+
+// doneBefore says the checkpoint records w done (before Start: by an
+// earlier run, so this run skips it). The caller holds r.mu once the
+// workers run.
+func (r *Run) doneBefore(w work) bool {
+	st := r.state.Splits[w.id]
+	return st != nil && st.Done
 }
 
 // Control is the run's control: caps, pause and resume while it goes on.
@@ -279,7 +290,7 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	var todo []work
 	for _, w := range items {
 		r.totalBytes += w.bytes
-		if st := r.state.Splits[w.id]; st != nil && st.Done {
+		if r.doneBefore(w) {
 			sum.Skipped++
 			r.doneSplits.Add(1)
 			r.doneBytes += w.bytes
