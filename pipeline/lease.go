@@ -258,6 +258,9 @@ func (s *leases) lose(err error) {
 
 // lostErr is the first lease lost, or nil.
 func (s *leases) lostErr() error {
+	if s == nil {
+		return nil
+	}
 	select {
 	case <-s.lost:
 		return s.err

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -160,5 +161,50 @@ func TestRunStartsOnce(t *testing.T) {
 	}
 	if n != sum.Written || n == 0 {
 		t.Errorf("per-split written %d, summary %d", n, sum.Written)
+	}
+}
+
+// journalRemover is a dry-run sink whose first commit removes the
+// checkpoint's journal, as another run's compaction does after it took
+// the state over.
+type journalRemover struct {
+	pipeline.DryRun
+	dir  string
+	once sync.Once
+}
+
+func (s *journalRemover) Begin(ctx context.Context, sp sink.SplitInfo) (sink.SplitSink, error) {
+	inner, err := s.DryRun.Begin(ctx, sp)
+	return &removingSplit{SplitSink: inner, s: s}, err
+}
+
+type removingSplit struct {
+	sink.SplitSink
+	s *journalRemover
+}
+
+func (r *removingSplit) Commit(ctx context.Context) (sink.Ack, error) {
+	r.s.once.Do(func() {
+		js, _ := filepath.Glob(filepath.Join(r.s.dir, "checkpoint.json.journal-*"))
+		for _, j := range js {
+			os.Remove(j)
+		}
+	})
+	return r.SplitSink.Commit(ctx)
+}
+
+// TestJournalGoneIsALostLease: when the journal a run appends to is gone
+// (another run compacted the checkpoint after taking the state over), the
+// run stops with ErrLeaseLost and does not write a base of its own over
+// the other run's.
+func TestJournalGoneIsALostLease(t *testing.T) {
+	j := demoJob(t)
+	dir := filepath.Dir(j.Run.Checkpoint)
+	_, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: &journalRemover{dir: dir}, Workers: 1})
+	if !errors.Is(err, pipeline.ErrLeaseLost) {
+		t.Fatalf("run with its journal removed: %v, want ErrLeaseLost", err)
+	}
+	if js, _ := filepath.Glob(filepath.Join(dir, "checkpoint.json.journal-*")); len(js) != 0 {
+		t.Errorf("the run started a journal of its own over the removed one: %v", js)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
@@ -135,6 +137,17 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 		delta = buf.Bytes()
 	}
 	if err := r.ckpt.record(st, delta); err != nil {
+		// A new base is the way past a torn append, but not past a run
+		// that took this state over: its compaction removed the journal,
+		// and a base written now would erase the splits it recorded.
+		if lost := r.leases.lostErr(); lost != nil {
+			return fmt.Errorf("%w: %v", lost, err)
+		}
+		if errors.Is(err, iofs.ErrNotExist) && r.leases != nil {
+			// Lost for good: later records must not compact either.
+			r.leases.lose(fmt.Errorf("%w: %v (another run rewrote this checkpoint)", ErrLeaseLost, err))
+			return r.leases.lostErr()
+		}
 		if cerr := r.compactLocked(); cerr != nil {
 			return fmt.Errorf("%w (and writing a new base instead: %v)", err, cerr)
 		}
