@@ -99,14 +99,28 @@ func TestHDFSReplicaFailover(t *testing.T) {
 	}
 }
 
-// readStopping reads the snapshot at rootURL through vfs.Open and the
-// snapshot reader, with read-ahead in small chunks, and stops DataNode
-// stop once the read is halfway through the first split (its cells
-// counted on the same snapshot's local copy): mid-file, with most of the
-// snapshot's blocks still to read, each of which the NameNode lists with
-// the stopped DataNode first half of the time.
+// readStopping reads the snapshot at rootURL (readMidway) and stops
+// DataNode stop once the read is halfway through the first split: mid-file,
+// with most of the snapshot's blocks still to read, each of which the
+// NameNode lists with the stopped DataNode first half of the time.
 // It returns the dump, whether the stop happened, and the HDFS counters.
 func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, stop int) ([]byte, bool, vfs.HDFSStats) {
+	t.Helper()
+	return readMidway(t, rootURL, local, name, 0, func(*vfs.HDFS) {
+		if _, err := st.Control("dfs2-stop-datanode " + strconv.Itoa(stop)); err != nil {
+			t.Fatal(err)
+		}
+		// Bring it back whatever happens next, for the next pass.
+		t.Cleanup(func() { st.Control("dfs2-start-datanode " + strconv.Itoa(stop)) })
+	})
+}
+
+// readMidway reads the snapshot at rootURL through vfs.Open and the
+// snapshot reader, with read-ahead in small chunks, and calls act once the
+// read is halfway through the first split (its cells counted on the same
+// snapshot's local copy). maxOpen is OpenOptions.MaxOpenFiles (0: the
+// default). It returns the dump, whether act ran, and the HDFS counters.
+func readMidway(t *testing.T, rootURL, local, name string, maxOpen int, act func(*vfs.HDFS)) ([]byte, bool, vfs.HDFSStats) {
 	t.Helper()
 	loc, err := vfs.Open(rootURL)
 	if err != nil {
@@ -118,19 +132,19 @@ func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, 
 		t.Fatalf("%s opened as %T, not HDFS", rootURL, loc.FS)
 	}
 	// 8 KB chunks: the stream runs at most two chunks ahead of the
-	// scanner, so the stop lands while the file is being read.
-	s, splits := openSplits(t, loc.Path, name, snapshot.OpenOptions{FS: h, ReadAhead: vfs.ReadAheadOptions{Chunk: 8 << 10}})
+	// scanner, so act lands while the file is being read.
+	s, splits := openSplits(t, loc.Path, name, snapshot.OpenOptions{FS: h, MaxOpenFiles: maxOpen, ReadAhead: vfs.ReadAheadOptions{Chunk: 8 << 10}})
 	defer s.Close()
 	// Split IDs are the same for the same snapshot and split options, so
 	// the local copy's count for the first split says where its middle is.
 	target := splits[0].ID
-	stopAt := cellsPerSplit(t, local, name)[target] / 2
-	if stopAt == 0 {
+	actAt := cellsPerSplit(t, local, name)[target] / 2
+	if actAt == 0 {
 		t.Fatalf("split %s of the local copy has no cells", target)
 	}
 
 	var out []byte
-	stopped := false
+	acted := false
 	for _, sp := range splits {
 		sc, err := s.NewScanner(t.Context(), sp, snapshot.ScanOptions{})
 		if err != nil {
@@ -140,20 +154,16 @@ func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, 
 		for sc.Next() {
 			out = cell.AppendDump(out, sc.Cell())
 			n++
-			if sp.ID == target && n == stopAt {
-				if _, err := st.Control("dfs2-stop-datanode " + strconv.Itoa(stop)); err != nil {
-					t.Fatal(err)
-				}
-				stopped = true
-				// Bring it back whatever happens next, for the next pass.
-				t.Cleanup(func() { st.Control("dfs2-start-datanode " + strconv.Itoa(stop)) })
+			if sp.ID == target && n == actAt {
+				act(h)
+				acted = true
 			}
 		}
 		if err := sc.Close(); err != nil {
-			t.Fatalf("split %s with DataNode %d stopped: %v", sp.ID, stop, err)
+			t.Fatalf("split %s, read on after the mid-read event: %v", sp.ID, err)
 		}
 	}
-	return out, stopped, h.Stats()
+	return out, acted, h.Stats()
 }
 
 // cellsPerSplit counts each split's cells in the snapshot at a local root.

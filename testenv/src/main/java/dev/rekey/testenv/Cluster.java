@@ -51,12 +51,19 @@ public final class Cluster {
    * tests dfs3, so neither stops the other's.
    */
   private final List<Dfs2> extraDfs;
+  /**
+   * The HA HDFS clusters (two NameNodes in one nameservice each), started
+   * by ha1-start and ha2-start: the snapshot tests fail ha1 over, the
+   * pipeline tests ha2.
+   */
+  private final List<HaDfs> ha;
   private Connection conn;
   private volatile boolean stopping;
 
-  private Cluster(TestingHBaseCluster cluster, List<Dfs2> extraDfs) {
+  private Cluster(TestingHBaseCluster cluster, List<Dfs2> extraDfs, List<HaDfs> ha) {
     this.cluster = cluster;
     this.extraDfs = extraDfs;
+    this.ha = ha;
   }
 
   public static void main(String[] args) {
@@ -90,7 +97,8 @@ public final class Cluster {
         .dataNodeHosts(new String[] {"127.0.0.1"})
         .createRootDir(true).build());
     java.nio.file.Path run = info.toAbsolutePath().getParent();
-    Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")));
+    Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")),
+        List.of(new HaDfs(run.resolve("ha1"), "ha1"), new HaDfs(run.resolve("ha2"), "ha2")));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -175,6 +183,11 @@ public final class Cluster {
     for (Dfs2 d : extraDfs) {
       if (d.owns(line)) {
         return d.command(f);
+      }
+    }
+    for (HaDfs h : ha) {
+      if (h.owns(line)) {
+        return h.command(f);
       }
     }
     if (f[0].equals("zk-expire-session")) {
@@ -276,7 +289,8 @@ public final class Cluster {
             + " start-master, zk-expire-session HOST:PORT, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
-            + " the same with dfs3-)";
+            + " the same with dfs3-; ha1-start, ha1-active, ha1-failover, ha1-kill-active,"
+            + " ha1-restart-down, ha1-shutdown; the same with ha2-)";
     }
   }
 
@@ -311,6 +325,13 @@ public final class Cluster {
         d.shutdown();
       } catch (Exception e) {
         System.err.println("rekey-testenv: stopping an extra HDFS: " + e);
+      }
+    }
+    for (HaDfs h : ha) {
+      try {
+        h.shutdown();
+      } catch (Exception e) {
+        System.err.println("rekey-testenv: stopping an HA HDFS: " + e);
       }
     }
     try {

@@ -281,7 +281,8 @@ final class Dfs2 {
     }
   }
 
-  private static void deleteTree(Path p) throws IOException {
+  /** Deletes the tree at p, if there is one. */
+  static void deleteTree(Path p) throws IOException {
     if (!Files.exists(p)) {
       return;
     }
