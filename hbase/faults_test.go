@@ -260,12 +260,17 @@ func TestWriterRegionServerStopped(t *testing.T) {
 }
 
 // TestScanSurvivesMoveAndSplit moves the region a scan is reading, then
-// splits the region ahead of it: the scan reopens where it stopped and
-// returns every cell once, in order.
+// splits that same region at a row ahead of the scan: each time the scan
+// reopens where it stopped and returns every cell once, in order. The test
+// checks that the move made the scan reopen, that HBase really split the
+// region at that row (its region list has the two daughters) while the
+// scan was still in the parent, and that the split made the scan reopen
+// again.
 func TestScanSurvivesMoveAndSplit(t *testing.T) {
 	c, _ := testClient(t)
 	ctx := context.Background()
 	n := 60_000
+	// 4 cells a row: rows 0 to 14999, in two regions split at row 7500.
 	table := tempTable(t, c, "scanfaults", nil, []byte(fmt.Sprintf("r%07d", n/4/2)))
 	w := c.NewWriter([]byte(table), WriterConfig{})
 	for i := 0; i < n; i++ {
@@ -276,9 +281,13 @@ func TestScanSurvivesMoveAndSplit(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The split point: row 6750, in the first region, ahead of the scan
+	// when it splits (at row 6000) and before the region's end (7500).
+	splitRow := fmt.Sprintf("r%07d", n/4*9/20)
 	sc := c.Scan(ctx, []byte(table), &Scan{Caching: 200, MaxResultSize: 16 << 10})
 	defer sc.Close()
 	i := 0
+	afterMove := -1
 	for sc.Next() {
 		cl := sc.Cell()
 		want := faultCell(i)
@@ -290,9 +299,13 @@ func TestScanSurvivesMoveAndSplit(t *testing.T) {
 		case n / 5:
 			t.Log(strings.TrimSpace(oracle(t, "move", table, hex.EncodeToString(cl.Row))))
 		case n / 5 * 2:
-			ahead := fmt.Sprintf("r%07d", n/4*3/4)
-			oracle(t, "split", table, hex.EncodeToString([]byte(ahead)))
-			t.Logf("split at %s", ahead)
+			afterMove = sc.Restarts()
+			if afterMove == 0 {
+				t.Fatal("the scan never reopened after the move: the move did not hit it")
+			}
+			oracle(t, "split", table, hex.EncodeToString([]byte(splitRow)))
+			requireSplitAt(t, table, splitRow)
+			t.Logf("split at %s while the scan was at %s", splitRow, cl.Row)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -301,8 +314,31 @@ func TestScanSurvivesMoveAndSplit(t *testing.T) {
 	if i != n {
 		t.Fatalf("scanned %d cells, want %d", i, n)
 	}
-	if sc.Restarts() == 0 {
-		t.Fatal("the scan never had to reopen; the move did not hit it")
+	if afterMove < 0 {
+		t.Fatal("the scan ended before the split")
 	}
-	t.Logf("%d cells, %d restarts", i, sc.Restarts())
+	if sc.Restarts() <= afterMove {
+		t.Fatalf("the scan never reopened after the split (%d restarts before it, %d in all): it did not cross the split", afterMove, sc.Restarts())
+	}
+	t.Logf("%d cells, %d restarts (%d after the move, %d after the split)", i, sc.Restarts(), afterMove, sc.Restarts()-afterMove)
+}
+
+// requireSplitAt fails the test unless HBase's region list for table (the
+// oracle's) has a region ending and the next starting at row.
+func requireSplitAt(t *testing.T, table, row string) {
+	t.Helper()
+	at := hex.EncodeToString([]byte(row))
+	var ends, starts bool
+	lines := strings.Split(strings.TrimSpace(oracle(t, "regions", table)), "\n")
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		if len(f) < 3 {
+			t.Fatalf("oracle regions line %q", l)
+		}
+		starts = starts || f[1] == at
+		ends = ends || f[2] == at
+	}
+	if !starts || !ends || len(lines) != 3 {
+		t.Fatalf("after the split at %s, HBase lists %d regions:\n%s\nwant 3, two of them meeting at %s", row, len(lines), strings.Join(lines, "\n"), at)
+	}
 }
