@@ -712,6 +712,14 @@ func (s *Snapshot) setRegions(rms []*manifest.SnapshotRegionManifest) error {
 		if ri.GetOffline() && ri.GetSplit() {
 			continue // a split parent: its daughters hold the data
 		}
+		if mob, err := s.mobRegion(rm); mob || err != nil {
+			// Not a key range of the table: the MOB files' holder, which
+			// a scan of a MOB family refuses anyway.
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		enc := ri.GetRegionEncodedName()
 		if enc == "" {
 			enc = encodedRegionName(ri)
@@ -807,6 +815,26 @@ func unknownFields(rm *manifest.SnapshotRegionManifest) error {
 		}
 	}
 	return nil
+}
+
+// mobRegionStart is the start key of the pseudo-region a snapshot of a
+// table with MOB families lists for its MOB files (HBase's
+// MobUtils.getMobRegionInfo: start ".mob", empty end, region id 0).
+const mobRegionStart = ".mob"
+
+// mobRegion says whether rm is the MOB pseudo-region. It must list files
+// of MOB families only: anything else there is a damaged manifest.
+func (s *Snapshot) mobRegion(rm *manifest.SnapshotRegionManifest) (bool, error) {
+	ri := rm.RegionInfo
+	if string(ri.StartKey) != mobRegionStart || len(ri.EndKey) != 0 || ri.GetRegionId() != 0 {
+		return false, nil
+	}
+	for _, ff := range rm.FamilyFiles {
+		if f := s.table.Family(ff.FamilyName); f == nil || !strings.EqualFold(f.Attributes["IS_MOB"], "true") {
+			return false, fmt.Errorf("%w: the MOB region lists store files under family %q, which is not a MOB family of the table", ErrCorrupt, ff.FamilyName)
+		}
+	}
+	return true, nil
 }
 
 // checkTiling refuses regions that do not cover the key space exactly once,
