@@ -142,8 +142,8 @@ func TestOracleCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	maxLevels := uint32(0)
-	levels := map[uint32]bool{}
+	// levels is the data index depth of each family's store file.
+	levels := map[string]uint32{}
 	for _, reg := range regions {
 		if !reg.IsDir() || strings.HasPrefix(reg.Name(), ".") {
 			continue
@@ -179,29 +179,59 @@ func TestOracleCluster(t *testing.T) {
 					}
 					info := r.Info()
 					seen[fmt.Sprintf("%s/%s", info.Encoding, r.Trailer().Codec)] = true
-					maxLevels = max(maxLevels, r.Trailer().NumDataIndexLevels)
-					levels[r.Trailer().NumDataIndexLevels] = true
+					levels[fam.Name()] = r.Trailer().NumDataIndexLevels
 					t.Logf("%s: %s %s, %d cells, %d index levels, tags %v, mvcc %v", fam.Name(), info.Encoding, r.Trailer().Codec, r.Entries(), r.Trailer().NumDataIndexLevels, info.IncludesTags, info.IncludesMVCC)
 					ours := dumpCells(t, r)
 					if n := bytes.Count(ours, []byte("\n")); uint64(n) != r.Entries() {
 						t.Fatalf("read %d cells, trailer says %d", n, r.Entries())
 					}
 					sameDump(t, url, ours, oracle(t, "dump-hfile", url))
+					if _, deep := wantLevels[fam.Name()]; deep {
+						// HBase's reader walks this index for its seeks:
+						// its trailer's depth must be the one we read.
+						if hb := hbaseIndexLevels(t, url); hb != r.Trailer().NumDataIndexLevels {
+							t.Fatalf("index levels: ours %d, HBase's reader %d", r.Trailer().NumDataIndexLevels, hb)
+						}
+					}
 				})
 			}
 		}
 	}
 	// Small index blocks (hfile.index.block.max.size) make HBase build
 	// multi-level indexes: family e gets root and leaf levels, family f
-	// (128-byte index blocks) intermediate levels as well.
-	if !levels[2] || maxLevels < 3 {
-		t.Errorf("want store files with a 2-level and a 3-or-more-level index; saw levels %v", levels)
+	// (128-byte index blocks, a 200k-cell row) four intermediate levels
+	// as well. The seed is fixed, so the depths are too.
+	for fam, want := range wantLevels {
+		if levels[fam] != want {
+			t.Errorf("family %s: a %d-level index, want %d (all families: %v)", fam, levels[fam], want, levels)
+		}
 	}
 	for _, want := range []string{"NONE/GZ", "PREFIX/SNAPPY", "DIFF/LZ4", "FAST_DIFF/ZSTD", "ROW_INDEX_V1/GZ", "FAST_DIFF/NONE", "PREFIX/ZSTD", "DIFF/NONE", "ROW_INDEX_V1/SNAPPY"} {
 		if !seen[want] {
 			t.Errorf("no store file with %s was found", want)
 		}
 	}
+}
+
+// wantLevels is the data index depth HBase writes for the families of
+// testdata/oracle_matrix.json that have small index blocks.
+var wantLevels = map[string]uint32{"e": 2, "f": 6}
+
+// hbaseIndexLevels is the data index depth of the HFile at url as HBase's
+// own reader reports it (the oracle's hfile-trailer).
+func hbaseIndexLevels(t *testing.T, url string) uint32 {
+	t.Helper()
+	for _, l := range strings.Split(string(oracle(t, "hfile-trailer", url)), "\n") {
+		if v, ok := strings.CutPrefix(l, "index_levels "); ok {
+			var n uint32
+			if _, err := fmt.Sscan(v, &n); err != nil {
+				t.Fatalf("hfile-trailer %s: %q", url, l)
+			}
+			return n
+		}
+	}
+	t.Fatalf("hfile-trailer %s printed no index_levels", url)
+	return 0
 }
 
 func hdfsUser() string {

@@ -1,8 +1,6 @@
 package snapshot_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -74,16 +72,8 @@ func (h haHDFS) active(t *testing.T, st *testenv.State) (string, string) {
 // answered.
 func TestHANameserviceFailoverMidRead(t *testing.T) {
 	st := testenv.Require(t)
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = "demo_events"
-	local := filepath.Join(repo, "testdata", "snapshots", name)
-	oracleDump, err := os.ReadFile(filepath.Join(repo, "testdata", "snapshots", name+".cells"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, oracleDump := fixtureWithDump(t, name)
 	ha := startHA(t, st)
 	_, nn := ha.active(t, st)
 	// 32 KB blocks: each store file (75 to 171 KB) spans several blocks.

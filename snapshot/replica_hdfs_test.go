@@ -37,16 +37,8 @@ import (
 // counts (HDFS.Stats) and reopens when every replica failed.
 func TestHDFSReplicaFailover(t *testing.T) {
 	st := testenv.Require(t)
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = "demo_events"
-	local := filepath.Join(repo, "testdata", "snapshots", name)
-	oracleDump, err := os.ReadFile(filepath.Join(repo, "testdata", "snapshots", name+".cells"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, oracleDump := fixtureWithDump(t, name)
 	want := dumpSnapshot(t, local, name, snapshot.ScanOptions{})
 	if diff := diffDumps(want, oracleDump); diff != "" {
 		t.Fatalf("local copy against the oracle's dump: %s", diff)
@@ -97,6 +89,21 @@ func TestHDFSReplicaFailover(t *testing.T) {
 	if failures == 0 {
 		t.Fatal("no DataNode connection failed in either pass: the stops never hit a replica being read, so nothing failed over")
 	}
+}
+
+// fixtureWithDump returns the root of the committed fixture snapshot name
+// and the oracle's dump of it.
+func fixtureWithDump(t *testing.T, name string) (string, []byte) {
+	t.Helper()
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump, err := os.ReadFile(filepath.Join(repo, "testdata", "snapshots", name+".cells"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(repo, "testdata", "snapshots", name), dump
 }
 
 // readStopping reads the snapshot at rootURL (readMidway) and stops
