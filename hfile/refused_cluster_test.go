@@ -17,23 +17,18 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-// TestBrotliRefusedOnHBaseFile has a region server write a BROTLI store
-// file (HBase's hbase-compression-brotli codec on the mini cluster's
-// classpath), checks that HBase's own reader reads it (the oracle's dump
-// has every cell), and that Open refuses it with ErrUnsupported naming the
-// codec and the file, rather than misreading its blocks.
-//
-// LZMA has no such test: Maven Central here does not serve HBase's
-// hbase-compression-xz module, so no region server here can write it.
-func TestBrotliRefusedOnHBaseFile(t *testing.T) {
-	st := testenv.Require(t)
-	t.Parallel()
-	table := fmt.Sprintf("brotli_%d", time.Now().UnixNano()%1_000_000_000)
+// seedOneStoreFile has a region server write one store file of a new table
+// (family b, compression codec, 200 rows of 2 cells) and returns its
+// hdfs:// URL, the number of cells in it, and the file open on HDFS.
+// The table is dropped when the test ends.
+func seedOneStoreFile(t *testing.T, st *testenv.State, prefix, codec string) (string, int, *hdfs.FileReader) {
+	t.Helper()
+	table := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1_000_000_000)
 	t.Cleanup(func() { testenv.RunOracle("drop-table", table) })
 	const rows = 200
 	spec := map[string]any{
 		"table":    table,
-		"families": []map[string]any{{"name": "b", "compression": "BROTLI"}},
+		"families": []map[string]any{{"name": "b", "compression": codec}},
 		"steps":    []map[string]any{{"op": "rows", "rows": rows, "qualifiers": 2}, {"op": "flush"}},
 	}
 	b, _ := json.Marshal(spec)
@@ -42,17 +37,11 @@ func TestBrotliRefusedOnHBaseFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	oracle(t, "seed", specPath)
-
 	files := strings.Fields(string(oracle(t, "files", table)))
 	if len(files) != 2 { // one store file: its URL and size
 		t.Fatalf("oracle files %s: %q, want one store file", table, files)
 	}
-	fileURL := files[0]
-	if n := bytes.Count(oracle(t, "dump-hfile", fileURL), []byte("\n")); n != rows*2 {
-		t.Fatalf("HBase's reader read %d cells of %s, want %d", n, fileURL, rows*2)
-	}
-
-	u, err := url.Parse(fileURL)
+	u, err := url.Parse(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,12 +49,33 @@ func TestBrotliRefusedOnHBaseFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { client.Close() })
 	fr, err := client.Open(u.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fr.Close()
+	t.Cleanup(func() { fr.Close() })
+	return files[0], rows * 2, fr
+}
+
+// TestBrotliRefusedOnHBaseFile has a region server write a BROTLI store
+// file (HBase's hbase-compression-brotli codec on the mini cluster's
+// classpath), checks that HBase's own reader reads it (the oracle's dump
+// has every cell), and that Open refuses it with ErrUnsupported naming the
+// codec and the file, rather than misreading its blocks.
+//
+// LZMA has no such test: Maven Central here does not serve HBase's
+// hbase-compression-xz module, so no region server here can write it.
+// Nor can one write BZIP2 (reading it is not refused): without Hadoop's
+// native library the master refuses a BZIP2 family (its compression
+// sanity check meets UnsupportedOperationException).
+func TestBrotliRefusedOnHBaseFile(t *testing.T) {
+	st := testenv.Require(t)
+	t.Parallel()
+	fileURL, cells, fr := seedOneStoreFile(t, st, "brotli", "BROTLI")
+	if n := bytes.Count(oracle(t, "dump-hfile", fileURL), []byte("\n")); n != cells {
+		t.Fatalf("HBase's reader read %d cells of %s, want %d", n, fileURL, cells)
+	}
 	r, err := Open(fr, fr.Stat().Size(), fileURL)
 	if err == nil {
 		r.Close()
