@@ -8,12 +8,13 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // TestCheckpointOnHANameserviceSurvivesFailover keeps a run's checkpoint
-// on testenv's HA HDFS ha2 (the snapshot tests fail ha1 over), addressed
-// as hdfs://NAMESERVICE/... through a HADOOP_CONF_DIR that names both
-// NameNodes. As the run's second split
+// and its source snapshot on testenv's HA HDFS ha2 (the snapshot tests
+// fail ha1 over), addressed as hdfs://NAMESERVICE/... through a
+// HADOOP_CONF_DIR that names both NameNodes. As the run's second split
 // commits, the active NameNode is shut down and the standby takes over;
 // the run records seven splits (through the new active) and is then
 // stopped. A resumed run reads the checkpoint back through the
@@ -34,7 +35,17 @@ func TestCheckpointOnHANameserviceSurvivesFailover(t *testing.T) {
 
 	const failoverAfter, stopAfterSplits = 2, 8
 	j := checkpointJob(t)
-	j.Run.Checkpoint = "hdfs://" + f[0] + "/" + uniq(t, "ckpt") + "/checkpoint.json"
+	// The source snapshot (HBase wrote it) is read through the nameservice
+	// too: the runs open its store files before and after the failover.
+	fs, err := vfs.DialHDFS(f[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	dir := "/" + uniq(t, "ckpt")
+	upload(t, fs, j.Source.Root, dir+"/source")
+	j.Source.Root = "hdfs://" + f[0] + dir + "/source"
+	j.Run.Checkpoint = "hdfs://" + f[0] + dir + "/checkpoint.json"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s := &stopAfter{k: stopAfterSplits, cancel: cancel}
