@@ -33,7 +33,7 @@ var rules = map[string][]string{
 	"vfs":       {"internal/krb"},
 	"hfile":     {"cell", "internal/writable"},
 	"snapshot":  {"cell", "hfile", "vfs", "internal/writable"},
-	"hbase":     {"cell"},
+	"hbase":     {"cell", "internal/krb"},
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},

@@ -5,9 +5,9 @@ import (
 	"strings"
 )
 
-// KerberosError is a failure of the Kerberos side of the exchange: getting
-// the service ticket, or the server refusing it. Error says what the user
-// can do about the common causes; Err is the library's error.
+// KerberosError is the server refusing the Kerberos exchange: a KRB-ERROR
+// token, or (see Explain) the message of the server's SASL error. Error
+// says what the user can do about the common causes; Err is the cause.
 type KerberosError struct {
 	Op  string
 	Err error
@@ -23,27 +23,23 @@ func (e *KerberosError) Error() string {
 
 func (e *KerberosError) Unwrap() error { return e.Err }
 
-// hints maps what Kerberos libraries (gokrb5 on this side, Java's on the
-// server's) put in their messages to what the user should do. Each key is
-// the RFC 4120 error name or the text Java's GSS layer uses for it.
+// hints maps what a server's Kerberos code says when it refuses a client's
+// AP-REQ to what the user should do. Each key is the RFC 4120 error name
+// (gokrb5 prints those) or the text Java's Kerberos code uses for it, as
+// HBase's servers send it back in their SASL error.
 var hints = []struct{ needle, hint string }{
-	{"KDC_ERR_S_PRINCIPAL_UNKNOWN", "the KDC does not know the server principal: check hbase.regionserver.kerberos.principal / hbase.master.kerberos.principal in hbase-site.xml, and that _HOST names the server as the KDC does (its lowercased canonical host name)"},
-	{"KDC_ERR_C_PRINCIPAL_UNKNOWN", "the KDC does not know the client principal: check --principal (or the ticket cache's principal) and its realm"},
-	{"KRB_AP_ERR_SKEW", "the clocks of this machine and the server or KDC differ by more than the allowed skew (usually 5 minutes): synchronize them (NTP)"},
-	{"Clock skew too great", "the clocks of this machine and the server differ by more than the allowed skew (usually 5 minutes): synchronize them (NTP)"},
-	{"KRB_AP_ERR_TKT_EXPIRED", "the ticket has expired: log in again (kinit, or give a keytab so rekey logs in itself)"},
-	{"Ticket expired", "the ticket has expired: log in again (kinit, or give a keytab so rekey logs in itself)"},
-	{"TGT session expired", "the ticket-granting ticket has expired: log in again (kinit, or give a keytab so rekey logs in itself)"},
-	{"KDC_ERR_TGT_REVOKED", "the ticket-granting ticket is no longer valid: log in again"},
-	{"KDC_ERR_PREAUTH_FAILED", "the KDC refused the key: the keytab or password does not match the principal's current key"},
-	{"KRB_AP_ERR_MODIFIED", "the server could not decrypt the ticket: its keytab does not hold the current key of its principal, or the principal names another host"},
-	{"Checksum failed", "the server could not decrypt the ticket: its keytab does not hold the current key of its principal, or the principal names another host"},
-	{"KDC_ERR_ETYPE_NOSUPP", "the KDC and this client share no encryption type: allow aes128-cts-hmac-sha1-96 or aes256-cts-hmac-sha1-96 in krb5.conf"},
-	{"Networking_Error", "the KDC did not answer: check the realm's kdc entries in krb5.conf ($KRB5_CONFIG or /etc/krb5.conf)"},
+	{"KRB_AP_ERR_SKEW", "this host's clock and the server's differ by more than the allowed skew (5 minutes by default): synchronise them (NTP)"},
+	{"Clock skew too great", "this host's clock and the server's differ by more than the allowed skew (5 minutes by default): synchronise them (NTP)"},
+	{"KRB_AP_ERR_TKT_EXPIRED", "the service ticket expired before the server saw it: log in again (kinit, or a keytab, which rekey renews itself)"},
+	{"Ticket expired", "the service ticket expired before the server saw it: log in again (kinit, or a keytab, which rekey renews itself)"},
+	{"KRB_AP_ERR_MODIFIED", "the server cannot decrypt the ticket: its keytab lacks its principal's current key, or the principal (_HOST expanded) names another host"},
+	{"Checksum failed", "the server cannot decrypt the ticket: its keytab lacks its principal's current key, or the principal (_HOST expanded) names another host"},
+	{"KRB_AP_ERR_REPEAT", "the server saw this authenticator before (a replay, or two connections in the same microsecond): retry"},
+	{"Request is a replay", "the server saw this authenticator before (a replay, or two connections in the same microsecond): retry"},
 }
 
-// Explain returns advice for a Kerberos failure message, or "" when it
-// does not recognise one.
+// Explain returns advice for a server's Kerberos failure message, or ""
+// when it does not recognise one.
 func Explain(msg string) string {
 	for _, h := range hints {
 		if strings.Contains(msg, h.needle) {

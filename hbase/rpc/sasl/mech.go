@@ -84,7 +84,8 @@ func (m *Mechanism) Start() ([]byte, error) {
 	}
 	tkt, key, err := m.login.GetServiceTicket(m.spn)
 	if err != nil {
-		return nil, &KerberosError{Op: "getting a service ticket for " + m.spn, Err: err}
+		// The login's own errors already speak the user's terms.
+		return nil, fmt.Errorf("sasl: service ticket for %s: %w", m.spn, err)
 	}
 	if !aesOnly(key.KeyType) {
 		return nil, fmt.Errorf("sasl: the ticket for %s has session key type %d; only AES types are supported (set permitted_enctypes to aes in krb5.conf)", m.spn, key.KeyType)

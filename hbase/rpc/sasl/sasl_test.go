@@ -429,12 +429,15 @@ func TestMechanismRefusesForeignAPRep(t *testing.T) {
 
 func TestExplainNamesTheFix(t *testing.T) {
 	for msg, want := range map[string]string{
-		"[Root cause: KDC_Error] KDC_Error: TGS Exchange Error: kerberos error response from KDC: KRB Error: (7) KDC_ERR_S_PRINCIPAL_UNKNOWN Server not found in Kerberos database": "server principal",
-		"GSS initiate failed [Caused by GSSException: Failure unspecified at GSS-API level (Mechanism level: Clock skew too great (37))]":                                           "clocks",
-		"KRB Error: (32) KRB_AP_ERR_TKT_EXPIRED Ticket expired": "log in again",
+		"GSS initiate failed [Caused by GSSException: Failure unspecified at GSS-API level (Mechanism level: Clock skew too great (37))]": "clock",
+		"GSS initiate failed [Caused by GSSException: Failure unspecified at GSS-API level (Mechanism level: Checksum failed)]":           "keytab",
+		"KRB Error: (32) KRB_AP_ERR_TKT_EXPIRED Ticket expired":                                                                           "log in again",
 	} {
 		if got := Explain(msg); !strings.Contains(got, want) {
 			t.Fatalf("%q: %q", msg, got)
 		}
+	}
+	if got := Explain("something else"); got != "" {
+		t.Fatalf("unknown message explained: %q", got)
 	}
 }

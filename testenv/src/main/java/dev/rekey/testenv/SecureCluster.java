@@ -88,11 +88,17 @@ final class SecureCluster {
     return v == null || v.isEmpty() ? dflt : v;
   }
 
-  /** A SASL quality of protection from the environment, checked. */
+  /**
+   * SASL qualities of protection from the environment, checked: one, or a
+   * comma-separated list (the server then offers each), as Hadoop and HBase
+   * take them.
+   */
   private static String protection(String name, String dflt) {
     String v = envOr(name, dflt).toLowerCase(Locale.ROOT);
-    if (!List.of("authentication", "integrity", "privacy").contains(v)) {
-      throw new IllegalArgumentException(name + "=" + v + ": want authentication, integrity or privacy");
+    for (String q : v.split(",")) {
+      if (!List.of("authentication", "integrity", "privacy").contains(q)) {
+        throw new IllegalArgumentException(name + "=" + v + ": want authentication, integrity or privacy, or a comma-separated list of them");
+      }
     }
     return v;
   }
