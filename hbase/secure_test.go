@@ -217,3 +217,17 @@ func TestSecureSiteConfig(t *testing.T) {
 		t.Fatalf("TableExists(hbase:meta) = %v, %v", ok, err)
 	}
 }
+
+// TestSecureNoTicket: Kerberos on, no keytab given and an empty ticket
+// cache: NewClient fails at once with the login's "no ticket" error.
+func TestSecureNoTicket(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	krb.Configure(krb.Options{CCache: path.Join(t.TempDir(), "no-such-cache"), Krb5Conf: s.Secure.Krb5Conf})
+	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	_, err := NewClient(Config{ZKQuorum: s.ZKQuorum, ZNodeParent: s.ZNodeParent,
+		Kerberos: &Kerberos{MasterPrincipal: s.Secure.ServicePattern, RegionServerPrincipal: s.Secure.ServicePattern}})
+	if !errors.Is(err, krb.ErrNoTicket) {
+		t.Fatalf("err = %v", err)
+	}
+	t.Log(err)
+}

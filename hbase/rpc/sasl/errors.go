@@ -34,6 +34,9 @@ var hints = []struct{ needle, hint string }{
 	{"Ticket expired", "the service ticket expired before the server saw it: log in again (kinit, or a keytab, which rekey renews itself)"},
 	{"KRB_AP_ERR_MODIFIED", "the server cannot decrypt the ticket: its keytab lacks its principal's current key, or the principal (_HOST expanded) names another host"},
 	{"Checksum failed", "the server cannot decrypt the ticket: its keytab lacks its principal's current key, or the principal (_HOST expanded) names another host"},
+	// HBase sends only the outer SaslException's message, never its
+	// cause: the server's log has that. The usual causes, in order:
+	{"GSS initiate failed", "the server did not accept the Kerberos ticket; the usual causes: this host's clock and the server's differ by more than 5 minutes (synchronise them, NTP), the server's keytab lacks its principal's current key, or the server principal (_HOST expanded) names another host; the server's log says which"},
 	{"KRB_AP_ERR_REPEAT", "the server saw this authenticator before (a replay, or two connections in the same microsecond): retry"},
 	{"Request is a replay", "the server saw this authenticator before (a replay, or two connections in the same microsecond): retry"},
 }
