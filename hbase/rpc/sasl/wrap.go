@@ -256,12 +256,13 @@ func (l *Layer) openSealed(hdr, body []byte, ec uint16, usage uint32) ([]byte, e
 }
 
 // rotateLeft undoes the sender's right rotation of a token body by rrc
-// bytes (RFC 4121 section 4.2.5), returning a new slice.
+// bytes (RFC 4121 section 4.2.5): b itself when there is none (what Java
+// sends), else a new slice.
 func rotateLeft(b []byte, rrc int) []byte {
-	out := make([]byte, len(b))
-	if len(b) == 0 {
-		return out
+	if len(b) == 0 || rrc%len(b) == 0 {
+		return b
 	}
+	out := make([]byte, len(b))
 	r := rrc % len(b)
 	copy(out, b[r:])
 	copy(out[len(b)-r:], b[:r])
