@@ -23,7 +23,9 @@ var ErrNoCluster = errors.New("hbase: no cluster named")
 //
 // znodeParent, when not empty, overrides zookeeper.znode.parent from
 // hbase-site.xml. from says which of the three it was, for messages. An
-// error wraps ErrNoCluster when none of them names a cluster.
+// error wraps ErrNoCluster when none of them names a cluster. Whichever
+// names the cluster, the Kerberos settings come from
+// $HBASE_CONF_DIR/hbase-site.xml when there is one (see Kerberos).
 func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
 	switch {
 	case quorum != "":
@@ -53,7 +55,8 @@ func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
 // $HBASE_CONF_DIR/hbase-site.xml, as HBase's own tools find their cluster:
 // hbase.zookeeper.quorum (hosts, with or without ports),
 // hbase.zookeeper.property.clientPort (default 2181) for hosts given without
-// a port, and zookeeper.znode.parent (default /hbase).
+// a port, and zookeeper.znode.parent (default /hbase); with
+// hbase.security.authentication=kerberos also the Kerberos settings.
 func ConfigFromSite() (Config, error) {
 	dir := os.Getenv("HBASE_CONF_DIR")
 	if dir == "" {

@@ -82,3 +82,22 @@ func FuzzReadSASLReply(f *testing.F) {
 		}
 	})
 }
+
+func TestServicePrincipal(t *testing.T) {
+	for _, c := range []struct{ principal, host, want string }{
+		{"user/_HOST@EXAMPLE.COM", "127.0.0.1", "user/localhost"},
+		{"hbase/_HOST@EXAMPLE.COM", "LOCALHOST", "hbase/localhost"},
+		{"hbase/rs1.example.com@EXAMPLE.COM", "127.0.0.1", "hbase/rs1.example.com"},
+		{"hbase@EXAMPLE.COM", "127.0.0.1", "hbase"},
+	} {
+		got, err := ServicePrincipal(c.principal, c.host)
+		if err != nil || got != c.want {
+			t.Fatalf("%s at %s: %q %v, want %q", c.principal, c.host, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"", "@EXAMPLE.COM", "hbase/@EXAMPLE.COM", "/_HOST@R"} {
+		if _, err := ServicePrincipal(bad, "h"); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}
