@@ -21,6 +21,7 @@ package krb
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -248,6 +249,11 @@ var (
 	current  *Login
 )
 
+// Warnings receives Default's note about a login that cannot renew itself
+// (Login.Note), once per login: the command's standard error, never its
+// standard output, which may be JSON.
+var Warnings io.Writer = os.Stderr
+
 // Configure sets the identity Default logs in as. Call it once, before the
 // first HDFS or HBase connection (commands call it from their flags and
 // the job's security section); a later call with other options drops the
@@ -273,6 +279,9 @@ func Default() (*Login, error) {
 	l, err := LoginWith(settings)
 	if err != nil {
 		return nil, err
+	}
+	if n := l.Note(time.Now()); n != "" && Warnings != nil {
+		fmt.Fprintln(Warnings, n)
 	}
 	current = l
 	return l, nil

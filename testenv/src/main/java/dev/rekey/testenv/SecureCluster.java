@@ -159,6 +159,10 @@ final class SecureCluster {
     conf.set("dfs.web.authentication.kerberos.keytab", keytab);
     conf.setBoolean("dfs.block.access.token.enable", true);
     conf.set("dfs.data.transfer.protection", dataProtection);
+    // With privacy the DataNode and client agree on AES/CTR after the
+    // DIGEST-MD5 handshake instead of DIGEST-MD5's own ciphers (3DES, RC4),
+    // as Hadoop's documentation recommends for production.
+    conf.set("dfs.encrypt.data.transfer.cipher.suites", "AES/CTR/NoPadding");
     // SASL on the data transfer port stands in for privileged ports (which
     // need root); the check that insists on both is for production.
     conf.setBoolean("ignore.secure.ports.for.testing", true);
