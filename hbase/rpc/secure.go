@@ -259,14 +259,7 @@ func ReadSASLReply(r io.Reader) ([]byte, error) {
 		if n == saslSwitchSimple {
 			return nil, errSwitchToSimple
 		}
-		if n < 0 || n > maxSASLToken {
-			return nil, fmt.Errorf("%w: SASL token length %d", ErrCorrupt, n)
-		}
-		tok := make([]byte, n)
-		if _, err := io.ReadFull(r, tok); err != nil {
-			return nil, err
-		}
-		return tok, nil
+		return readBytes(r, n, maxSASLToken, "SASL token")
 	case saslError:
 		return nil, readSASLError(r)
 	}
@@ -289,11 +282,8 @@ func readSASLError(r io.Reader) error {
 // readRefusal reads a response frame of n bytes where a SASL reply was
 // expected: a server that refuses the preamble answers with an exception.
 func readRefusal(r io.Reader, n int32) error {
-	if n < 0 || n > maxSASLToken {
-		return fmt.Errorf("%w: SASL reply status %d", ErrCorrupt, n)
-	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(r, frame); err != nil {
+	frame, err := readBytes(r, n, maxSASLToken, "response in place of a SASL reply")
+	if err != nil {
 		return err
 	}
 	resp, err := ParseResponse(frame)
@@ -315,6 +305,19 @@ func readInt32(r io.Reader) (int32, error) {
 	return int32(binary.BigEndian.Uint32(b[:])), nil
 }
 
+// readBytes reads n bytes, refusing a length that is negative or over max
+// as a corrupt stream (what names the thing, for the message).
+func readBytes(r io.Reader, n int32, max int, what string) ([]byte, error) {
+	if n < 0 || int64(n) > int64(max) {
+		return nil, fmt.Errorf("%w: %s of %d bytes", ErrCorrupt, what, n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // maxSASLString bounds a string of a SASL error reply (a Java class name,
 // an exception message).
 const maxSASLString = 64 << 10
@@ -329,14 +332,8 @@ func readString(r io.Reader) (string, error) {
 	if n == -1 {
 		return "", nil
 	}
-	if n < 0 || n > maxSASLString {
-		return "", fmt.Errorf("%w: SASL error string of length %d", ErrCorrupt, n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", err
-	}
-	return string(b), nil
+	b, err := readBytes(r, n, maxSASLString, "SASL error string")
+	return string(b), err
 }
 
 // wrapWriter sends a byte stream as wrap tokens, each an int32 length and
@@ -392,11 +389,8 @@ func (ur *unwrapReader) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n < 0 || n > MaxFrame {
-			return 0, fmt.Errorf("%w: wrap token of %d bytes", ErrCorrupt, n)
-		}
-		tok := make([]byte, n)
-		if _, err := io.ReadFull(ur.r, tok); err != nil {
+		tok, err := readBytes(ur.r, n, MaxFrame, "wrap token")
+		if err != nil {
 			return 0, err
 		}
 		if ur.plain, err = ur.layer.Unwrap(tok); err != nil {

@@ -73,6 +73,15 @@ func hbaseLogin(t *testing.T, s *testenv.SecureState) *krb.Login {
 	return l
 }
 
+// dialMaster dials the secure cluster's master for MasterService, with k
+// (nil: without Kerberos).
+func dialMaster(t *testing.T, s *testenv.SecureState, k *Kerberos) (*Conn, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return Dial(ctx, s.Master, Config{User: "rekey", Service: MasterService, Kerberos: k})
+}
+
 // serverQOPs is the secure cluster's hbase.rpc.protection.
 func serverQOPs(t *testing.T, s *testenv.SecureState) map[sasl.QOP]bool {
 	t.Helper()
@@ -159,10 +168,7 @@ func TestSecureNoCommonProtection(t *testing.T) {
 	if len(offer) == 0 {
 		t.Skipf("the server allows every protection (hbase.rpc.protection=%s): nothing to mismatch; start it with TESTENV_RPC_PROTECTION=privacy", s.Secure.RPCProtection)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := Dial(ctx, s.Master, Config{User: "rekey", Service: MasterService,
-		Kerberos: &Kerberos{Login: hbaseLogin(t, s), Principal: s.Secure.ServicePattern, Protection: offer}})
+	_, err := dialMaster(t, s, &Kerberos{Login: hbaseLogin(t, s), Principal: s.Secure.ServicePattern, Protection: offer})
 	var ae *AuthError
 	if !errors.Is(err, sasl.ErrNoCommonQOP) || !errors.As(err, &ae) || RetryOf(err) != GiveUp {
 		t.Fatalf("err = %v", err)
@@ -175,14 +181,14 @@ func TestSecureNoCommonProtection(t *testing.T) {
 // required" and what to do, never waits for a timeout, and is not retried.
 func TestSecureSimpleClientIsRefused(t *testing.T) {
 	s := testenv.RequireSecure(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	start := time.Now()
-	c, err := Dial(ctx, s.Master, Config{User: "rekey", Service: MasterService})
+	c, err := dialMaster(t, s, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	_, err = c.Call(ctx, "IsMasterRunning", &pb.IsMasterRunningRequest{}, nil, PriorityAdmin, &pb.IsMasterRunningResponse{})
 	var ae *AuthError
 	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "Authentication is required") || !strings.Contains(err.Error(), "hbase.security.authentication=kerberos") {
@@ -201,10 +207,7 @@ func TestSecureSimpleClientIsRefused(t *testing.T) {
 // know fails at dial in the user's terms and is not retried.
 func TestSecureUnknownServerPrincipal(t *testing.T) {
 	s := testenv.RequireSecure(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := Dial(ctx, s.Master, Config{User: "rekey", Service: MasterService,
-		Kerberos: &Kerberos{Login: hbaseLogin(t, s), Principal: "nosuchservice/_HOST@" + s.Secure.Realm}})
+	_, err := dialMaster(t, s, &Kerberos{Login: hbaseLogin(t, s), Principal: "nosuchservice/_HOST@" + s.Secure.Realm})
 	if !errors.Is(err, krb.ErrUnknownPrincipal) || RetryOf(err) != GiveUp || !strings.Contains(err.Error(), "nosuchservice/localhost") {
 		t.Fatalf("err = %v", err)
 	}
@@ -216,12 +219,9 @@ func TestSecureUnknownServerPrincipal(t *testing.T) {
 // carries its reason.
 func TestSecureWrongHostPrincipal(t *testing.T) {
 	s := testenv.RequireSecure(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	// rekey@'s own principal is known to the KDC; no server holds its key.
 	name, _, _ := strings.Cut(s.Secure.ClientPrincipal, "@")
-	_, err := Dial(ctx, s.Master, Config{User: "rekey", Service: MasterService,
-		Kerberos: &Kerberos{Login: hbaseLogin(t, s), Principal: name + "@" + s.Secure.Realm}})
+	_, err := dialMaster(t, s, &Kerberos{Login: hbaseLogin(t, s), Principal: name + "@" + s.Secure.Realm})
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Class == "" || RetryOf(err) != GiveUp {
 		t.Fatalf("err = %v", err)
