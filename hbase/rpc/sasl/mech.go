@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jcmturner/gofork/encoding/asn1"
@@ -36,6 +37,27 @@ const maxRecv = 1<<24 - 1
 // skew shifts the authenticator's time; only tests set it, to see what a
 // server says to a client whose clock is off.
 var skew time.Duration
+
+// lastAuth is the time of the last authenticator this process made.
+var lastAuth struct {
+	sync.Mutex
+	t time.Time
+}
+
+// uniqueTime returns t, or a microsecond after the last authenticator's
+// time when t is not later: a server's replay cache refuses a second
+// authenticator of the same client with the same time and microsecond,
+// which connections dialled at once could otherwise have.
+func uniqueTime(t time.Time) time.Time {
+	lastAuth.Lock()
+	defer lastAuth.Unlock()
+	t = t.Truncate(time.Microsecond)
+	if !t.After(lastAuth.t) {
+		t = lastAuth.t.Add(time.Microsecond)
+	}
+	lastAuth.t = t
+	return t
+}
 
 // GSS-API token ids (RFC 4121 section 4.1).
 var (
@@ -98,10 +120,8 @@ func (m *Mechanism) Start() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sasl: authenticator: %v", err)
 	}
-	if skew != 0 {
-		t := auth.CTime.Add(skew)
-		auth.CTime, auth.Cusec = t, t.Nanosecond()/1000
-	}
+	t := uniqueTime(auth.CTime.Add(skew))
+	auth.CTime, auth.Cusec = t, t.Nanosecond()/1000
 	et, err := crypto.GetEtype(key.KeyType)
 	if err != nil {
 		return nil, fmt.Errorf("sasl: encryption type %d: %v", key.KeyType, err)

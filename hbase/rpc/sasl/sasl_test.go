@@ -466,3 +466,17 @@ func BenchmarkWrap(b *testing.B) {
 		})
 	}
 }
+
+// Authenticators made at once still differ in time: a server's replay
+// cache would refuse a repeat.
+func TestAuthenticatorTimesAreUnique(t *testing.T) {
+	now := time.Now()
+	seen := map[time.Time]bool{}
+	for i := 0; i < 1000; i++ {
+		u := uniqueTime(now)
+		if seen[u] {
+			t.Fatalf("time %v given twice", u)
+		}
+		seen[u] = true
+	}
+}
