@@ -79,6 +79,11 @@ func TestSecureRunThenVerify(t *testing.T) {
 	for _, q := range qops {
 		for _, sink := range []string{"puts", "hfiles"} {
 			t.Run(q.String()+"/"+sink, func(t *testing.T) {
+				if sink == "hfiles" && s.Secure.DataTransferProtection == "integrity" {
+					// vfs refuses DataNode integrity, which the HDFS client
+					// misreads (TestSecureInspectSnapshotMatchesOracle).
+					t.Skip("staging on HDFS needs dfs.data.transfer.protection privacy or authentication; start the cluster with TESTENV_DATA_PROTECTION=privacy")
+				}
 				secureConfWith(t, s, q)
 				table := "secure_run_" + sink + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 				t.Cleanup(func() {
