@@ -21,8 +21,12 @@ type Config struct {
 	// ZNodeParent is zookeeper.znode.parent; "" means /hbase.
 	ZNodeParent string
 	// User is the effective user sent to servers (simple auth). "" means
-	// the OS user running rekey.
+	// the OS user running rekey. With Kerberos the servers take the
+	// authenticated principal instead.
 	User string
+	// Kerberos, when not nil, authenticates every connection with SASL
+	// GSSAPI (hbase.security.authentication=kerberos).
+	Kerberos *Kerberos
 	// RPCTimeout bounds one RPC; 0 means 60 s.
 	RPCTimeout time.Duration
 	// OperationTimeout bounds one operation with all its retries (Get,
@@ -96,6 +100,13 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.ZKQuorum == "" {
 		return nil, errors.New("hbase: Config.ZKQuorum is required")
 	}
+	if cfg.Kerberos != nil {
+		k := *cfg.Kerberos // the caller's value stays as given
+		if err := k.ready(); err != nil {
+			return nil, err
+		}
+		cfg.Kerberos = &k
+	}
 	z, err := dialZK(cfg.ZKQuorum, cfg.ZNodeParent, 30*time.Second)
 	if err != nil {
 		return nil, err
@@ -140,7 +151,15 @@ func (c *Client) conn(ctx context.Context, addr, service string) (*rpc.Conn, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := rpc.Dial(dctx, addr, rpc.Config{User: c.cfg.User, Service: service})
+	rc := rpc.Config{User: c.cfg.User, Service: service}
+	if c.cfg.Kerberos != nil {
+		k, err := c.cfg.Kerberos.forService(service)
+		if err != nil {
+			return nil, err
+		}
+		rc.Kerberos = k
+	}
+	conn, err := rpc.Dial(dctx, addr, rc)
 	if err != nil {
 		return nil, err
 	}

@@ -71,11 +71,22 @@
 // position and per action by index, so a partial failure is reported for
 // exactly the mutations that failed.
 //
+// # Kerberos
+//
+// Config.Kerberos (from hbase-site.xml: hbase.security.authentication,
+// hbase.master.kerberos.principal, hbase.regionserver.kerberos.principal,
+// hbase.rpc.protection) makes every connection authenticate with SASL
+// GSSAPI as the process's Kerberos login; _HOST in a principal is the
+// server's lowercased canonical host name.
+//
 // # Bulk load
 //
 // PrepareBulkLoad gives a staging token; BulkLoadHFile moves a region's
 // files in (assign_seq_num=true) under that token; CleanupBulkLoad removes
 // the staging directory. Files must lie inside one region: BulkLoad checks
 // each file's first and last row (given by the caller, who wrote the file)
-// against the current regions before loading anything.
+// against the current regions before loading anything. A secure region
+// server moves the files with the HDFS delegation token of the request
+// (fs_token): rekey sends none, so the server moves them as itself, and
+// the hbase user must be able to rename the files out of their directory.
 package hbase

@@ -23,7 +23,9 @@ var ErrNoCluster = errors.New("hbase: no cluster named")
 //
 // znodeParent, when not empty, overrides zookeeper.znode.parent from
 // hbase-site.xml. from says which of the three it was, for messages. An
-// error wraps ErrNoCluster when none of them names a cluster.
+// error wraps ErrNoCluster when none of them names a cluster. Whichever
+// names the cluster, the Kerberos settings come from
+// $HBASE_CONF_DIR/hbase-site.xml when there is one (see Kerberos).
 func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
 	switch {
 	case quorum != "":
@@ -41,6 +43,11 @@ func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
 	if znodeParent != "" {
 		cfg.ZNodeParent = znodeParent
 	}
+	if cfg.Kerberos == nil {
+		if cfg.Kerberos, err = securityFromSite(); err != nil {
+			return Config{}, "", err
+		}
+	}
 	return cfg, from, nil
 }
 
@@ -48,7 +55,8 @@ func Locate(quorum, znodeParent string) (cfg Config, from string, err error) {
 // $HBASE_CONF_DIR/hbase-site.xml, as HBase's own tools find their cluster:
 // hbase.zookeeper.quorum (hosts, with or without ports),
 // hbase.zookeeper.property.clientPort (default 2181) for hosts given without
-// a port, and zookeeper.znode.parent (default /hbase).
+// a port, and zookeeper.znode.parent (default /hbase); with
+// hbase.security.authentication=kerberos also the Kerberos settings.
 func ConfigFromSite() (Config, error) {
 	dir := os.Getenv("HBASE_CONF_DIR")
 	if dir == "" {
@@ -59,18 +67,9 @@ func ConfigFromSite() (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("hbase: no ZooKeeper quorum given: %w", err)
 	}
-	var conf struct {
-		Property []struct {
-			Name  string `xml:"name"`
-			Value string `xml:"value"`
-		} `xml:"property"`
-	}
-	if err := xml.Unmarshal(b, &conf); err != nil {
-		return Config{}, fmt.Errorf("hbase: %s: %w", p, err)
-	}
-	props := map[string]string{}
-	for _, pr := range conf.Property {
-		props[strings.TrimSpace(pr.Name)] = strings.TrimSpace(pr.Value)
+	props, err := siteProps(b, p)
+	if err != nil {
+		return Config{}, err
 	}
 	quorum := props["hbase.zookeeper.quorum"]
 	if quorum == "" {
@@ -91,5 +90,52 @@ func ConfigFromSite() (Config, error) {
 		}
 		hosts = append(hosts, h)
 	}
-	return Config{ZKQuorum: strings.Join(hosts, ","), ZNodeParent: props["zookeeper.znode.parent"]}, nil
+	k, err := kerberosFromSite(props, p)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{ZKQuorum: strings.Join(hosts, ","), ZNodeParent: props["zookeeper.znode.parent"], Kerberos: k}, nil
+}
+
+// siteProps returns the properties of a Hadoop-style XML configuration
+// file's content b (read from path, for messages).
+func siteProps(b []byte, path string) (map[string]string, error) {
+	var conf struct {
+		Property []struct {
+			Name  string `xml:"name"`
+			Value string `xml:"value"`
+		} `xml:"property"`
+	}
+	if err := xml.Unmarshal(b, &conf); err != nil {
+		return nil, fmt.Errorf("hbase: %s: %w", path, err)
+	}
+	props := map[string]string{}
+	for _, pr := range conf.Property {
+		props[strings.TrimSpace(pr.Name)] = strings.TrimSpace(pr.Value)
+	}
+	return props, nil
+}
+
+// securityFromSite returns the Kerberos settings of
+// $HBASE_CONF_DIR/hbase-site.xml, when that names a file: a cluster found
+// through --zk or $REKEY_ZK still takes its security settings from there,
+// as HBase's own clients do. No file means no settings.
+func securityFromSite() (*Kerberos, error) {
+	dir := os.Getenv("HBASE_CONF_DIR")
+	if dir == "" {
+		return nil, nil
+	}
+	p := filepath.Join(dir, "hbase-site.xml")
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("hbase: %w", err)
+	}
+	props, err := siteProps(b, p)
+	if err != nil {
+		return nil, err
+	}
+	return kerberosFromSite(props, p)
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/rekeyhq/rekey/internal/krb"
 )
 
 // HDFS is a file system on an HDFS cluster, spoken to natively.
@@ -26,6 +28,16 @@ type HDFS struct {
 	name   string
 	stats  hdfsCounters
 	nnWait time.Duration
+	// login is the Kerberos identity when the cluster requires Kerberos,
+	// else nil; spn is then the NameNode's principal, _HOST unexpanded.
+	login *krb.Login
+	spn   string
+	// addrs are the NameNode addresses as configured.
+	addrs []string
+	// probe asks the NameNode once whether it refuses clients without
+	// Kerberos; probed is its answer (simpleRefusal).
+	probe  sync.Once
+	probed string
 }
 
 // HDFSStats counts an HDFS file system's DataNode connections and what
@@ -106,16 +118,20 @@ const hdfsReadTimeout = 60 * time.Second
 // like dfs.client.max.block.acquire.failures (3).
 const hdfsStreamRetries = 3
 
-// ErrKerberos is returned when the Hadoop configuration demands Kerberos,
-// which this build does not configure.
-var ErrKerberos = errors.New("vfs: HDFS cluster requires Kerberos (hadoop.security.authentication=kerberos), which rekey does not support yet; read a local export of the snapshot instead")
+// ErrKerberos is matched by the error of an operation on a NameNode that
+// requires Kerberos from a client whose Hadoop configuration does not
+// say so (the NameNode refuses SIMPLE authentication).
+var ErrKerberos = errors.New("vfs: the HDFS cluster requires Kerberos")
 
 // DialHDFS connects to the HDFS named by authority, the host:port or
 // nameservice part of an hdfs:// URL. A nameservice (no port) is resolved
 // through the Hadoop configuration in HADOOP_CONF_DIR (or
 // HADOOP_HOME/conf): dfs.ha.namenodes.<ns> and
 // dfs.namenode.rpc-address.<ns>.<nn>. The user is HADOOP_USER_NAME, else
-// the OS user.
+// the OS user; with hadoop.security.authentication=kerberos it is the
+// principal krb.Default logs in as, the NameNode's principal comes from
+// dfs.namenode.kerberos.principal and DataNode connections are protected
+// as dfs.data.transfer.protection says.
 func DialHDFS(authority string) (*HDFS, error) { return DialHDFSWith(authority, HDFSOptions{}) }
 
 // DialHDFSWith is DialHDFS with options.
@@ -125,15 +141,17 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		return nil, fmt.Errorf("vfs: reading Hadoop configuration (HADOOP_CONF_DIR): %w", err)
 	}
 	opts := hdfs.ClientOptionsFromConf(conf)
-	if opts.KerberosClient != nil {
-		return nil, ErrKerberos
-	}
 	addrs, err := namenodeAddrs(conf, authority)
 	if err != nil {
 		return nil, err
 	}
 	opts.Addresses = addrs
-	h := &HDFS{name: "hdfs://" + authority, nnWait: o.NameNodeWait}
+	h := &HDFS{name: "hdfs://" + authority, nnWait: o.NameNodeWait, addrs: addrs}
+	if opts.KerberosClient != nil {
+		if err := h.kerberize(&opts, conf); err != nil {
+			return nil, err
+		}
+	}
 	if h.nnWait <= 0 {
 		h.nnWait = DefaultNameNodeWait
 	}
@@ -146,7 +164,7 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 	}
 	opts.DatanodeDialFunc = h.countingDial(dial)
 	opts.User = os.Getenv("HADOOP_USER_NAME")
-	if opts.User == "" {
+	if opts.User == "" && h.login == nil {
 		u, err := user.Current()
 		if err != nil {
 			return nil, fmt.Errorf("vfs: no HADOOP_USER_NAME and no OS user: %w", err)
@@ -155,7 +173,7 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 	}
 	c, err := hdfs.NewClient(opts)
 	if err != nil {
-		return nil, fmt.Errorf("vfs: connecting to HDFS %s (%s): %w", authority, strings.Join(addrs, ","), err)
+		return nil, fmt.Errorf("vfs: connecting to HDFS %s (%s): %w", authority, strings.Join(addrs, ","), h.explain("connect", "", err))
 	}
 	h.client = c
 	return h, nil
@@ -173,7 +191,7 @@ func (h *HDFS) countingDial(dial func(ctx context.Context, network, addr string)
 		}
 		cc := &countedConn{Conn: c, stats: &h.stats}
 		cc.r = bufio.NewReaderSize(rawReader{cc}, dataNodeReadBuffer)
-		return cc, nil
+		return &saslGuard{Conn: cc, addr: addr}, nil
 	}
 }
 

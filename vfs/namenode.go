@@ -107,9 +107,12 @@ func (h *HDFS) nn(op, name string, fn func(retry bool) error) error {
 		if err == nil {
 			return nil
 		}
+		if e := h.simpleRefusal(op, name, err); e != nil {
+			return e
+		}
 		again, err := r.again(op, name, err, true)
 		if !again {
-			return err
+			return h.explain(op, name, err)
 		}
 	}
 }

@@ -153,7 +153,10 @@ func TestNamenodeAddrs(t *testing.T) {
 	}
 }
 
-func TestDialHDFSKerberosIsRefusedClearly(t *testing.T) {
+// TestDialHDFSKerberosWithoutKrb5Conf: a Kerberos configuration with no
+// krb5.conf to log in with fails at the dial, naming the file and the
+// ways to name another.
+func TestDialHDFSKerberosWithoutKrb5Conf(t *testing.T) {
 	dir := t.TempDir()
 	core := `<?xml version="1.0"?><configuration>
 <property><name>fs.defaultFS</name><value>hdfs://127.0.0.1:1</value></property>
@@ -163,7 +166,10 @@ func TestDialHDFSKerberosIsRefusedClearly(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("HADOOP_CONF_DIR", dir)
-	if _, err := DialHDFS("127.0.0.1:1"); !errors.Is(err, ErrKerberos) {
-		t.Fatalf("err = %v, want ErrKerberos", err)
+	missing := filepath.Join(dir, "no-krb5.conf")
+	t.Setenv("KRB5_CONFIG", missing)
+	_, err := DialHDFS("127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "requires Kerberos") || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "KRB5_CONFIG") {
+		t.Fatalf("err = %v, want it to say Kerberos is required and no krb5.conf is at %s", err, missing)
 	}
 }

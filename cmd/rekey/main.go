@@ -22,6 +22,7 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newPlanCmd(), newRunCmd(), newVerifyCmd(), newInspectCmd())
+	addKerberosFlags(root)
 	return root
 }
 
@@ -34,7 +35,13 @@ func addProfileFlag(root *cobra.Command) (stop func() error) {
 	var path string
 	var f *os.File
 	root.PersistentFlags().StringVar(&path, "cpuprofile", "", "write a CPU profile of the command to `FILE`")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+	krbPreRun := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if krbPreRun != nil {
+			if err := krbPreRun(cmd, args); err != nil {
+				return err
+			}
+		}
 		if path == "" {
 			return nil
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -38,8 +39,13 @@ type Config struct {
 	User string
 	// Service is the one service this connection serves.
 	Service string
-	// DialTimeout bounds the TCP connect and the header write; 0 means 10 s.
+	// DialTimeout bounds the TCP connect, the SASL exchange and the header
+	// write; 0 means 10 s.
 	DialTimeout time.Duration
+	// Kerberos, when not nil, authenticates the connection with SASL
+	// GSSAPI; the connection header then names no user (the server takes
+	// the authenticated principal) and User only fills the version info.
+	Kerberos *Kerberos
 }
 
 // Conn is one TCP connection to an HBase server for one service. Any number
@@ -50,6 +56,10 @@ type Conn struct {
 	addr    string
 	service string
 	nc      net.Conn
+	br      *bufio.Reader // reads nc
+	w       io.Writer     // nc, or a wrapWriter over it
+	rd      io.Reader     // br, or an unwrapReader over it
+	secure  bool          // authenticated with SASL
 
 	wmu  sync.Mutex // serializes frame writes
 	wbuf []byte
@@ -75,8 +85,53 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s (%s): %v", ErrDial, addr, cfg.Service, err)
 	}
+	c := &Conn{addr: addr, service: cfg.Service, nc: nc, pending: map[uint32]chan *Response{}, done: make(chan struct{})}
+	c.br = bufio.NewReaderSize(nc, 64<<10)
+	c.w, c.rd = nc, c.br
+	if cfg.Kerberos != nil {
+		deadline := time.Now().Add(timeout)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		layer, err := saslHandshake(nc, c.br, addr, cfg.Service, cfg.Kerberos, deadline)
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+		c.secure = true
+		if layer != nil {
+			c.w = &wrapWriter{w: nc, layer: layer}
+			c.rd = &unwrapReader{r: c.br, layer: layer}
+		}
+	}
+	hb, err := proto.Marshal(connectionHeader(cfg))
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("hbase/rpc: encoding connection header: %w", err)
+	}
+	// A plain connection sends the preamble with the header, in one write;
+	// a secure one sent its preamble with the first SASL token.
+	var buf []byte
+	if cfg.Kerberos == nil {
+		buf = append([]byte("HBas"), 0, authSimple)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(hb)))
+	buf = append(buf, hb...)
+	nc.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.w.Write(buf); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%w: %s (%s): writing connection header: %v", ErrDial, addr, cfg.Service, err)
+	}
+	nc.SetWriteDeadline(time.Time{})
+	go c.readLoop()
+	return c, nil
+}
+
+// connectionHeader is the header a connection starts with. A secure
+// connection names no user: the server takes the authenticated principal,
+// and any other name would ask it to let that principal act as a proxy.
+func connectionHeader(cfg Config) *pb.ConnectionHeader {
 	hdr := &pb.ConnectionHeader{
-		UserInfo:            &pb.UserInformation{EffectiveUser: proto.String(cfg.User)},
 		ServiceName:         proto.String(cfg.Service),
 		CellBlockCodecClass: proto.String(CodecClass),
 		// Servers check the client version before sending Get results in a
@@ -87,23 +142,10 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Conn, error) {
 			VersionMajor: proto.Uint32(2), VersionMinor: proto.Uint32(5),
 		},
 	}
-	hb, err := proto.Marshal(hdr)
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("hbase/rpc: encoding connection header: %w", err)
+	if cfg.Kerberos == nil {
+		hdr.UserInfo = &pb.UserInformation{EffectiveUser: proto.String(cfg.User)}
 	}
-	buf := append([]byte("HBas"), 0, 80)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(len(hb)))
-	buf = append(buf, hb...)
-	nc.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := nc.Write(buf); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("%w: %s (%s): writing connection header: %v", ErrDial, addr, cfg.Service, err)
-	}
-	nc.SetWriteDeadline(time.Time{})
-	c := &Conn{addr: addr, service: cfg.Service, nc: nc, pending: map[uint32]chan *Response{}, done: make(chan struct{})}
-	go c.readLoop()
-	return c, nil
+	return hdr
 }
 
 // Addr returns the server address.
@@ -130,7 +172,13 @@ func (c *Conn) fail(cause error) {
 		c.mu.Unlock()
 		return
 	}
-	c.err = fmt.Errorf("%w: %s (%s): %v", ErrConnBroken, c.addr, c.service, cause)
+	var ae *AuthError
+	if errors.As(cause, &ae) {
+		// Keep the refusal matchable: its Retry says not to dial again.
+		c.err = fmt.Errorf("%w: %w", ErrConnBroken, ae)
+	} else {
+		c.err = fmt.Errorf("%w: %s (%s): %v", ErrConnBroken, c.addr, c.service, cause)
+	}
 	pending := c.pending
 	c.pending = nil
 	close(c.done)
@@ -141,11 +189,20 @@ func (c *Conn) fail(cause error) {
 	}
 }
 
+// callIDNone is the call id of a response that answers no call: HBase
+// sends -1 when it refuses the connection itself.
+const callIDNone = math.MaxUint32
+
 func (c *Conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	if c.secure {
+		if err := c.checkSASLError(); err != nil {
+			c.fail(err)
+			return
+		}
+	}
 	var lenBuf [4]byte
 	for {
-		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
+		if _, err := io.ReadFull(c.rd, lenBuf[:]); err != nil {
 			c.fail(fmt.Errorf("reading response: %v", err))
 			return
 		}
@@ -155,7 +212,7 @@ func (c *Conn) readLoop() {
 			return
 		}
 		frame := make([]byte, n)
-		if _, err := io.ReadFull(br, frame); err != nil {
+		if _, err := io.ReadFull(c.rd, frame); err != nil {
 			c.fail(fmt.Errorf("reading %d-byte response: %v", n, err))
 			return
 		}
@@ -167,6 +224,11 @@ func (c *Conn) readLoop() {
 			return
 		}
 		id := resp.Header.GetCallId()
+		if e := resp.Header.Exception; id == callIDNone && e != nil {
+			msg := firstLine(e.GetStackTrace())
+			c.fail(&AuthError{Server: c.addr, Service: c.service, Class: e.GetExceptionClassName(), Message: msg, Hint: hintFor(e.GetExceptionClassName(), msg, c.secure)})
+			return
+		}
 		c.mu.Lock()
 		ch, ok := c.pending[id]
 		delete(c.pending, id)
@@ -176,6 +238,29 @@ func (c *Conn) readLoop() {
 		}
 		// A response nobody waits for belongs to a call that timed out.
 	}
+}
+
+// checkSASLError waits for the server's first bytes after the SASL
+// exchange and reads them as a SASL error reply when they are one. HBase
+// sends nothing when the exchange succeeded, but answers a last step it
+// rejects (the layer choice) with an error status and closes. An error
+// status reads as a length of 1, which no response frame or wrap token
+// can have, so the two cannot be confused.
+func (c *Conn) checkSASLError() error {
+	b, err := c.br.Peek(4)
+	if err != nil {
+		return fmt.Errorf("reading response: %v", err)
+	}
+	if binary.BigEndian.Uint32(b) != saslError {
+		return nil
+	}
+	c.br.Discard(4)
+	err = readSASLError(c.br)
+	var se *saslServerError
+	if errors.As(err, &se) {
+		return &AuthError{Server: c.addr, Service: c.service, Class: se.class, Message: se.msg, Hint: hintFor(se.class, se.msg, true)}
+	}
+	return fmt.Errorf("reading the SASL error reply: %v", err)
 }
 
 // Call sends one request and waits for its response, decoding the response
@@ -261,7 +346,7 @@ func (c *Conn) write(ctx context.Context, hdr *pb.RequestHeader, param proto.Mes
 	} else {
 		c.nc.SetWriteDeadline(time.Time{})
 	}
-	if _, err := c.nc.Write(buf); err != nil {
+	if _, err := c.w.Write(buf); err != nil {
 		c.fail(fmt.Errorf("writing request: %v", err))
 		return c.Err()
 	}

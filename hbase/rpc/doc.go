@@ -5,13 +5,33 @@
 //
 // # Connection setup
 //
-//	preamble   "HBas" | version u8 = 0 | auth u8 = 80 (SIMPLE)
+//	preamble   "HBas" | version u8 = 0 | auth u8 = 80 (SIMPLE) or 81 (KERBEROS)
 //	header     u32 BE length | ConnectionHeader (plain protobuf, not delimited)
 //
 // The ConnectionHeader names the effective user, the one service the
 // connection serves (ClientService, AdminService or MasterService) and the
 // cell block codec. Under SIMPLE auth the server answers nothing; it starts
-// reading requests.
+// reading requests. A server that refuses the connection answers with a
+// response whose call id is -1 ("Authentication is required" to a SIMPLE
+// client of a secure cluster) and closes: every call then fails with that
+// *AuthError, which is not retried.
+//
+// # Kerberos (SASL GSSAPI)
+//
+// With Config.Kerberos, the preamble (auth 81) is followed by the SASL
+// exchange of package sasl, before the header:
+//
+//	client     u32 BE length | token
+//	server     u32 BE status = 0 | u32 BE length | token      (or length -88: use SIMPLE)
+//	           u32 BE status = 1 | u32 BE length | class | u32 BE length | message
+//
+// The client sends the initial token (an AP-REQ), the server its AP-REP,
+// the client an empty token, the server its wrapped offer of protections,
+// the client its wrapped choice; the server sends nothing more on success.
+// Under integrity or privacy every later byte, both ways, header first,
+// travels as u32 BE length | wrap token, a token carrying a piece of the
+// plain stream. Under Kerberos the header names no user: the server takes
+// the authenticated principal.
 //
 // # Framing
 //

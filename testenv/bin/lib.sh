@@ -2,10 +2,29 @@
 TESTENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STATE="$TESTENV/state.json"
 RUN="$TESTENV/run"
+# SECURE=1: the kerberized cluster, with its own state file and run
+# directory, so it runs beside the plain one (testenv/README.md).
+SECURE_PROPS=()
+if [ "${SECURE:-}" = 1 ]; then
+	STATE="$TESTENV/state-secure.json"
+	RUN="$TESTENV/run-secure"
+	SECURE_PROPS=(-Drekey.secure=1)
+fi
 
 # classpath prints the Java classpath: the oracle jar and its dependencies.
 classpath() {
 	echo "$TESTENV/target/testenv.jar:$(cat "$TESTENV/target/classpath.txt")"
+}
+
+# cluster_classpath prints the cluster JVM's classpath. Hadoop reads
+# ssl-server.xml from the classpath: a secure cluster writes it to
+# RUN/secure/sslconf, which goes ahead of the jars.
+cluster_classpath() {
+	if [ "${SECURE:-}" = 1 ]; then
+		echo "$RUN/secure/sslconf:$(classpath)"
+	else
+		classpath
+	fi
 }
 
 # state_get KEY prints one value of state.json (numbers and strings only).

@@ -57,6 +57,8 @@ public final class Cluster {
    * pipeline tests ha2.
    */
   private final List<HaDfs> ha;
+  /** Kerberos for a secure cluster (SECURE=1), or null. */
+  private SecureCluster secure;
   private Connection conn;
   private volatile boolean stopping;
 
@@ -92,13 +94,18 @@ public final class Cluster {
     control.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), wantPort));
 
     Configuration conf = Conf.cluster();
+    java.nio.file.Path run = info.toAbsolutePath().getParent();
+    SecureCluster secure = SecureCluster.fromEnvironment(run);
+    if (secure != null) {
+      secure.configure(conf);
+    }
     TestingHBaseCluster c = TestingHBaseCluster.create(TestingHBaseClusterOption.builder()
         .conf(conf).numMasters(1).numRegionServers(2).numDataNodes(1).numZkServers(1)
         .dataNodeHosts(new String[] {"127.0.0.1"})
         .createRootDir(true).build());
-    java.nio.file.Path run = info.toAbsolutePath().getParent();
     Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")),
         List.of(new HaDfs(run.resolve("ha1"), "ha1"), new HaDfs(run.resolve("ha2"), "ha2")));
+    self.secure = secure;
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -121,6 +128,9 @@ public final class Cluster {
     st.put("pid", ProcessHandle.current().pid());
     st.put("log", args[2]);
     st.put("start_seconds", Math.round(startSeconds * 10) / 10.0);
+    if (secure != null) {
+      st.put("secure", secure.clientState(cc, nn));
+    }
     java.nio.file.Path tmp = info.resolveSibling(info.getFileName() + ".tmp");
     try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
       new GsonBuilder().setPrettyPrinting().create().toJson(st, w);
@@ -341,6 +351,9 @@ public final class Cluster {
       cluster.stop();
     } catch (Exception e) {
       System.err.println("rekey-testenv: stopping the cluster: " + e);
+    }
+    if (secure != null) {
+      secure.stop();
     }
   }
 }

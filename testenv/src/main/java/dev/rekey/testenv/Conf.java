@@ -108,6 +108,9 @@ final class Conf {
     conf.set("fs.defaultFS", "hdfs://" + st.get("hdfs_namenode"));
     conf.set("hbase.rootdir", (String) st.get("hbase_rootdir"));
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
+    if (st.containsKey("secure")) {
+      SecureCluster.client(conf, st);
+    }
     compression(conf);
     return conf;
   }

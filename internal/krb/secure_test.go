@@ -1,0 +1,118 @@
+package krb
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/iana/etypeID"
+	"github.com/jcmturner/gokrb5/v8/keytab"
+
+	"github.com/rekeyhq/rekey/internal/testenv"
+)
+
+// The KDC's service principal of every daemon, as gokrb5 takes it (no realm).
+const serviceSPN = "user/localhost"
+
+// TestSecureKeytabLogin: a keytab login as rekey@ gets a ticket for the
+// daemons' principal from the KDC, and the ticket opens with that
+// principal's key (its keytab): the KDC, not this package, says it is one.
+func TestSecureKeytabLogin(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	l, err := LoginWith(Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Principal != s.Secure.ClientPrincipal || !l.Renews || l.Note(time.Now()) != "" {
+		t.Fatalf("login = %+v, note %q", l, l.Note(time.Now()))
+	}
+	tkt, _, err := l.Client.GetServiceTicket(serviceSPN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt, err := keytab.Load(s.Secure.HBaseKeytab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tkt.DecryptEncPart(kt, nil); err != nil {
+		t.Fatalf("the service ticket does not open with %s's key: %v", serviceSPN, err)
+	}
+	if got := strings.Join(tkt.DecryptedEncPart.CName.NameString, "/") + "@" + tkt.DecryptedEncPart.CRealm; got != s.Secure.ClientPrincipal {
+		t.Fatalf("ticket's client = %s, want %s", got, s.Secure.ClientPrincipal)
+	}
+}
+
+// TestSecureKeytabWithoutTheKey: rekey's keytab asked for the hbase
+// principal fails before any KDC exchange, naming what the keytab holds.
+func TestSecureKeytabWithoutTheKey(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	_, err := LoginWith(Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.HBasePrincipal, Krb5Conf: s.Secure.Krb5Conf})
+	if err == nil {
+		t.Fatal("login succeeded")
+	}
+	want := "holds no key for " + s.Secure.HBasePrincipal + ", only for " + s.Secure.ClientPrincipal
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to say %q", err, want)
+	}
+}
+
+// writeKeytab writes a keytab with a key derived from password for
+// principal (name@REALM): the KDC may not know the principal, or know
+// it with another key.
+func writeKeytab(t *testing.T, principal, password string) string {
+	t.Helper()
+	name, realm, _ := strings.Cut(principal, "@")
+	kt := keytab.New()
+	for _, e := range []int32{etypeID.AES128_CTS_HMAC_SHA1_96, etypeID.AES256_CTS_HMAC_SHA1_96} {
+		if err := kt.AddEntry(name, realm, password, time.Now(), 1, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := kt.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "test.keytab")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSecureUnknownPrincipal: the KDC answers that it does not know the
+// principal, and the error says so by name.
+func TestSecureUnknownPrincipal(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	ghost := "ghost@" + s.Secure.Realm
+	_, err := LoginWith(Options{Keytab: writeKeytab(t, ghost, "pw"), Principal: ghost, Krb5Conf: s.Secure.Krb5Conf})
+	if !errors.Is(err, ErrUnknownPrincipal) || !strings.Contains(err.Error(), ghost) {
+		t.Fatalf("err = %v, want ErrUnknownPrincipal naming %s", err, ghost)
+	}
+}
+
+// TestSecureStaleKeytab: a keytab whose key is not the KDC's for the
+// principal (exported before a password change) is refused by the KDC.
+func TestSecureStaleKeytab(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	const secret = "not-the-password-9f2c"
+	_, err := LoginWith(Options{Keytab: writeKeytab(t, s.Secure.ClientPrincipal, secret), Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
+	if !errors.Is(err, ErrBadKey) {
+		t.Fatalf("err = %v, want ErrBadKey", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("the error shows the secret: %v", err)
+	}
+}
+
+// TestSecureNoTicketCache: no keytab and no ticket cache is "no ticket".
+func TestSecureNoTicketCache(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	missing := filepath.Join(t.TempDir(), "krb5cc_none")
+	_, err := LoginWith(Options{CCache: "FILE:" + missing, Krb5Conf: s.Secure.Krb5Conf})
+	if !errors.Is(err, ErrNoTicket) || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "kinit") {
+		t.Fatalf("err = %v, want ErrNoTicket naming %s and kinit", err, missing)
+	}
+}

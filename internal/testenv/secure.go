@@ -1,0 +1,116 @@
+package testenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// SecureState is testenv/state-secure.json, written by `SECURE=1
+// testenv/bin/up`: the kerberized cluster's addresses (the plain fields,
+// same meaning) and its Kerberos facts.
+type SecureState struct {
+	State
+	Secure Kerberos `json:"secure"`
+}
+
+// Kerberos is the "secure" block of state-secure.json.
+type Kerberos struct {
+	// Realm is the KDC's realm, EXAMPLE.COM.
+	Realm string `json:"realm"`
+	// KDC is host:port of the KDC (TCP).
+	KDC string `json:"kdc"`
+	// Krb5Conf is a client krb5.conf for the KDC.
+	Krb5Conf string `json:"krb5_conf"`
+	// Krb5ShortConf is the same asking for ShortLifetimeSeconds tickets,
+	// not renewable, for renewal tests.
+	Krb5ShortConf string `json:"krb5_short_conf"`
+	// ShortLifetimeSeconds is the ticket lifetime Krb5ShortConf asks for.
+	ShortLifetimeSeconds int `json:"short_ticket_lifetime_seconds"`
+	// HadoopConfDir holds core-site.xml, hdfs-site.xml and hbase-site.xml
+	// for clients (server principals in their _HOST form).
+	HadoopConfDir string `json:"hadoop_conf_dir"`
+	// ClientPrincipal (rekey@EXAMPLE.COM, an ordinary user) and its keytab.
+	ClientPrincipal string `json:"client_principal"`
+	ClientKeytab    string `json:"client_keytab"`
+	// HBasePrincipal is the daemons' principal (user/localhost@EXAMPLE.COM,
+	// also the HDFS superuser) and HBaseKeytab its keytab.
+	HBasePrincipal string `json:"hbase_principal"`
+	HBaseKeytab    string `json:"hbase_keytab"`
+	// ServicePattern is the server principal as client configurations
+	// write it, user/_HOST@EXAMPLE.COM.
+	ServicePattern string `json:"service_principal_pattern"`
+	// DataTransferProtection is dfs.data.transfer.protection and
+	// RPCProtection hbase.rpc.protection.
+	DataTransferProtection string `json:"data_transfer_protection"`
+	RPCProtection          string `json:"rpc_protection"`
+}
+
+// SecureMarker starts the line RequireSecure logs in every test that found
+// the secure cluster (scripts/test_skips.py treats it as IntegrationMarker).
+const SecureMarker = IntegrationMarker + " (secure)"
+
+// LoadSecure reads testenv/state-secure.json.
+func LoadSecure() (*SecureState, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(root, "testenv", "state-secure.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: no running secure cluster (%v); start one with `make testenv-up SECURE=1`", err)
+	}
+	var s SecureState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("testenv: %s: %w", path, err)
+	}
+	if s.Secure.Krb5Conf == "" {
+		return nil, fmt.Errorf("testenv: %s has no secure block", path)
+	}
+	return &s, nil
+}
+
+// RequireSecure returns the running secure cluster's state. Without one it
+// skips the test, loudly (the skip message says how to run it), or fails
+// it under REKEY_REQUIRE_SECURE=1, which scripts/test.sh sets for the
+// secure pass. The plain pass (REKEY_REQUIRE_CLUSTER=1 alone) skips these
+// tests: their cluster starts after it.
+func RequireSecure(t testing.TB) *SecureState {
+	t.Helper()
+	s, err := LoadSecure()
+	if err != nil {
+		if os.Getenv("REKEY_REQUIRE_SECURE") == "1" {
+			t.Fatalf("secure integration test needs the kerberized mini cluster: %v", err)
+		}
+		t.Skipf("SECURE TEST SKIPPED, Kerberos NOT tested: %v (scripts/test.sh runs it after the plain suites)", err)
+	}
+	t.Logf("%s at %s, realm %s", SecureMarker, s.ZKQuorum, s.Secure.Realm)
+	return s
+}
+
+// SecureOracle runs testenv/bin/oracle against the secure cluster (logged
+// in as the hbase principal, or as ORACLE_PRINCIPAL from ORACLE_KEYTAB when
+// env sets them: "NAME=value" entries) and returns its standard output; it
+// fails the test when the oracle fails.
+func SecureOracle(t testing.TB, env []string, args ...string) []byte {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), args...)
+	cmd.Env = append(append(os.Environ(), "SECURE=1"), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("SECURE=1 testenv/bin/oracle %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 4000))
+	}
+	return stdout.Bytes()
+}
