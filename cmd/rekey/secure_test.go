@@ -36,7 +36,7 @@ func seedSecure(t *testing.T, s *testenv.SecureState) string {
 			},
 			"split_keys": []string{"r00100"},
 			"steps": []map[string]any{
-				{"op": "rows", "rows": 200, "qualifiers": 3, "versions": 2, "value_max": 300},
+				{"op": "rows", "rows": 120, "qualifiers": 2, "versions": 2, "value_max": 300},
 				{"op": "flush"},
 				{"op": "snapshot", "name": table},
 			},
