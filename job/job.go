@@ -85,6 +85,22 @@ type Job struct {
 	// Verify is the verify: section, decoded and validated (zero when
 	// absent).
 	Verify Verify
+	// Security is the security: section (zero when absent).
+	Security Security
+}
+
+// Security is how to log in to Kerberos when HDFS or HBase requires it:
+// a keytab and the principal whose key it holds, and the krb5.conf to use.
+// Without a keytab the login uses the ticket cache (KRB5CCNAME). The
+// command line's --keytab, --principal and --krb5-conf take precedence.
+type Security struct {
+	// Keytab is the keytab file (resolved like Source.Root).
+	Keytab string
+	// Principal is name@REALM; required with Keytab.
+	Principal string
+	// Krb5Conf is the krb5.conf file (resolved like Source.Root); empty
+	// means KRB5_CONFIG, else /etc/krb5.conf.
+	Krb5Conf string
 }
 
 // Errorf returns an *Error about node n of this job file (field is the
@@ -257,6 +273,16 @@ func Parse(path string, data []byte) (*Job, error) {
 		"sink":   func(n *yaml.Node, p string) { d.sink(n, p, &j.Sink) },
 		"run":    func(n *yaml.Node, p string) { d.run(n, p, &j.Run) },
 		"verify": func(n *yaml.Node, p string) { d.decodeVerify(n, p, &j.Verify) },
+		"security": func(n *yaml.Node, p string) {
+			d.mapping(n, p, map[string]func(*yaml.Node, string){
+				"keytab":    func(n *yaml.Node, p string) { j.Security.Keytab = d.nonEmpty(n, p, "a keytab file") },
+				"principal": func(n *yaml.Node, p string) { j.Security.Principal = d.nonEmpty(n, p, "name@REALM") },
+				"krb5_conf": func(n *yaml.Node, p string) { j.Security.Krb5Conf = d.nonEmpty(n, p, "a krb5.conf file") },
+			})
+			if j.Security.Keytab != "" && j.Security.Principal == "" {
+				d.errorf(n, p, "keytab needs principal: the principal whose key it holds, name@REALM")
+			}
+		},
 	}, "source", "target", "source_layout", "target_layout", "entity")
 
 	// Compile even when the file's shape is wrong, so all mistakes show at
@@ -296,6 +322,11 @@ func Parse(path string, data []byte) (*Job, error) {
 	}
 	if j.Sink.Staging != "" {
 		j.Sink.Staging = resolve(dir, j.Sink.Staging)
+	}
+	for _, f := range []*string{&j.Security.Keytab, &j.Security.Krb5Conf} {
+		if *f != "" {
+			*f = resolve(dir, *f)
+		}
 	}
 	return j, nil
 }

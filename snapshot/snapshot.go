@@ -452,6 +452,9 @@ func open(ctx context.Context, fsys vfs.FS, root, name string) (*Snapshot, error
 	if err := s.setRegions(rms); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", name, err)
 	}
+	if err := s.checkReadable(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

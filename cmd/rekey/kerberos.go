@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/job"
 )
 
 // errKeytabWithoutPrincipal: a keytab may hold several principals' keys.
@@ -23,7 +24,8 @@ type kerberosFlags struct {
 // the command runs. Without --keytab the login uses the ticket cache
 // (KRB5CCNAME).
 func addKerberosFlags(root *cobra.Command) {
-	var f kerberosFlags
+	f := &loginFlags
+	*f = kerberosFlags{}
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.keytab, "keytab", "", "log in to Kerberos from this keytab `FILE` (with --principal); default: the ticket cache (KRB5CCNAME)")
 	pf.StringVar(&f.principal, "principal", "", "the Kerberos `PRINCIPAL` to log in as (name@REALM)")
@@ -32,7 +34,33 @@ func addKerberosFlags(root *cobra.Command) {
 		if f.keytab != "" && f.principal == "" {
 			return usageError{errKeytabWithoutPrincipal}
 		}
-		krb.Configure(krb.Options{Keytab: f.keytab, Principal: f.principal, Krb5Conf: f.krb5Conf})
+		krb.Configure(f.options(job.Security{}))
 		return nil
 	}
+}
+
+// loginFlags holds this run's Kerberos flags for useJobSecurity (one
+// command runs per process, and each run's tree resets it).
+var loginFlags kerberosFlags
+
+// options merges the flags over a job's security section: a keytab given
+// on the command line brings its own principal, and any flag given wins.
+func (f kerberosFlags) options(s job.Security) krb.Options {
+	o := krb.Options{Keytab: s.Keytab, Principal: s.Principal, Krb5Conf: s.Krb5Conf}
+	if f.keytab != "" {
+		o.Keytab, o.Principal = f.keytab, f.principal
+	} else if f.principal != "" {
+		o.Principal = f.principal
+	}
+	if f.krb5Conf != "" {
+		o.Krb5Conf = f.krb5Conf
+	}
+	return o
+}
+
+// useJobSecurity sets the process's Kerberos identity from the job's
+// security section under the command line's flags; commands that load a
+// job call it before reading anything.
+func useJobSecurity(j *job.Job) {
+	krb.Configure(loginFlags.options(j.Security))
 }

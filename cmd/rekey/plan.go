@@ -85,6 +85,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
+	useJobSecurity(j)
 	var (
 		table    = "(not read)"
 		nregions int

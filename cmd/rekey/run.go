@@ -125,6 +125,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	if err != nil {
 		return usageError{err}
 	}
+	useJobSecurity(j)
 	if err := applyRunFlags(j, f); err != nil {
 		return usageError{err}
 	}

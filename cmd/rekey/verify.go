@@ -138,6 +138,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	if err != nil {
 		return usageError{err}
 	}
+	useJobSecurity(j)
 	o, err := f.options(cmd.Flags().Changed)
 	if err != nil {
 		return usageError{err}

@@ -55,6 +55,18 @@ type Kerberos struct {
 // the secure cluster (scripts/test_skips.py treats it as IntegrationMarker).
 const SecureMarker = IntegrationMarker + " (secure)"
 
+// readJSON decodes the JSON file at path into v.
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // LoadSecure reads testenv/state-secure.json.
 func LoadSecure() (*SecureState, error) {
 	root, err := RepoRoot()
@@ -62,13 +74,9 @@ func LoadSecure() (*SecureState, error) {
 		return nil, err
 	}
 	path := filepath.Join(root, "testenv", "state-secure.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: no running secure cluster (%v); start one with `make testenv-up SECURE=1`", err)
-	}
 	var s SecureState
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("testenv: %s: %w", path, err)
+	if err := readJSON(path, &s); err != nil {
+		return nil, fmt.Errorf("testenv: no running secure cluster (%w); start one with `make testenv-up SECURE=1`", err)
 	}
 	if s.Secure.Krb5Conf == "" {
 		return nil, fmt.Errorf("testenv: %s has no secure block", path)

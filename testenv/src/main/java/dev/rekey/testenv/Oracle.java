@@ -58,6 +58,7 @@ public final class Oracle {
   private static final String USAGE = String.join("\n",
       "usage: testenv/bin/oracle COMMAND ARGS",
       "  seed SPEC.json                       create a table, write generated cells, run the spec's steps",
+      "  kinit KRB5CONF PRINCIPAL KEYTAB CCACHE  log in from a keytab, write the ticket to a cache file",
       "  dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]   cells of a snapshot (TableSnapshotScanner)",
       "  dump-table TABLE [--raw] [--max-versions N]             cells of a live table (scan)",
       "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
@@ -192,6 +193,10 @@ public final class Oracle {
 
   private static void run(String cmd, String[] a) throws Exception {
     switch (cmd) {
+      case "kinit":
+        need(a, 4, 4, "kinit KRB5CONF PRINCIPAL KEYTAB CCACHE");
+        Kinit.run(a[0], a[1], a[2], a[3]);
+        break;
       case "seed": {
         need(a, 1, 1, "seed SPEC.json");
         try (Connection conn = connect()) {

@@ -1,0 +1,85 @@
+package vfs
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/keytab"
+	"github.com/jcmturner/gokrb5/v8/messages"
+
+	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/testenv"
+)
+
+// serviceTicket asks l for a ticket to the daemons' principal and opens
+// it with their keytab, which only the KDC's ticket does.
+func serviceTicket(t *testing.T, l *krb.Login, serviceKeytab string) messages.Ticket {
+	t.Helper()
+	tkt, _, err := l.Client.GetServiceTicket("user/localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kt, err := keytab.Load(serviceKeytab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tkt.DecryptEncPart(kt, nil); err != nil {
+		t.Fatal(err)
+	}
+	return tkt
+}
+
+// listSnapshots dials the NameNode afresh (a new connection, so a new
+// Kerberos authentication) and lists the snapshot directory.
+func listSnapshots(t *testing.T, s *testenv.SecureState) []string {
+	t.Helper()
+	h, err := DialHDFS(s.NameNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	fis, err := h.ReadDir(strings.TrimPrefix(s.RootDir, "hdfs://"+s.NameNode) + "/.hbase-snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, fi := range fis {
+		names = append(names, fi.Name())
+	}
+	return names
+}
+
+// TestSecureKeytabLoginRenewedAcrossExpiry: with tickets of the short
+// lifetime krb5-short.conf asks for (not renewable), a keytab login that
+// outlives its first ticket still authenticates a new NameNode connection:
+// the NameNode accepts it, and the ticket the KDC issued for it is a new
+// one, valid past the first's end.
+func TestSecureKeytabLoginRenewedAcrossExpiry(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
+	krb.Configure(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5ShortConf})
+	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	l, err := krb.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := listSnapshots(t, s)
+	first := serviceTicket(t, l, s.Secure.HBaseKeytab).DecryptedEncPart
+	life := first.EndTime.Sub(first.AuthTime)
+	if max := time.Duration(s.Secure.ShortLifetimeSeconds)*time.Second + 5*time.Second; life > max {
+		t.Fatalf("the KDC issued a %v ticket; krb5-short.conf asks for %ds", life, s.Secure.ShortLifetimeSeconds)
+	}
+	wait := time.Until(first.EndTime) + 5*time.Second
+	t.Logf("ticket lifetime %v; waiting %v for it to expire", life.Round(time.Second), wait.Round(time.Second))
+	time.Sleep(wait)
+	after := listSnapshots(t, s)
+	if !slices.Equal(before, after) {
+		t.Fatalf("listing after expiry = %v, before %v", after, before)
+	}
+	second := serviceTicket(t, l, s.Secure.HBaseKeytab).DecryptedEncPart
+	if !second.EndTime.After(first.EndTime) || !second.AuthTime.After(first.AuthTime) {
+		t.Fatalf("after expiry the ticket runs %v..%v, the first %v..%v: no new login", second.AuthTime, second.EndTime, first.AuthTime, first.EndTime)
+	}
+}
