@@ -232,6 +232,11 @@ func (s *Sink) openLater(ctx context.Context) error {
 	if err := s.usePlan(&p); err != nil {
 		return err
 	}
+	if dir := path.Join(s.root, s.task.Dir()); s.task.Phase != PhaseAll {
+		if err := s.fs.MkdirAll(dir); err != nil {
+			return fmt.Errorf("stage: create %s: %w", dir, err)
+		}
+	}
 	return s.readFamilies(ctx)
 }
 
