@@ -349,4 +349,3 @@ func (r *statusReader) eta(st *Status) {
 	st.ETASeconds = spillLeft + max(mergeLeft, 0)/rate
 	st.ETABasis = fmt.Sprintf("spill: %d of %d source bytes read at %.0f bytes/s; merge: %s; the load is not included", done, total, float64(done)/spillSecs, basis)
 }
-
