@@ -311,8 +311,14 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items),
 	}
+	if o.Task.Phase == stage.PhaseSpill {
+		o.SplitIDs = make([]string, 0, len(r.items)) // a shard may have none
+	}
 	for _, w := range r.items {
 		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
+		if o.Task.Phase == stage.PhaseSpill {
+			o.SplitIDs = append(o.SplitIDs, w.id)
+		}
 	}
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys

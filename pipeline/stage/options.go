@@ -35,6 +35,11 @@ type Options struct {
 	// Splits is how many splits a spill task reads, recorded for
 	// `rekey status`.
 	Splits int
+	// SplitIDs are the IDs of the splits a spill task reads: its commit
+	// names exactly these splits' records (each must be there), so a
+	// record left in the shard's folder by an earlier run of other
+	// options is never merged. Nil commits every record in the folder.
+	SplitIDs []string
 
 	// Memory bounds the bytes of cells the sink holds in sort buffers,
 	// over all splits at once (default: a run's share for its sink of the

@@ -247,6 +247,9 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	if recs, err = s.taskRecords(recs); err != nil {
+		return err
+	}
 	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Splits: recs, Committed: time.Now().UTC()}
 	if c.Splits == nil {
 		c.Splits = []*splitRecord{}
@@ -262,6 +265,28 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 	s.account(recs, &finishState{})
 	rep.Printf("hfiles: spill shard %d/%d committed: %d splits, %d cells in %s; once every shard is committed, merge with --phase merge --part J/R", s.task.Index, s.task.Count, len(recs), c.Cells, s.url(path.Join(s.root, s.spill)))
 	return nil
+}
+
+// taskRecords keeps the records of the task's own splits (Options.
+// SplitIDs), each of which must be there.
+func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
+	if s.o.SplitIDs == nil {
+		return recs, nil
+	}
+	byID := map[string]*splitRecord{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	out := make([]*splitRecord, 0, len(s.o.SplitIDs))
+	for _, id := range s.o.SplitIDs {
+		r := byID[id]
+		if r == nil {
+			return nil, fmt.Errorf("stage: spill shard %s: split %s is done in the checkpoint but has no record in %s; rerun the shard with --fresh", s.task, id, s.url(path.Join(s.root, s.spill)))
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // committedSpills reads every committed spill shard of the folder. All N

@@ -1,0 +1,59 @@
+package stage
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestSpillCommitsOnlyItsSplits: a spill shard's commit names the records
+// of its own splits only; a record an earlier run of other options left
+// in the shard's folder is not merged, and a split of the shard without a
+// record fails the commit.
+func TestSpillCommitsOnlyItsSplits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1,
+		Task: Task{PhaseSpill, 0, 1}}
+	cells := genCells(3, 3000)
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "stale", cells[:1000]) // an earlier run's split
+	s.Close()
+
+	o.SplitIDs = []string{"a", "b"}
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", cells[1000:2000])
+	if err := s.Finish(ctx, logRep{t}); err == nil || !strings.Contains(err.Error(), "split b") {
+		t.Fatalf("commit without split b's record: %v, want an error naming it", err)
+	}
+	writeSplit(t, s, "b", cells[2000:])
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Stats(); st.Cells != 2000 || st.CellsStaged != 2000 {
+		t.Errorf("merged %d cells of %d staged, want the 2000 of splits a and b", st.Cells, st.CellsStaged)
+	}
+	var got int
+	for _, f := range readStaged(t, dir) {
+		got += len(f.cells)
+	}
+	if got != 2000 {
+		t.Errorf("%d cells in the HFiles, want 2000", got)
+	}
+}
