@@ -2,6 +2,7 @@ package stage
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,40 @@ func TestSpillCommitsOnlyItsSplits(t *testing.T) {
 	}
 	if got != 2000 {
 		t.Errorf("%d cells in the HFiles, want 2000", got)
+	}
+}
+
+// TestDealPartitions: every partition goes to exactly one part, the
+// largest first to the lightest part, and the deal does not depend on the
+// order the partitions come in.
+func TestDealPartitions(t *testing.T) {
+	sizes := []int64{10, 9, 8, 1, 1, 1, 7}
+	var ps []*partition
+	for i, b := range sizes {
+		ps = append(ps, &partition{region: i, family: "f", bytes: b})
+	}
+	deal := func(in []*partition) [][]int {
+		var out [][]int
+		for _, part := range dealPartitions(in, 2) {
+			var regions []int
+			for _, p := range part {
+				regions = append(regions, p.region)
+			}
+			out = append(out, regions)
+		}
+		return out
+	}
+	got := deal(ps)
+	// By the rule: 10 -> part 0; 9 -> 1; 8 -> 1 (9 < 10); 7 -> 0 (10 < 17);
+	// then the three 1s (regions 3, 4, 5) to the lighter part each time:
+	// 0 (17 = 17, the lower index), 1, 0.
+	want := [][]int{{0, 6, 3, 5}, {1, 2, 4}}
+	if len(got) != 2 || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
+		t.Errorf("dealt %v, want %v", got, want)
+	}
+	rev := slices.Clone(ps)
+	slices.Reverse(rev)
+	if again := deal(rev); !slices.Equal(again[0], got[0]) || !slices.Equal(again[1], got[1]) {
+		t.Errorf("dealt %v from the reversed order, %v from the first", again, got)
 	}
 }
