@@ -58,21 +58,6 @@ func phaseStatus(t *testing.T, bin, jobPath string) *pipeline.StagingStatus {
 	return &st
 }
 
-// storeFilesPerFamily counts the target's store files per region and
-// family folder, as HBase's file system lists them (the oracle's files).
-func storeFilesPerFamily(t *testing.T, table string) map[string]int {
-	out := map[string]int{}
-	for _, l := range strings.Split(strings.TrimSpace(string(testenv.Oracle(t, "files", table))), "\n") {
-		if l == "" {
-			continue
-		}
-		p, _, _ := strings.Cut(l, "\t")
-		parts := strings.Split(p, "/")
-		out[strings.Join(parts[len(parts)-3:len(parts)-1], "/")]++
-	}
-	return out
-}
-
 // TestPhasesByHand runs a job in phases as a scheduler would, one rekey
 // process per task over one staging folder on the cluster's HDFS: three
 // spill shards (shard 0 killed with SIGKILL after it committed a split,
@@ -193,15 +178,7 @@ func TestPhasesByHand(t *testing.T) {
 		t.Fatalf("rekey load: exit %d\n%s\n%s", code, out, errOut)
 	}
 	sameCells(t, "target after the phases (raw)", dumpTable(t, dst, true), want)
-	files := storeFilesPerFamily(t, dst)
-	if len(files) != 4 {
-		t.Errorf("store files in %d region/family folders, want 4 (4 regions, family r): %v", len(files), files)
-	}
-	for k, n := range files {
-		if n != 1 {
-			t.Errorf("%s holds %d store files, want 1", k, n)
-		}
-	}
+	testenv.OneStoreFileEach(t, dst, 4)
 	done := phaseStatus(t, bin, jobPath)
 	if done.Spill.Done != 3 || done.Merge.Done != 2 || done.Load.Done != 1 || done.Load.Cells != int64(len(want)) {
 		t.Errorf("status at the end: spill %d/3, merge %d/2, load %d/1 with %d cells (want %d)", done.Spill.Done, done.Merge.Done, done.Load.Done, done.Load.Cells, len(want))

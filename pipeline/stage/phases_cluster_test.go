@@ -76,21 +76,6 @@ func expectedCells(sp []phaseSplit) (want []cell.Cell, collisions int) {
 	return want, collisions
 }
 
-// storeFiles counts the target's store files per region and family
-// folder, as HBase's file system shows them (the oracle's files command).
-func storeFiles(t *testing.T, table string) map[string]int {
-	out := map[string]int{}
-	for _, l := range strings.Split(strings.TrimSpace(string(testenv.Oracle(t, "files", table))), "\n") {
-		if l == "" {
-			continue
-		}
-		p, _, _ := strings.Cut(l, "\t")
-		parts := strings.Split(p, "/")
-		out[strings.Join(parts[len(parts)-3:len(parts)-1], "/")]++
-	}
-	return out
-}
-
 // TestPhasesCluster runs a job in phases over one staging folder on the
 // cluster's HDFS: three spill shards (one redone), two merge parts (one
 // interrupted after its first partition and rerun) and the load. The
@@ -190,15 +175,7 @@ func TestPhasesCluster(t *testing.T) {
 	}
 	got := oracleDump(t, table)
 	equalLines(t, got, dump(want))
-	files := storeFiles(t, table)
-	if len(files) != 8 {
-		t.Errorf("store files in %d region/family folders, want 8: %v", len(files), files)
-	}
-	for k, n := range files {
-		if n != 1 {
-			t.Errorf("%s holds %d store files, want 1", k, n)
-		}
-	}
+	testenv.OneStoreFileEach(t, table, 8)
 
 	// The same splits in one process.
 	one, err := New(ctx, Options{Staging: staging1, Table: table1, Client: c, Memory: 1 << 20, Workers: 2})
