@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -193,4 +194,42 @@ func TestPhasesCluster(t *testing.T) {
 		t.Errorf("one process counted %d collisions, want %d", n, wantColl)
 	}
 	equalLines(t, oracleDump(t, table1), got)
+}
+
+// TestLoadTaskAfterNoLoad: a one-process run with NoLoad leaves its HFiles
+// in the folder and names the load task; the load task loads them, and
+// HBase's scan of the target returns every cell once.
+func TestLoadTaskAfterNoLoad(t *testing.T) {
+	c, table, staging := clusterTable(t, "noload", "k")
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: staging, Table: table, Client: c, NoLoad: true, LoadCommand: "rekey load JOB", Memory: 1 << 20, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := genCells(9, 6000)
+	writeSplit(t, s, "one", cells[:3000])
+	writeSplit(t, s, "two", cells[3000:])
+	var said []string
+	if err := s.Finish(ctx, reporterFunc(func(f string, a ...any) { said = append(said, fmt.Sprintf(f, a...)) })); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if !strings.Contains(strings.Join(said, "\n"), "rekey load JOB") || s.Stats().LoadCommand != "rekey load JOB" {
+		t.Errorf("NoLoad does not name the load task: %q", said)
+	}
+	if got := oracleDump(t, table); len(got) != 0 {
+		t.Fatalf("%d cells in the target before the load", len(got))
+	}
+	ld, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Task: Task{Phase: PhaseLoad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Close()
+	if err := ld.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ld.Stats().RegionsLoaded; n != 2 {
+		t.Errorf("%d regions loaded, want 2", n)
+	}
+	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
 }
