@@ -145,12 +145,8 @@ func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 	}
 	fp := fingerprint(recs)
 	if found && st.Splits != fp {
-		if len(st.Loaded) > 0 || st.Written {
-			return nil, fmt.Errorf("stage: staging folder %s: splits were staged again after their HFiles were written or loaded; stage into a fresh folder", s.loc.URL)
-		}
-		// HFiles of an earlier set of runs are stale: start the merge over.
-		if err := s.fs.RemoveAll(path.Join(s.root, hfilesDir)); err != nil {
-			return nil, fmt.Errorf("stage: remove stale HFiles: %w", err)
+		if err := s.dropStale(&st); err != nil {
+			return nil, err
 		}
 		found = false
 	}
@@ -164,6 +160,31 @@ func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 		st.Loaded = map[string]bool{}
 	}
 	return &st, nil
+}
+
+// dropStale removes the HFiles of st, merged from an earlier set of runs,
+// so the merge starts over. In one process that is every HFile, and only
+// before any is written in full or loaded. A merge part removes only the
+// files its own state names: the other parts' files are theirs, and a
+// part redone after a shard was spilled again merges afresh (the load
+// refuses to mix what it already loaded with new files).
+func (s *Sink) dropStale(st *finishState) error {
+	if s.task.Phase == PhaseMerge {
+		for _, f := range allFiles(st) {
+			if err := s.fs.Remove(path.Join(s.root, f.Name)); err != nil && !notExist(err) {
+				return fmt.Errorf("stage: remove stale HFile %s: %w", f.Name, err)
+			}
+		}
+		return nil
+	}
+	if len(st.Loaded) > 0 || st.Written {
+		return fmt.Errorf("stage: staging folder %s: splits were staged again after their HFiles were written or loaded; stage into a fresh folder", s.loc.URL)
+	}
+	// HFiles of an earlier set of runs are stale: start the merge over.
+	if err := s.fs.RemoveAll(path.Join(s.root, hfilesDir)); err != nil {
+		return fmt.Errorf("stage: remove stale HFiles: %w", err)
+	}
+	return nil
 }
 
 func (s *Sink) saveFinish(st *finishState) error {

@@ -2,9 +2,12 @@ package stage
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
 )
 
 // TestSpillCommitsOnlyItsSplits: a spill shard's commit names the records
@@ -92,4 +95,58 @@ func TestDealPartitions(t *testing.T) {
 	if again := deal(rev); !slices.Equal(again[0], got[0]) || !slices.Equal(again[1], got[1]) {
 		t.Errorf("dealt %v from the reversed order, %v from the first", again, got)
 	}
+}
+
+// TestMergePartRedoneAfterRespill: a shard spilled again after the merge
+// began makes a part's state stale; the part run again merges afresh and
+// removes only its own stale HFiles, never another part's finished ones,
+// so the HFiles hold exactly the cells of the current spills.
+func TestMergePartRedoneAfterRespill(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func(task Task) *Sink {
+		t.Helper()
+		s, err := New(ctx, Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1, Task: task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cells := genCells(4, 6000)
+	spill := func(shard int, cs []cell.Cell) {
+		s := open(Task{PhaseSpill, shard, 2})
+		defer s.Close()
+		writeSplit(t, s, fmt.Sprint("split-", shard), cs)
+		if err := s.Finish(ctx, logRep{t}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merge := func(part int, stop bool) error {
+		s := open(Task{PhaseMerge, part, 2})
+		defer s.Close()
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		return s.Finish(cctx, reporterFunc(func(f string, a ...any) {
+			if stop && strings.HasPrefix(f, "hfiles: region") {
+				cancel()
+			}
+		}))
+	}
+	spill(0, cells[:3000])
+	spill(1, cells[3000:5000])
+	if err := merge(0, true); err == nil {
+		t.Fatal("part 0 was not interrupted")
+	}
+	spill(1, cells[3000:]) // shard 1 redone, with more cells
+	if err := merge(1, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := merge(0, false); err != nil {
+		t.Fatalf("part 0 after shard 1 was spilled again: %v", err)
+	}
+	var got []cell.Cell
+	for _, f := range readStaged(t, dir) {
+		got = append(got, f.cells...)
+	}
+	equalDumps(t, sorted(got), sorted(cells))
 }
