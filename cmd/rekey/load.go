@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -87,6 +89,9 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		if o.Part, err = parseShare("--part", f.part); err != nil {
 			return usageError{err}
 		}
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(j.Run.MemoryOrDefault()) // as rekey run does
 	}
 	stderr := cmd.ErrOrStderr()
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
