@@ -49,6 +49,18 @@
 // merge and bulk load of staged files) and is recorded too. Wait returns
 // the Summary.
 //
+// # A job in phases
+//
+// With staged HFiles one job can also run as many tasks over one shared
+// staging folder, for a scheduler to run (phases.go): N runs with
+// Options.Phase PhaseSpill and a Shard each stage their splits' sorted
+// runs and commit them; then RunTask with PhaseMerge for each of R parts
+// merges the partitions dealt to it into HFiles, and RunTask with
+// PhaseLoad bulk loads them. Every task leases and records its own share
+// of the folder; a task started before the phase it needs is done fails
+// with ErrNotReady. ReadStagingStatus reads every task's state from the
+// folder alone.
+//
 // # Guarantees
 //
 // A split is recorded done only after Commit of its SplitSink returned nil,
