@@ -51,6 +51,8 @@ public final class Cluster {
    * tests dfs3, so neither stops the other's.
    */
   private final List<Dfs2> extraDfs;
+  /** MapReduce on YARN over this cluster's HDFS, started by yarn-start. */
+  private Yarn yarn;
   private Connection conn;
   private volatile boolean stopping;
 
@@ -91,6 +93,7 @@ public final class Cluster {
         .createRootDir(true).build());
     java.nio.file.Path run = info.toAbsolutePath().getParent();
     Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")));
+    self.yarn = new Yarn(run.resolve("yarn"));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -268,12 +271,14 @@ public final class Cluster {
       }
       case "start-master":
         return startMaster();
+      case "yarn-start":
+        return "ok " + yarn.start(cluster.getConf());
       case "shutdown":
         return "ok shutting down";
       default:
         return "error unknown command " + f[0]
             + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
-            + " start-master, zk-expire-session HOST:PORT, shutdown;"
+            + " start-master, zk-expire-session HOST:PORT, yarn-start, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
             + " the same with dfs3-)";
@@ -306,6 +311,9 @@ public final class Cluster {
 
   private synchronized void stop() {
     stopping = true;
+    if (yarn != null) {
+      yarn.stop();
+    }
     for (Dfs2 d : extraDfs) {
       try {
         d.shutdown();
