@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -178,12 +179,12 @@ func (r *Run) takeLeases() error {
 	todo := []state{{"checkpoint", r.o.Checkpoint, checkpointLeasePath(r.o.Checkpoint)}}
 	if name, err := r.sinkName(); err == nil && r.o.Sink == nil && name == string(job.SinkHFiles) {
 		st := r.j.StagingPath()
-		todo = append(todo, state{"staging folder", st, strings.TrimSuffix(st, "/") + "/" + stagingLeaseName})
+		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
 	}
 	for _, s := range todo {
 		err := r.leases.take(s.lease, s.what+" "+s.where, r.leaseOptions())
 		var le *LeasedError
-		if errors.As(err, &le) && s.what == "staging folder" && r.o.Shard.Count > 1 {
+		if errors.As(err, &le) && s.what == "staging folder" && r.o.Shard.Count > 1 && r.o.Phase == stage.PhaseAll {
 			le.Hint = "every shard of a job needs its own --staging folder"
 		}
 		if err != nil {
@@ -199,6 +200,17 @@ func (r *Run) leaseOptions() leaseOptions {
 		ttl = DefaultLeaseTTL
 	}
 	return leaseOptions{ttl: ttl, force: r.o.ForceTakeover, logf: r.logf}
+}
+
+// stagingLeasePath is the lease file of a task's share of the staging
+// folder st: the whole folder in one process, the task's own folder in a
+// job in phases (each spill shard and merge part holds its own).
+func stagingLeasePath(st string, t stage.Task) string {
+	p := strings.TrimSuffix(st, "/")
+	if d := t.Dir(); d != "" {
+		p += "/" + d
+	}
+	return p + "/" + stagingLeaseName
 }
 
 // checkpointLeasePath is the lease file of a checkpoint: beside it, named

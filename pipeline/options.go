@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -52,6 +53,16 @@ type Options struct {
 	// rekey (a Kubernetes Indexed Job, say) split one job between them,
 	// each with its own checkpoint.
 	Shard Shard
+	// Phase, when stage.PhaseSpill, makes the run the spill task of Shard
+	// (0/1 without one) in a job in phases: its sorted runs go to its own
+	// folder inside the shared staging folder, and its Finish commits them
+	// for the merge (RunTask runs the merge and the load). It needs the
+	// hfiles sink. The zero Phase is the whole job in one process.
+	Phase stage.Phase
+	// LoadCommand is how the caller's user loads staged HFiles later
+	// ("rekey load JOB"), said with NoLoad or offline beside HBase's own
+	// bulk load tool.
+	LoadCommand string
 	// Limits are the starting throttle caps [the job's run section].
 	Limits Limits
 	// Control, when set, lets the caller change limits, pause and resume

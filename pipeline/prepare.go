@@ -89,6 +89,9 @@ func (r *Run) settle(o Options) error {
 	if o.Shard.Count > 1 && (o.Shard.Index < 0 || o.Shard.Index >= o.Shard.Count) {
 		return fmt.Errorf("%w: shard %s: the index must be in [0, %d)", ErrInvalid, o.Shard, o.Shard.Count)
 	}
+	if err := checkPhase(j, o); err != nil {
+		return err
+	}
 	if o.Checkpoint == "" {
 		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
 	}
@@ -245,6 +248,11 @@ func (r *Run) checkCheckpoint() error {
 	if !j.Source.Scan.TTLAtSnapshot && j.Source.Scan.TTLAt.IsZero() {
 		fpScan.Now = time.Time{} // "now" differs between a run and its resume
 	}
+	if o.Phase != stage.PhaseAll {
+		// A spill task's checkpoint is not a one-process shard's: their
+		// runs live in different folders.
+		name += "/" + string(o.Phase)
+	}
 	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, o.Only, o.Shard)
 	var prev *loadedCheckpoint
 	if o.Fresh {
@@ -299,11 +307,18 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	j := r.j
 	o := stage.Options{
-		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad,
+		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
+		Task: r.o.spillTask(), Splits: len(r.items),
+	}
+	if o.Task.Phase == stage.PhaseSpill {
+		o.SplitIDs = make([]string, 0, len(r.items)) // a shard may have none
 	}
 	for _, w := range r.items {
 		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
+		if o.Task.Phase == stage.PhaseSpill {
+			o.SplitIDs = append(o.SplitIDs, w.id)
+		}
 	}
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys
@@ -334,17 +349,27 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 // subcommand finds it (hbase.Locate); the run closes it. hint ends the
 // message when no cluster is named.
 func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
-	cfg, from, err := hbase.Locate(r.j.Target.ZKQuorum, r.j.Target.ZNodeParent)
+	c, where, err := connectTarget(r.j, hint)
 	if err != nil {
-		return nil, fmt.Errorf("%s: target cluster: %w%s", r.j.Path, err, hint)
+		return nil, err
+	}
+	r.closers = append(r.closers, c.Close)
+	r.cluster = where
+	return c, nil
+}
+
+// connectTarget opens a client to the job's target cluster and says
+// where it was found; the caller closes it.
+func connectTarget(j *job.Job, hint string) (*hbase.Client, string, error) {
+	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
 	}
 	c, err := hbase.NewClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)
+		return nil, "", fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)
 	}
-	r.closers = append(r.closers, c.Close)
-	r.cluster = fmt.Sprintf("%s (from %s)", cfg.ZKQuorum, from)
-	return c, nil
+	return c, fmt.Sprintf("%s (from %s)", cfg.ZKQuorum, from), nil
 }
 
 // readyTarget checks the target table, or creates it when the job says

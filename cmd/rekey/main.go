@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newRunCmd(), newVerifyCmd(), newInspectCmd())
+	root.AddCommand(newPlanCmd(), newRunCmd(), newLoadCmd(), newStatusCmd(), newVerifyCmd(), newInspectCmd())
 	return root
 }
 

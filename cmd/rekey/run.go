@@ -30,6 +30,7 @@ type runFlags struct {
 	staging, stagingMax                                                          string
 	noLoad, offline                                                              bool
 	controlAddr, controlToken, progress, only, setTS, shard                      string
+	phase, part                                                                  string
 	workers, batchCells, callsPerServer                                          int
 	cellsPerSec, readMBPerSec                                                    float64
 	resume, fresh, forceTakeover, raw, create, json                              bool
@@ -67,16 +68,32 @@ writes to a file only its user can read, beside the checkpoint (the run
 logs where). Requests from a web page (an Origin header) or through
 another host name (a Host header) are refused.
 
+In phases (the hfiles sink only), one job runs as many tasks over one
+shared staging folder, for a scheduler (YARN, Kubernetes) to run:
+--phase spill --shard I/N reads shard I's splits and stages sorted runs in
+the folder; --phase merge --part J/R merges the partitions (target region
+and family) dealt to part J into HFiles, once every spill shard is
+committed; --phase load (or rekey load) bulk loads them. Each task leases
+its own share of the folder and records what it finished there, so a task
+run again after a crash redoes only the rest. rekey status shows the
+tasks. Without --phase, the run does all three in one process.
+
 Exit status: 0 done; 1 done with rejected keys, collisions or failed
 mutations reported (or the run failed: damaged input, cluster errors, its
-lease taken over); 2 the job file, flags or checkpoint are wrong, or
-another run holds its state; 3 interrupted, resumable.`,
+lease taken over); 2 the job file, flags or checkpoint are wrong, another
+run holds its state, or a phase task started before the phase it needs
+finished (a merge before every spill shard is committed, the load before
+every merge part: not worth retrying until that phase is done); 3
+interrupted, resumable.`,
 		Example: `  rekey run configs/demo.yaml --sink dry-run
   rekey run jobs/events.yaml --workers 8 --resume
   rekey run jobs/events.yaml --from 2026-11-29T00:00:00Z --to 2026-11-30T00:00:00Z --resume
   rekey run jobs/events.yaml --max-cells-per-sec 50000 --control-addr 127.0.0.1:7070
   rekey run jobs/events.yaml --json > summary.json
-  rekey run jobs/events.yaml --shard $JOB_COMPLETION_INDEX/8 --resume   # one of 8 pods`,
+  rekey run jobs/events.yaml --shard $JOB_COMPLETION_INDEX/8 --resume   # one of 8 pods
+  rekey run jobs/events.yaml --phase spill --shard 3/8 --resume         # phases: spill shard 3 of 8
+  rekey run jobs/events.yaml --phase merge --part 1/2                   # then merge part 1 of 2
+  rekey load jobs/events.yaml                                           # then the load`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runJob(cmd, args[0], f)
@@ -114,6 +131,8 @@ another run holds its state; 3 interrupted, resumable.`,
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
 	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
+	fl.StringVar(&f.phase, "phase", "", "run one phase of the job in phases (hfiles sink): spill (with --shard), merge (with --part) or load; default all three in this process")
+	fl.StringVar(&f.part, "part", "", "J/R: with --phase merge, merge part J (0-based) of R of the target partitions, balanced by bytes")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	return cmd
 }
@@ -129,12 +148,19 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	if err := applyRunFlags(j, f); err != nil {
 		return usageError{err}
 	}
+	switch phase, err := phaseOf(f); {
+	case err != nil:
+		return usageError{err}
+	case phase == pipeline.PhaseMerge || phase == pipeline.PhaseLoad:
+		return runTask(cmd, path, j, f, phase)
+	}
 	stderr := cmd.ErrOrStderr()
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	opts, err := runOptions(f, stderr, logf)
 	if err != nil {
 		return usageError{err}
 	}
+	opts.LoadCommand = loadCommand(path, f.staging)
 	// The memory budget is also the Go runtime's soft limit, so garbage
 	// collection works harder before the heap overshoots the budget
 	// (unless GOMEMLIMIT says otherwise).
@@ -190,7 +216,7 @@ func runError(path string, err error) error {
 		return usageError{fmt.Errorf("%s: %w", path, err)}
 	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch),
 		errors.Is(err, pipeline.ErrTargetFamilies), errors.Is(err, pipeline.ErrInvalid),
-		errors.Is(err, hbase.ErrNoCluster), errors.Is(err, pipeline.ErrLeased):
+		errors.Is(err, hbase.ErrNoCluster), errors.Is(err, pipeline.ErrLeased), errors.Is(err, pipeline.ErrNotReady):
 		return usageError{err}
 	}
 	return err
@@ -225,7 +251,8 @@ func stopOnSignal(parent context.Context, logf func(string, ...any)) (ctx contex
 // run's options: resume or start over, the shard, the ranges to redo, and
 // how progress is shown.
 func runOptions(f runFlags, stderr io.Writer, logf func(string, ...any)) (pipeline.Options, error) {
-	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, ForceTakeover: f.forceTakeover, Logf: logf}
+	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, ForceTakeover: f.forceTakeover, Logf: logf,
+		Phase: pipeline.Phase(f.phase)}
 	if f.shard != "" {
 		sh, err := parseShard(f.shard)
 		if err != nil {
@@ -359,13 +386,16 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	return nil
 }
 
-// parseShard reads "I/N" with 0 <= I < N.
-func parseShard(s string) (pipeline.Shard, error) {
+// parseShard reads --shard "I/N" with 0 <= I < N.
+func parseShard(s string) (pipeline.Shard, error) { return parseShare("--shard", s) }
+
+// parseShare reads flag's "I/N" with 0 <= I < N.
+func parseShare(flag, s string) (pipeline.Shard, error) {
 	i, n, ok := strings.Cut(s, "/")
 	a, err1 := strconv.Atoi(i)
 	b, err2 := strconv.Atoi(n)
 	if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
-		return pipeline.Shard{}, fmt.Errorf("--shard %q: expected I/N with 0 <= I < N, e.g. 0/4", s)
+		return pipeline.Shard{}, fmt.Errorf("%s %q: expected I/N with 0 <= I < N, e.g. 0/4", flag, s)
 	}
 	return pipeline.Shard{Index: a, Count: b}, nil
 }

@@ -36,7 +36,8 @@
 //     files read back and split at the current boundaries, then loaded. A
 //     file HBase already adopted is gone from the folder (the load moves it),
 //     so a resumed load sends nothing twice. Offline or with NoLoad, Finish
-//     prints the command that loads the folder later with HBase's own tool:
+//     says how to load the folder later: Options.LoadCommand (rekey load
+//     JOB, a load task over the same folder), and HBase's own tool:
 //
 //     hbase org.apache.hadoop.hbase.tool.BulkLoadHFilesTool -Dcreate.table=no STAGING/hfiles TABLE -loadTable
 //
@@ -50,10 +51,17 @@
 // HFiles; the runs are removed once every HFile is written), bounded by
 // Options.MaxStagingBytes.
 //
-// One process per staging folder: opening a folder removes runs no split
-// record names, which would include another live process's runs in
-// progress. Shards of one job (rekey run --shard) each stage into their
-// own folder; Finish merges what its own folder holds.
+// One job, one folder. In one process (the zero Options.Task) the sink
+// owns the folder, and opening it removes runs no split record names.
+// A job in phases (phases.go) shares the folder between its tasks, each in
+// a folder of its own: spill shard I of N stages under
+// spill/shard-I-of-N/ (opening it cleans only that folder) and its Finish
+// commits the shard's split records as one file; merge part J of R
+// merges the partitions dealt to it by bytes from every committed shard;
+// the load task loads every part's HFiles. The plan is published once
+// (created exclusively by the first shard) and every shard records its
+// digest, which the merge checks. A task run before the phase it needs
+// fails with ErrNotReady. ReadStatus reports every task from the folder.
 //
 // Use:
 //

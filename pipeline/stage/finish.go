@@ -20,12 +20,23 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Finish implements sink.Sink: it merges every partition's runs into
-// HFiles under STAGING/hfiles/REGION/FAMILY/ (skipping HFiles a previous
-// Finish recorded), removes the runs, and bulk loads region by region
-// (skipping regions already loaded) unless the sink is offline or NoLoad;
-// then it prints the command that loads the files later.
+// Finish implements sink.Sink. In one process (Task.Phase PhaseAll) it
+// merges every partition's runs into HFiles under
+// STAGING/hfiles/REGION/FAMILY/ (skipping HFiles a previous Finish
+// recorded), removes the runs, and bulk loads region by region (skipping
+// regions already loaded) unless the sink is offline or NoLoad; then it
+// says how to load the files later. A phase task does its phase's part
+// instead: a spill task commits its shard, a merge task merges its part's
+// partitions, the load task loads every part's HFiles (phases.go).
 func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
+	switch s.task.Phase {
+	case PhaseSpill:
+		return s.commitSpill(rep)
+	case PhaseMerge:
+		return s.mergePart(ctx, rep)
+	case PhaseLoad:
+		return s.loadPhase(ctx, rep)
+	}
 	recs, err := readSplits(s.fs, s.root)
 	if err != nil {
 		return err
@@ -34,6 +45,20 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	if err := s.mergeAll(ctx, rep, recs, st); err != nil {
+		return err
+	}
+	if s.o.Client == nil || s.o.NoLoad {
+		s.printLoadLater(rep, st)
+		return nil
+	}
+	return s.timedLoad(ctx, rep, st)
+}
+
+// mergeAll merges the partitions of recs this sink merges (all of them in
+// one process, its part's in a merge task) unless st records them
+// written, then accounts the job's figures.
+func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
 	if !st.Written {
 		began := time.Now()
 		err := s.writeAll(ctx, rep, recs, st)
@@ -44,9 +69,15 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 			return err
 		}
 	}
+	s.account(recs, st)
+	return nil
+}
+
+// account sets the spill and merge figures of Stats from the records (a
+// resumed process staged only part of the job itself).
+func (s *Sink) account(recs []*splitRecord, st *finishState) {
 	s.mu.Lock()
-	// Spill figures of the whole job, from the records (a resumed process
-	// staged only part of it itself).
+	defer s.mu.Unlock()
 	s.stats.Runs, s.stats.RunBytes, s.stats.CellsStaged = 0, 0, 0
 	for _, r := range recs {
 		s.stats.Runs += int64(len(r.Runs))
@@ -66,21 +97,30 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 		s.stats.Duplicates += ps.Duplicates
 		s.stats.Collisions += ps.Collisions
 	}
-	s.mu.Unlock()
-	if s.o.Client == nil || s.o.NoLoad {
-		cmd := fmt.Sprintf("hbase org.apache.hadoop.hbase.tool.BulkLoadHFilesTool -Dcreate.table=no %s %s -loadTable", s.url(path.Join(s.root, hfilesDir)), s.o.Table)
-		s.mu.Lock()
-		s.stats.LoadCommand = cmd
-		s.mu.Unlock()
-		where := ""
-		if !strings.HasPrefix(s.loc.URL, "hdfs://") {
-			where = " after copying the folder to the cluster's HDFS (and naming it there)"
-		}
-		rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s (the tool re-splits files whose region split since):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd)
-		return nil
+}
+
+// printLoadLater says how to load the HFiles later: rekey load (Options.
+// LoadCommand), or HBase's own tool.
+func (s *Sink) printLoadLater(rep sink.Reporter, st *finishState) {
+	tool := fmt.Sprintf("hbase org.apache.hadoop.hbase.tool.BulkLoadHFilesTool -Dcreate.table=no %s %s -loadTable", s.url(path.Join(s.root, hfilesDir)), s.o.Table)
+	cmd := tool
+	if s.o.LoadCommand != "" {
+		cmd = s.o.LoadCommand
 	}
+	s.mu.Lock()
+	s.stats.LoadCommand = cmd
+	s.mu.Unlock()
+	where := ""
+	if !strings.HasPrefix(s.loc.URL, "hdfs://") {
+		where = " after copying the folder to the cluster's HDFS (and naming it there)"
+	}
+	rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s:\n  %s\nor with HBase's own tool (it re-splits files whose region split since):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd, tool)
+}
+
+// timedLoad bulk loads st's HFiles, timing the load.
+func (s *Sink) timedLoad(ctx context.Context, rep sink.Reporter, st *finishState) error {
 	began := time.Now()
-	err = s.loadAll(ctx, rep, st)
+	err := s.loadAll(ctx, rep, st)
 	s.mu.Lock()
 	s.stats.LoadSeconds = time.Since(began).Seconds()
 	s.mu.Unlock()
@@ -99,7 +139,7 @@ func allFiles(st *finishState) []hfileInfo {
 // when the committed splits changed since it was written.
 func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 	var st finishState
-	found, err := readJSON(s.fs, path.Join(s.root, finishFile), &st)
+	found, err := readJSON(s.fs, path.Join(s.root, s.state), &st)
 	if err != nil {
 		return nil, err
 	}
@@ -127,93 +167,85 @@ func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 }
 
 func (s *Sink) saveFinish(st *finishState) error {
-	return writeJSON(s.fs, path.Join(s.root, finishFile), st)
+	return writeJSON(s.fs, path.Join(s.root, s.state), st)
 }
 
-// writeAll merges every partition not yet done, Workers of them at once,
-// then removes the runs. Partitions are independent (each writes its own
-// region and family folder), so the merge phase scales with the workers
-// like the spill phase; the biggest partitions start first so one large
-// partition does not run alone at the end.
-func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
+// partition is one region and family of the plan, with the runs that
+// hold its cells and their bytes.
+type partition struct {
+	region int
+	family string
+	bytes  int64
+	runs   []partRun
+}
+
+// partitions gathers every partition of the committed runs, in the order
+// the records name them.
+func (s *Sink) partitions(recs []*splitRecord) ([]*partition, error) {
 	type pk struct {
 		region int
 		family string
 	}
-	runs := map[pk][]partRun{}
-	size := map[pk]int64{}
-	var keys []pk
+	byKey := map[pk]*partition{}
+	var out []*partition
 	for _, r := range recs {
 		for _, f := range r.Runs {
 			for _, p := range f.Parts {
-				k := pk{p.Region, p.Family}
 				if p.Region < 0 || p.Region >= len(s.plan.Regions) {
-					return fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
+					return nil, fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
 				}
-				if _, ok := runs[k]; !ok {
-					keys = append(keys, k)
+				k := pk{p.Region, p.Family}
+				pt := byKey[k]
+				if pt == nil {
+					pt = &partition{region: p.Region, family: p.Family}
+					byKey[k] = pt
+					out = append(out, pt)
 				}
-				runs[k] = append(runs[k], partRun{name: path.Join(s.root, f.Name), part: p})
-				size[k] += p.Bytes
+				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), part: p})
+				pt.bytes += p.Bytes
 			}
 		}
 	}
-	// Every partition's state exists before the workers start: they only
-	// change their own partState, under finMu, never the map.
-	var todo []pk
-	for _, k := range keys {
-		ps := st.Parts[partKey(k.region, k.family)]
-		if ps == nil {
-			ps = &partState{Region: k.region, Family: k.family}
-			st.Parts[partKey(k.region, k.family)] = ps
-		}
-		if !ps.Done {
-			todo = append(todo, k)
-		}
-	}
-	sort.Slice(todo, func(i, j int) bool {
-		a, b := todo[i], todo[j]
-		if size[a] != size[b] {
-			return size[a] > size[b]
+	return out, nil
+}
+
+// bySize orders partitions largest first, then by region and family.
+func bySize(ps []*partition) {
+	sort.Slice(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if a.bytes != b.bytes {
+			return a.bytes > b.bytes
 		}
 		if a.region != b.region {
 			return a.region < b.region
 		}
 		return a.family < b.family
 	})
-	workers := max(min(s.o.Workers, len(todo)), 1)
-	// The merge's memory bound holds over all workers together.
-	fan := s.o.mergeFanIn(workers)
-	doneBefore := len(keys) - len(todo)
-	var finished int
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	for _, k := range todo {
-		if gctx.Err() != nil {
-			break
-		}
-		ps := st.Parts[partKey(k.region, k.family)]
-		part := runs[k]
-		g.Go(func() error {
-			if err := s.writePartition(gctx, st, ps, part, fan); err != nil {
-				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[k.region].Dir, k.family))
-			}
-			s.finMu.Lock()
-			defer s.finMu.Unlock()
-			finished++
-			rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.plan.Regions[k.region].Dir, k.family, len(ps.Files), doneBefore+finished, len(keys))
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+}
+
+// writeAll merges every partition not yet done (in a merge task: every
+// partition of its part), Workers of them at once; in one process it then
+// removes the runs. Partitions are independent (each writes its own
+// region and family folder), so the merge phase scales with the workers
+// like the spill phase; the biggest partitions start first so one large
+// partition does not run alone at the end.
+func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
+	all, err := s.partitions(recs)
+	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if s.task.Phase == PhaseMerge {
+		all = dealPartitions(all, s.task.Count)[s.task.Index]
+	}
+	if err := s.mergePartitions(ctx, rep, all, st); err != nil {
 		return err
 	}
 	st.Written = true
 	if err := s.saveFinish(st); err != nil {
 		return s.full(err, "recording the merged HFiles")
+	}
+	if s.task.Phase != PhaseAll {
+		return nil // other parts still read the runs; the load removes them
 	}
 	// The runs are merged into HFiles; free their space.
 	var freed int64
@@ -227,6 +259,52 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	}
 	s.staged.Add(-freed)
 	return nil
+}
+
+// mergePartitions merges the partitions of parts that st does not record
+// done into HFiles, Workers at once, the largest first.
+func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*partition, st *finishState) error {
+	// Every partition's state exists before the workers start: they only
+	// change their own partState, under finMu, never the map.
+	var todo []*partition
+	for _, p := range parts {
+		ps := st.Parts[partKey(p.region, p.family)]
+		if ps == nil {
+			ps = &partState{Region: p.region, Family: p.family}
+			st.Parts[partKey(p.region, p.family)] = ps
+		}
+		if !ps.Done {
+			todo = append(todo, p)
+		}
+	}
+	bySize(todo)
+	workers := max(min(s.o.Workers, len(todo)), 1)
+	// The merge's memory bound holds over all workers together.
+	fan := s.o.mergeFanIn(workers)
+	doneBefore := len(parts) - len(todo)
+	var finished int
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, p := range todo {
+		if gctx.Err() != nil {
+			break
+		}
+		ps := st.Parts[partKey(p.region, p.family)]
+		g.Go(func() error {
+			if err := s.writePartition(gctx, st, ps, p.runs, fan); err != nil {
+				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[p.region].Dir, p.family))
+			}
+			s.finMu.Lock()
+			defer s.finMu.Unlock()
+			finished++
+			rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.plan.Regions[p.region].Dir, p.family, len(ps.Files), doneBefore+finished, len(parts))
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // familyOptions is the HFile writer configuration of a family.

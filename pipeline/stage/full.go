@@ -83,7 +83,7 @@ func (s *Sink) full(err error, while string) error {
 // committed, runs and HFiles are each taken as large as the source's
 // store files.
 func (s *Sink) needEstimate() (int64, string) {
-	recs, err := readSplits(s.fs, s.root)
+	recs, err := readSplits(s.fs, path.Join(s.root, s.spill))
 	if err != nil {
 		return 0, ""
 	}
@@ -107,7 +107,7 @@ func (s *Sink) needEstimate() (int64, string) {
 	}
 	perCell, hfBasis := 1.0, "HFiles taken as large as their cells"
 	var st finishState
-	if found, err := readJSON(s.fs, path.Join(s.root, finishFile), &st); err == nil && found {
+	if found, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err == nil && found {
 		var hf, cells int64
 		for k, ps := range st.Parts {
 			if ps.Done {

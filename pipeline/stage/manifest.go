@@ -24,6 +24,16 @@ import (
 //	hfiles/REGION/FAMILY/HEX32      the HFiles (_HEX32 while being written)
 //	finish.json                     finished HFiles per partition, loaded regions
 //
+// A job in phases shares one folder between all its tasks, each under its
+// own folder with its own lease (_rekey.lease):
+//
+//	plan.json                             published once, by the first spill shard
+//	spill/shard-IIII-of-NNNN/             a spill shard: runs/, splits/ as above, task.json
+//	spill/shard-IIII-of-NNNN.json         the shard's committed output (its split records)
+//	parts/part-JJJJ-of-RRRR/state.json    a merge part's finished HFiles (as finish.json)
+//	hfiles/REGION/FAMILY/HEX32            written by the one part the partition is dealt to
+//	load/state.json                       every part's HFiles and the regions loaded
+//
 // SPLIT is a hash of the split's ID (IDs may hold any character). Every
 // JSON file is written with vfs.WriteFileAtomic, so a crash leaves either
 // the old record or the new one. A run file is renamed from .tmp only after
@@ -39,6 +49,13 @@ const (
 	hfilesDir  = "hfiles"
 	tmpSuffix  = ".tmp"
 	runSuffix  = ".arrow"
+
+	// A job in phases (phases.go) shares the folder between its tasks.
+	spillRoot = "spill"
+	partsRoot = "parts"
+	loadRoot  = "load"
+	taskFile  = "task.json"
+	stateName = "state.json"
 )
 
 // splitRecord is splits/SPLIT.json: what a committed split staged.
@@ -163,10 +180,12 @@ func fingerprint(recs []*splitRecord) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// removeStrayRuns deletes files under runs/ that no committed split record
-// names: runs of splits that were never committed, or of a split's
-// earlier attempt. It returns the bytes of the runs that stay.
-func removeStrayRuns(fsys vfs.WriteFS, root string, recs []*splitRecord) (int64, error) {
+// removeStrayRuns deletes files under SPILL/runs/ that no committed split
+// record names: runs of splits that were never committed, or of a split's
+// earlier attempt. Only the folder's own runs are looked at (a spill
+// task's, under its lease), never another task's. It returns the bytes of
+// the runs that stay.
+func removeStrayRuns(fsys vfs.WriteFS, root, spill string, recs []*splitRecord) (int64, error) {
 	keep := map[string]bool{}
 	var kept int64
 	for _, r := range recs {
@@ -175,7 +194,7 @@ func removeStrayRuns(fsys vfs.WriteFS, root string, recs []*splitRecord) (int64,
 			kept += f.Size
 		}
 	}
-	dir := path.Join(root, runsDir)
+	dir := path.Join(root, spill, runsDir)
 	splits, err := fsys.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
 		return kept, nil

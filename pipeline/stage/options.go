@@ -23,6 +23,23 @@ type Options struct {
 	// NoLoad stops after writing the HFiles and prints the command that
 	// loads them later.
 	NoLoad bool
+	// LoadCommand is how the caller's user loads the HFiles later (for
+	// example "rekey load JOB"), printed with NoLoad or offline beside
+	// HBase's own tool; empty prints HBase's tool alone.
+	LoadCommand string
+
+	// Task makes the sink one task of a job in phases over a staging
+	// folder shared by every task (phases.go); the zero Task is the whole
+	// job in one process.
+	Task Task
+	// Splits is how many splits a spill task reads, recorded for
+	// `rekey status`.
+	Splits int
+	// SplitIDs are the IDs of the splits a spill task reads: its commit
+	// names exactly these splits' records (each must be there), so a
+	// record left in the shard's folder by an earlier run of other
+	// options is never merged. Nil commits every record in the folder.
+	SplitIDs []string
 
 	// Memory bounds the bytes of cells the sink holds in sort buffers,
 	// over all splits at once (default: a run's share for its sink of the

@@ -36,6 +36,14 @@ type Sink struct {
 	root string
 	plan *Plan
 
+	// task is the phase task this sink is (Options.Task); spill is the
+	// folder of its runs/ and splits/, and state its merge or load state
+	// file, both relative to root (see layout.go).
+	task       Task
+	spill      string
+	state      string
+	planDigest string
+
 	held, peak atomic.Int64 // sort buffer bytes held by all splits
 	staged     atomic.Int64 // bytes in the staging folder
 	peakStaged atomic.Int64
@@ -70,7 +78,12 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}
-	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path}
+	if err := o.Task.check(); err != nil {
+		loc.Close()
+		return nil, err
+	}
+	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path, task: o.Task}
+	s.spill, s.state = o.Task.spillDir(), o.Task.stateFile()
 	if err := s.open(ctx); err != nil {
 		loc.Close()
 		return nil, err
@@ -79,11 +92,48 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 }
 
 func (s *Sink) open(ctx context.Context) error {
-	for _, d := range []string{s.root, path.Join(s.root, runsDir), path.Join(s.root, splitsDir)} {
+	if !s.task.spills() {
+		return s.openLater(ctx)
+	}
+	for _, d := range []string{s.root, path.Join(s.root, s.spill, runsDir), path.Join(s.root, s.spill, splitsDir)} {
 		if err := s.fs.MkdirAll(d); err != nil {
 			return fmt.Errorf("stage: create %s: %w", d, err)
 		}
 	}
+	if err := s.choosePlan(ctx); err != nil {
+		return err
+	}
+	if err := s.readFamilies(ctx); err != nil {
+		return err
+	}
+	recs, err := readSplits(s.fs, path.Join(s.root, s.spill))
+	if err != nil {
+		return err
+	}
+	kept, err := removeStrayRuns(s.fs, s.root, s.spill, recs)
+	if err != nil {
+		return err
+	}
+	var st finishState
+	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
+		return err
+	}
+	for _, ps := range st.Parts {
+		for _, f := range ps.Files {
+			kept += f.Size
+		}
+	}
+	s.addStaged(kept)
+	if s.task.Phase == PhaseSpill {
+		return s.recordSpillTask()
+	}
+	return nil
+}
+
+// choosePlan keeps the folder's plan, or makes one (from o.SplitKeys or
+// the live table) and records it. A spill task publishes its plan only if
+// no other task did first, and then partitions by the one published.
+func (s *Sink) choosePlan(ctx context.Context) error {
 	var p Plan
 	found, err := readJSON(s.fs, path.Join(s.root, planFile), &p)
 	if err != nil {
@@ -110,37 +160,44 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 		p = *pp
 	}
-	if !found {
+	switch {
+	case found:
+	case s.task.Phase == PhaseSpill:
+		pub, err := publishPlan(s.fs, path.Join(s.root, planFile), &p)
+		if err != nil {
+			return err
+		}
+		p = *pub
+	default:
 		if err := writeJSON(s.fs, path.Join(s.root, planFile), &p); err != nil {
 			return err
 		}
 	}
-	s.plan = &p
-	if s.o.Client != nil && s.o.Families == nil {
-		fams, err := tableFamilies(ctx, s.o.Client, s.o.Table)
-		if err != nil {
-			return err
-		}
-		s.o.Families = fams
-	}
-	recs, err := readSplits(s.fs, s.root)
+	return s.usePlan(&p)
+}
+
+// usePlan makes p the sink's plan and notes its digest, which a spill
+// task records so the merge can check every shard used the same plan.
+func (s *Sink) usePlan(p *Plan) error {
+	d, err := p.digest()
 	if err != nil {
 		return err
 	}
-	kept, err := removeStrayRuns(s.fs, s.root, recs)
+	s.plan, s.planDigest = p, d
+	return nil
+}
+
+// readFamilies takes the HFile options of each family from the live
+// table, unless o.Families gives them or the sink is offline.
+func (s *Sink) readFamilies(ctx context.Context) error {
+	if s.o.Client == nil || s.o.Families != nil {
+		return nil
+	}
+	fams, err := tableFamilies(ctx, s.o.Client, s.o.Table)
 	if err != nil {
 		return err
 	}
-	var st finishState
-	if _, err := readJSON(s.fs, path.Join(s.root, finishFile), &st); err != nil {
-		return err
-	}
-	for _, ps := range st.Parts {
-		for _, f := range ps.Files {
-			kept += f.Size
-		}
-	}
-	s.addStaged(kept)
+	s.o.Families = fams
 	return nil
 }
 
@@ -210,8 +267,11 @@ func (s *Sink) url(p string) string {
 
 // Begin implements sink.Sink.
 func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, error) {
+	if !s.task.spills() {
+		return nil, fmt.Errorf("stage: split %s: a %s task reads no splits", si.ID, s.task)
+	}
 	key := splitKey(si.ID)
-	dir := path.Join(s.root, runsDir, key)
+	dir := path.Join(s.root, s.spill, runsDir, key)
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return nil, s.full(fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
 	}
@@ -387,7 +447,7 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		}
 		return cell.Compare(&ca, &cb)
 	})
-	rel := path.Join(runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
+	rel := path.Join(w.s.spill, runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
 	name := path.Join(w.s.root, rel) + tmpSuffix
 	f, err := w.s.fs.Create(name)
 	if err != nil {
@@ -446,7 +506,7 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 			return sink.Ack{}, fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
 	}
-	recName := path.Join(w.s.root, splitsDir, w.key+".json")
+	recName := path.Join(w.s.root, w.s.spill, splitsDir, w.key+".json")
 	var old splitRecord
 	hadOld, err := readJSON(w.s.fs, recName, &old)
 	if err != nil {

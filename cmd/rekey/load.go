@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
+)
+
+func newLoadCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "load JOB",
+		Short: "Bulk load the HFiles a job staged (the load phase)",
+		Long: `load bulk loads the HFiles in the job's staging folder into its target
+table, region by region: those of every merge part of a job run in phases,
+or those of a run with --no-load. It is rekey run JOB --phase load. Each
+region loaded is recorded in the folder, so a load run again after a crash
+or an interrupt goes on with the next region, and sends no file twice; a
+target region that split since the files were written has its files split
+again at the new boundaries.
+
+Exit status: 0 done; 1 the load failed (damaged files, cluster errors); 2
+the job or flags are wrong, another load holds the folder, or the HFiles
+are not all written yet (a merge part has not finished); 3 interrupted.`,
+		Example: `  rekey load jobs/events.yaml
+  rekey load jobs/events.yaml --staging hdfs://nn/tmp/rekey/events --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := job.Load(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			if err := applyRunFlags(j, f); err != nil {
+				return usageError{err}
+			}
+			return runTask(cmd, args[0], j, f, pipeline.PhaseLoad)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
+	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper)")
+	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
+	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
+	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the load before it expires, when the load that holds it is known to be dead")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+// phaseOf checks --phase and the flags that go with it: a spill shard
+// takes --shard, a merge part --part, and only the hfiles sink runs in
+// phases.
+func phaseOf(f runFlags) (pipeline.Phase, error) {
+	p := pipeline.Phase(f.phase)
+	switch p {
+	case pipeline.PhaseAll, pipeline.PhaseSpill, pipeline.PhaseMerge, pipeline.PhaseLoad:
+	default:
+		return p, fmt.Errorf("--phase %q: expected spill, merge or load", f.phase)
+	}
+	switch {
+	case f.part != "" && p != pipeline.PhaseMerge:
+		return p, errors.New("--part is the merge's: use it with --phase merge")
+	case p == pipeline.PhaseMerge && f.part == "":
+		return p, errors.New("--phase merge needs --part J/R")
+	case f.shard != "" && (p == pipeline.PhaseMerge || p == pipeline.PhaseLoad):
+		return p, fmt.Errorf("--shard is the spill's: the %s phase reads no splits", p)
+	case f.only != "" && p != pipeline.PhaseAll:
+		return p, errors.New("--only redoes ranges in one process; it does not run in phases")
+	}
+	return p, nil
+}
+
+// runTask runs a merge or load task: its lease, its part of the staging
+// folder, its summary.
+func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipeline.Phase) (err error) {
+	if j.Sink.Kind != job.SinkHFiles {
+		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}
+	}
+	o := pipeline.TaskOptions{Phase: phase, Workers: j.Run.Workers, Memory: j.Run.Memory, ForceTakeover: f.forceTakeover}
+	if phase == pipeline.PhaseMerge {
+		if o.Part, err = parseShare("--part", f.part); err != nil {
+			return usageError{err}
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
+	ctx, signalled, stop := stopOnSignal(cmd.Context(), o.Logf)
+	defer stop()
+	sum, err := pipeline.RunTask(ctx, j, o)
+	if sum != nil {
+		if f.json {
+			json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+		} else {
+			printTaskSummary(cmd.OutOrStdout(), sum)
+		}
+	}
+	if err != nil && signalled() {
+		o.Logf("stopped by a signal: %v", err)
+		return errInterrupted
+	}
+	if err != nil {
+		return runError(path, err)
+	}
+	// Collisions across splits are reported, not a failure: as in one
+	// process, one cell per key is kept, and the task's output stands.
+	return nil
+}
+
+// loadCommand is the command that loads a job's staged HFiles later.
+func loadCommand(path, staging string) string {
+	c := "rekey load " + shellQuote(path)
+	if staging != "" {
+		c += " --staging " + shellQuote(staging)
+	}
+	return c
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe
+// characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func printTaskSummary(w io.Writer, s *pipeline.TaskSummary) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	state := "done"
+	switch {
+	case s.Interrupted:
+		state = "interrupted (run it again to go on)"
+	case s.Error != "":
+		state = "failed"
+	}
+	st := s.Stats
+	p("%s of %s: %s\n", s.Task, s.Job, state)
+	p("  target    %s\n", s.Table)
+	p("  staging   %s\n", s.Staging)
+	p("  spilled   %d runs (%.1f MB), %d cells, from every spill shard\n", st.Runs, float64(st.RunBytes)/1e6, st.CellsStaged)
+	p("  HFiles    %d (%.1f MB, %d cells), %d duplicate cells collapsed, %d collisions\n", st.HFiles, float64(st.HFileBytes)/1e6, st.Cells, st.Duplicates, st.Collisions)
+	if st.RegionsLoaded > 0 || st.LoadSeconds > 0 {
+		p("  loaded    %d regions, %d files split again\n", st.RegionsLoaded, st.FilesResplit)
+	}
+	p("  time      %.1f s (merge %.1f s, load %.1f s)\n", s.Seconds, st.MergeSeconds, st.LoadSeconds)
+	for _, e := range st.Examples {
+		p("  collision %s\n", e)
+	}
+	if s.Error != "" {
+		p("  error     %s\n", strings.ReplaceAll(s.Error, "\n", " "))
+	}
+}

@@ -1,0 +1,95 @@
+package stage
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSpillCommitsOnlyItsSplits: a spill shard's commit names the records
+// of its own splits only; a record an earlier run of other options left
+// in the shard's folder is not merged, and a split of the shard without a
+// record fails the commit.
+func TestSpillCommitsOnlyItsSplits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1,
+		Task: Task{PhaseSpill, 0, 1}}
+	cells := genCells(3, 3000)
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "stale", cells[:1000]) // an earlier run's split
+	s.Close()
+
+	o.SplitIDs = []string{"a", "b"}
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", cells[1000:2000])
+	if err := s.Finish(ctx, logRep{t}); err == nil || !strings.Contains(err.Error(), "split b") {
+		t.Fatalf("commit without split b's record: %v, want an error naming it", err)
+	}
+	writeSplit(t, s, "b", cells[2000:])
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Stats(); st.Cells != 2000 || st.CellsStaged != 2000 {
+		t.Errorf("merged %d cells of %d staged, want the 2000 of splits a and b", st.Cells, st.CellsStaged)
+	}
+	var got int
+	for _, f := range readStaged(t, dir) {
+		got += len(f.cells)
+	}
+	if got != 2000 {
+		t.Errorf("%d cells in the HFiles, want 2000", got)
+	}
+}
+
+// TestDealPartitions: every partition goes to exactly one part, the
+// largest first to the lightest part, and the deal does not depend on the
+// order the partitions come in.
+func TestDealPartitions(t *testing.T) {
+	sizes := []int64{10, 9, 8, 1, 1, 1, 7}
+	var ps []*partition
+	for i, b := range sizes {
+		ps = append(ps, &partition{region: i, family: "f", bytes: b})
+	}
+	deal := func(in []*partition) [][]int {
+		var out [][]int
+		for _, part := range dealPartitions(in, 2) {
+			var regions []int
+			for _, p := range part {
+				regions = append(regions, p.region)
+			}
+			out = append(out, regions)
+		}
+		return out
+	}
+	got := deal(ps)
+	// By the rule: 10 -> part 0; 9 -> 1; 8 -> 1 (9 < 10); 7 -> 0 (10 < 17);
+	// then the three 1s (regions 3, 4, 5) to the lighter part each time:
+	// 0 (17 = 17, the lower index), 1, 0.
+	want := [][]int{{0, 6, 3, 5}, {1, 2, 4}}
+	if len(got) != 2 || !slices.Equal(got[0], want[0]) || !slices.Equal(got[1], want[1]) {
+		t.Errorf("dealt %v, want %v", got, want)
+	}
+	rev := slices.Clone(ps)
+	slices.Reverse(rev)
+	if again := deal(rev); !slices.Equal(again[0], got[0]) || !slices.Equal(again[1], got[1]) {
+		t.Errorf("dealt %v from the reversed order, %v from the first", again, got)
+	}
+}
