@@ -58,6 +58,7 @@ target_layout:
 entity: [user]
 families: {cf: a}
 bad_keys: {action: fail}
+sink: {type: %s}
 `
 
 // rule is the re-key written out here, apart from package transform: the
@@ -97,7 +98,9 @@ type setup struct {
 	yarnConf       string
 }
 
-func newSetup(t *testing.T, cells int) *setup {
+// newSetup seeds a source of cells, creates the target, and writes a job
+// file with the sink (puts or hfiles).
+func newSetup(t *testing.T, cells int, sink string) *setup {
 	st := testenv.Require(t)
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -122,7 +125,7 @@ func newSetup(t *testing.T, cells int) *setup {
 	}
 	testenv.SortCells(s.want)
 	s.jobPath = filepath.Join(s.dir, "events.yaml")
-	text := fmt.Sprintf(jobYAML, st.RootDir, snap, s.table, st.ZKQuorum, st.ZNodeParent)
+	text := fmt.Sprintf(jobYAML, st.RootDir, snap, s.table, st.ZKQuorum, st.ZNodeParent, sink)
 	if err := os.WriteFile(s.jobPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +204,7 @@ func (s *setup) logDirs() string { return filepath.Join(s.root, "testenv", "run"
 // --force-takeover, and HBase's raw dump of the target equals the rule
 // applied to the source: no cell twice, none missing, no extra version.
 func TestYarnPutsShardsKillOneChild(t *testing.T) {
-	s := newSetup(t, 48000)
+	s := newSetup(t, 48000, "puts")
 	state := s.state
 	// A cap per task makes each shard take several seconds, so the child
 	// can be killed mid-task, after its first progress line.
@@ -240,6 +243,29 @@ func TestYarnPutsShardsKillOneChild(t *testing.T) {
 		t.Logf("the retry of shard 1/4 skipped %d of %d splits the killed attempt had finished", sum.Skipped, sum.Splits)
 	}
 	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
+}
+
+// TestYarnPhases: with --parts the driver runs the job in phases as three
+// MapReduce jobs, 4 spill tasks, 2 merge tasks and the load. HBase's raw
+// dump of the target equals the rule over the source, and every target
+// region's one family holds one store file: the merge wrote one HFile per
+// region and family from all four shards' runs.
+func TestYarnPhases(t *testing.T) {
+	s := newSetup(t, 20000, "hfiles")
+	cmd := s.driver(t, s.jobPath, "--shards", "4", "--parts", "2", "--binary", s.rekey, "--state", s.state, "--memory", "256",
+		"--", "--workers", "1", "--split-bytes", "16KiB")
+	out, err := cmd.CombinedOutput()
+	t.Logf("driver output:\n%s", out)
+	if err != nil {
+		t.Fatalf("driver: %v", err)
+	}
+	for _, phase := range []string{"spill", "merge", "load"} {
+		if !bytes.Contains(out, []byte("rekey-yarn: "+phase+": submitted")) {
+			t.Errorf("the driver submitted no %s job", phase)
+		}
+	}
+	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
+	testenv.OneStoreFileEach(t, s.table, 4)
 }
 
 // killer watches for the rekey child of one shard: it kills the first

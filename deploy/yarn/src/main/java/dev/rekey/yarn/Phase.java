@@ -10,7 +10,9 @@ import org.apache.hadoop.conf.Configuration;
  * One MapReduce job of a rekey run, and the command line each of its map
  * tasks gives the rekey binary. The flags are rekey's CLI contract: run
  * --shard I/N (the puts sink: a shard's whole work), run --phase spill
- * --shard I/N, run --phase merge --part J/R, and load.
+ * --shard I/N, run --phase merge --part J/R, and load. A merge part takes
+ * the run's flags and uses those that concern it (--memory, --workers,
+ * --force-takeover); the load takes only its own.
  */
 enum Phase {
   /** Puts sink: each shard reads, re-keys and writes its splits; no merge. */
@@ -55,6 +57,9 @@ enum Phase {
     List<String> a = new ArrayList<>(List.of("./" + BINARY));
     if (this == LOAD) {
       a.addAll(List.of("load", JOB_FILE, "--staging", state + "/staging", "--json"));
+      if (attempt > 0) {
+        a.add("--force-takeover");
+      }
       return a;
     }
     a.addAll(List.of("run", JOB_FILE, "--checkpoint", state + "/checkpoint.json"));

@@ -24,7 +24,11 @@ final class Progress {
   private static final Map<String, Pattern> SUMMARY = new LinkedHashMap<>();
 
   static {
-    for (String f : new String[] {"splits_done", "cells_read", "cells_written", "cells_rejected", "cells_collided", "cells_failed", "bytes_written"}) {
+    // A run's or spill shard's summary, then a merge or load task's stats
+    // (the collisions of the merge parts add up to the job's: each target
+    // partition is merged by one part).
+    for (String f : new String[] {"splits_done", "cells_read", "cells_written", "cells_rejected", "cells_collided", "cells_failed", "bytes_written",
+        "hfiles", "hfile_bytes", "duplicates", "collisions", "merge_passes", "regions_loaded", "files_resplit"}) {
       SUMMARY.put(f, Pattern.compile("\"" + f + "\":(\\d+)"));
     }
   }
