@@ -14,7 +14,9 @@ func TestParseInstantFlag(t *testing.T) {
 	// 01:30 UTC on 30 November, given in a zone 5 hours behind (the local
 	// date there is still the 29th): relative days follow the UTC date.
 	now := time.Date(2026, 11, 29, 20, 30, 15, 0, time.FixedZone("EST", -5*3600))
-	utc := func(y int, mo time.Month, d, h int) int64 { return time.Date(y, mo, d, h, 0, 0, 0, time.UTC).UnixMilli() }
+	utc := func(y int, mo time.Month, d, h int) int64 {
+		return time.Date(y, mo, d, h, 0, 0, 0, time.UTC).UnixMilli()
+	}
 	for _, c := range []struct {
 		in   string
 		want int64
