@@ -205,17 +205,28 @@ func (s *setup) logDirs() string { return filepath.Join(s.root, "testenv", "run"
 // applied to the source: no cell twice, none missing, no extra version.
 func TestYarnPutsShardsKillOneChild(t *testing.T) {
 	s := newSetup(t, 48000, "puts")
-	state := s.state
 	// A cap per task makes each shard take several seconds, so the child
 	// can be killed mid-task, after its first progress line.
-	cmd := s.driver(t, s.jobPath, "--shards", "4", "--binary", s.rekey, "--state", state, "--memory", "256",
-		"--", "--workers", "1", "--split-bytes", "16KiB", "--max-cells-per-sec", "1500", "--batch-cells", "200")
+	out := s.runKillingShard1(t, "--shards", "4", "--", "--workers", "1", "--split-bytes", "16KiB", "--max-cells-per-sec", "1500", "--batch-cells", "200")
+	if !bytes.Contains(out, []byte("rekey-yarn: run: submitted")) {
+		t.Errorf("the driver submitted no run job")
+	}
+	counter(t, out, "run", "cells_written", len(s.want))
+	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
+}
+
+// runKillingShard1 runs the driver with args (after the job file, binary,
+// state and memory) while a killer SIGKILLs shard 1/4's first rekey child
+// mid-task, and checks that YARN retried it and the retry resumed: its
+// summary, the only one for the shard, skipped some splits but not all.
+func (s *setup) runKillingShard1(t *testing.T, args ...string) []byte {
+	cmd := s.driver(t, append([]string{s.jobPath, "--binary", s.rekey, "--state", s.state, "--memory", "256"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	k := &killer{shard: "1/4", state: state, logs: s.logDirs()}
+	k := &killer{shard: "1/4", state: s.state, logs: s.logDirs()}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -233,7 +244,7 @@ func TestYarnPutsShardsKillOneChild(t *testing.T) {
 	if !k.retried {
 		t.Errorf("no second attempt of shard 1/4 ran with --resume --force-takeover")
 	}
-	sums := summaries(t, s.logDirs(), state, "shard-1-of-4")
+	sums := summaries(t, s.logDirs(), s.state, "shard-1-of-4")
 	if len(sums) != 1 {
 		t.Fatalf("shard 1/4 printed %d summaries, want 1 (the killed attempt prints none)", len(sums))
 	}
@@ -242,30 +253,43 @@ func TestYarnPutsShardsKillOneChild(t *testing.T) {
 	} else {
 		t.Logf("the retry of shard 1/4 skipped %d of %d splits the killed attempt had finished", sum.Skipped, sum.Splits)
 	}
-	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
+	return out.Bytes()
 }
 
 // TestYarnPhases: with --parts the driver runs the job in phases as three
-// MapReduce jobs, 4 spill tasks, 2 merge tasks and the load. HBase's raw
-// dump of the target equals the rule over the source, and every target
-// region's one family holds one store file: the merge wrote one HFile per
-// region and family from all four shards' runs.
+// MapReduce jobs, 4 spill tasks, 2 merge tasks and the load, while spill
+// shard 1/4's first rekey child is killed with SIGKILL mid-task (YARN
+// retries it; the retry resumes). HBase's raw dump of the target equals
+// the rule over the source (no cell twice: the killed attempt's runs are
+// not merged beside the retry's), and every target region's one family
+// holds one store file: the merge wrote one HFile per region and family
+// from all four shards' runs.
 func TestYarnPhases(t *testing.T) {
-	s := newSetup(t, 20000, "hfiles")
-	cmd := s.driver(t, s.jobPath, "--shards", "4", "--parts", "2", "--binary", s.rekey, "--state", s.state, "--memory", "256",
-		"--", "--workers", "1", "--split-bytes", "16KiB")
-	out, err := cmd.CombinedOutput()
-	t.Logf("driver output:\n%s", out)
-	if err != nil {
-		t.Fatalf("driver: %v", err)
-	}
+	s := newSetup(t, 48000, "hfiles")
+	out := s.runKillingShard1(t, "--shards", "4", "--parts", "2", "--", "--workers", "1", "--split-bytes", "16KiB", "--max-cells-per-sec", "1500")
 	for _, phase := range []string{"spill", "merge", "load"} {
 		if !bytes.Contains(out, []byte("rekey-yarn: "+phase+": submitted")) {
 			t.Errorf("the driver submitted no %s job", phase)
 		}
 	}
+	// The tasks' summaries, summed by MapReduce into the job's counters.
+	counter(t, out, "spill", "cells_written", len(s.want))
+	counter(t, out, "merge", "hfiles", 4)
+	counter(t, out, "load", "regions_loaded", 4)
 	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
 	testenv.OneStoreFileEach(t, s.table, 4)
+}
+
+// counter checks a job counter the driver printed ("rekey-yarn: PHASE:
+// NAME VALUE").
+func counter(t *testing.T, out []byte, phase, name string, want int) {
+	t.Helper()
+	m := regexp.MustCompile(`rekey-yarn: ` + phase + `: ` + name + ` (\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Errorf("no %s counter %s in the driver's output", phase, name)
+	} else if got, _ := strconv.Atoi(string(m[1])); got != want {
+		t.Errorf("%s counter %s = %d, want %d", phase, name, got, want)
+	}
 }
 
 // killer watches for the rekey child of one shard: it kills the first

@@ -27,6 +27,11 @@ import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
  * included) that a driver loads with -conf. Its yarn.is.minicluster=true
  * makes MapReduce put the submitting JVM's classpath on the task
  * containers, so the driver's JVM must run with this process's classpath.
+ *
+ * <p>Every server binds to 127.0.0.1 except MapReduce's shuffle handler,
+ * a NodeManager auxiliary service MiniMRYarnCluster always installs: it
+ * listens on all interfaces (Hadoop gives it no bind address) on a port
+ * chosen at start. Map-only jobs never call it.
  */
 final class Yarn {
   /** NodeManager memory: room for the AM and three 768 MB tasks. */

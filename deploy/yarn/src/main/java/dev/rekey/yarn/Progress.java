@@ -19,18 +19,22 @@ final class Progress {
   // rekey: progress: splits 3/10 (2 running), 1234 cells read, 1200 written, ...
   private static final Pattern LINE = Pattern.compile(
       "progress: splits (\\d+)/(\\d+) \\((\\d+) running\\), (\\d+) cells read, (\\d+) written");
-  // The summary's own totals; the first match of each is the top level's,
-  // which the encoder writes before any nested object.
-  private static final Map<String, Pattern> SUMMARY = new LinkedHashMap<>();
+  // The totals of a run's or spill shard's summary (top-level fields,
+  // which the encoder writes before its nested objects, save the memory
+  // budget, whose names differ), and of a merge or load task's stats (the
+  // collisions of the merge parts add up to the job's: each target
+  // partition is merged by one part).
+  private static final Map<String, Pattern> RUN = patterns("splits_done", "cells_read", "cells_written", "cells_rejected",
+      "cells_collided", "cells_failed", "bytes_written");
+  private static final Map<String, Pattern> TASK = patterns("hfiles", "hfile_bytes", "duplicates", "collisions", "merge_passes",
+      "regions_loaded", "files_resplit");
 
-  static {
-    // A run's or spill shard's summary, then a merge or load task's stats
-    // (the collisions of the merge parts add up to the job's: each target
-    // partition is merged by one part).
-    for (String f : new String[] {"splits_done", "cells_read", "cells_written", "cells_rejected", "cells_collided", "cells_failed", "bytes_written",
-        "hfiles", "hfile_bytes", "duplicates", "collisions", "merge_passes", "regions_loaded", "files_resplit"}) {
-      SUMMARY.put(f, Pattern.compile("\"" + f + "\":(\\d+)"));
+  private static Map<String, Pattern> patterns(String... fields) {
+    Map<String, Pattern> m = new LinkedHashMap<>();
+    for (String f : fields) {
+      m.put(f, Pattern.compile("\"" + f + "\":(\\d+)"));
     }
+    return m;
   }
 
   private final Map<String, Long> seen = new LinkedHashMap<>();
@@ -55,10 +59,14 @@ final class Progress {
     return out;
   }
 
-  /** Reads the JSON summary line and returns each counter's growth to its final value. */
-  Map<String, Long> fromSummary(String json) {
+  /**
+   * Reads the JSON summary line of a task of phase and returns each
+   * counter's growth to its final value.
+   */
+  Map<String, Long> fromSummary(Phase phase, String json) {
     Map<String, Long> out = new LinkedHashMap<>();
-    for (Map.Entry<String, Pattern> e : SUMMARY.entrySet()) {
+    Map<String, Pattern> fields = phase == Phase.MERGE || phase == Phase.LOAD ? TASK : RUN;
+    for (Map.Entry<String, Pattern> e : fields.entrySet()) {
       Matcher m = e.getValue().matcher(json);
       if (m.find()) {
         grow(out, e.getKey(), Long.parseLong(m.group(1)));

@@ -107,7 +107,7 @@ public final class RekeyMapper extends Mapper<IntWritable, NullWritable, NullWri
       // The JVM is stopping; the hook runs anyway and finds the child gone.
     }
     if (!summary[0].isEmpty()) {
-      add(ctx, progress.fromSummary(summary[0]));
+      add(ctx, progress.fromSummary(Phase.of(ctx.getConfiguration()), summary[0]));
       ctx.setStatus("rekey exited " + p.exitValue() + "; summary: " + summary[0]);
     }
     return p.exitValue();
