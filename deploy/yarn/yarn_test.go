@@ -1,6 +1,7 @@
 // Package yarn_test runs the YARN driver (deploy/yarn, Java) against the
 // mini cluster's MapReduce on YARN and judges the target table by HBase's
-// own dump of it.
+// own dump of it. Each test takes minutes (YARN starts a JVM per task on
+// two shared cores): run them with -timeout 40m, past go test's default 10.
 package yarn_test
 
 import (
