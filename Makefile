@@ -3,10 +3,13 @@ GO      ?= go
 BIN     := bin/rekey
 PKGS    := ./...
 
-.PHONY: help build test unit demo bench bench-e2e lint fuzz testenv-up testenv-down oracle clean
+YARN_JAR := bin/rekey-yarn.jar
+
+.PHONY: help build yarn-jar test unit demo bench bench-e2e lint fuzz testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
+	@echo "yarn-jar      build bin/rekey-yarn.jar, the YARN driver (Maven, Java 17)"
 	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
 	@echo "unit          unit tests only (go test, no cluster)"
 	@echo "demo          run the demo job on the bundled snapshot"
@@ -20,6 +23,16 @@ help:
 # CGO off: one static binary that runs on any Linux, as the README promises.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/rekey
+
+# The YARN driver (deploy/yarn): its own Maven module, Hadoop provided by
+# the cluster. The jar is a build output, never committed.
+yarn-jar: $(YARN_JAR)
+
+$(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -name '*.java' 2>/dev/null)
+	cd deploy/yarn && mvn -q -B -Dstyle.color=never package
+	mkdir -p bin
+	cp deploy/yarn/target/rekey-yarn.jar $@.tmp
+	mv -f $@.tmp $@
 
 unit:
 	scripts/unit.sh

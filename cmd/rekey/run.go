@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -110,8 +111,8 @@ interrupted, resumable.`,
 	fl.BoolVar(&f.resume, "resume", false, "skip the splits the checkpoint records done (starts fresh when there is none)")
 	fl.BoolVar(&f.fresh, "fresh", false, "discard an existing checkpoint and start over")
 	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the checkpoint or staging folder before it expires, when the run that holds it is known to be dead")
-	fl.StringVar(&f.from, "from", "", "copy only cells with timestamp >= this (epoch ms or RFC 3339; job: source.scan.from)")
-	fl.StringVar(&f.to, "to", "", "copy only cells with timestamp < this (epoch ms or RFC 3339; job: source.scan.to)")
+	fl.StringVar(&f.from, "from", "", "copy only cells with timestamp >= this (epoch ms, RFC 3339, or whole UTC days or hours from the start of the current one: -1d, 0d, -6h; job: source.scan.from)")
+	fl.StringVar(&f.to, "to", "", "copy only cells with timestamp < this (epoch ms, RFC 3339, or relative like --from: --from=-1d --to=0d is yesterday, UTC; job: source.scan.to)")
 	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper; default from $HBASE_CONF_DIR/hbase-site.xml)")
@@ -316,7 +317,7 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		if t.v == "" {
 			continue
 		}
-		ms, err := job.ParseInstant(t.v)
+		ms, err := parseInstantFlag(t.v, time.Now())
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.flag, err)
 		}

@@ -59,6 +59,8 @@ public final class Cluster {
   private final List<HaDfs> ha;
   /** Kerberos for a secure cluster (SECURE=1), or null. */
   private SecureCluster secure;
+  /** MapReduce on YARN over this cluster's HDFS, started by yarn-start. */
+  private Yarn yarn;
   private Connection conn;
   private volatile boolean stopping;
 
@@ -106,6 +108,7 @@ public final class Cluster {
     Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")),
         List.of(new HaDfs(run.resolve("ha1"), "ha1"), new HaDfs(run.resolve("ha2"), "ha2")));
     self.secure = secure;
+    self.yarn = new Yarn(run.resolve("yarn"));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {
@@ -291,12 +294,14 @@ public final class Cluster {
       }
       case "start-master":
         return startMaster();
+      case "yarn-start":
+        return "ok " + yarn.start(cluster.getConf());
       case "shutdown":
         return "ok shutting down";
       default:
         return "error unknown command " + f[0]
             + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
-            + " start-master, zk-expire-session HOST:PORT, shutdown;"
+            + " start-master, zk-expire-session HOST:PORT, yarn-start, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
             + " the same with dfs3-; ha1-start, ha1-active, ha1-failover, ha1-kill-active,"
@@ -330,6 +335,9 @@ public final class Cluster {
 
   private synchronized void stop() {
     stopping = true;
+    if (yarn != null) {
+      yarn.stop();
+    }
     for (Dfs2 d : extraDfs) {
       try {
         d.shutdown();

@@ -1,0 +1,116 @@
+package dev.rekey.testenv;
+
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
+
+/**
+ * MapReduce on YARN beside the mini cluster, started on demand by the
+ * control command yarn-start: one ResourceManager and one NodeManager
+ * (Hadoop's own MiniMRYarnCluster, which hbase-testing-util already brings)
+ * whose default file system is the mini cluster's HDFS, so tasks on any
+ * node would see the same checkpoint and staging folder.
+ *
+ * <p>The NodeManager is sized for a 2-core machine: 3 GB and 2 vcores in
+ * all, containers from 512 MB, an MR ApplicationMaster of 512 MB (the
+ * MapReduce default, 1.5 GB, would take half the node). The physical
+ * memory check stays on, as on a real cluster; the virtual memory check is
+ * off: a Go binary reserves far more address space than it uses, and
+ * YARN's default ratio (2.1 times the container) kills it for nothing.
+ *
+ * <p>The answer to yarn-start names a client configuration file (the
+ * cluster's whole resolved configuration, ResourceManager address
+ * included) that a driver loads with -conf. Its yarn.is.minicluster=true
+ * makes MapReduce put the submitting JVM's classpath on the task
+ * containers, so the driver's JVM must run with this process's classpath.
+ *
+ * <p>Every server binds to 127.0.0.1 except MapReduce's shuffle handler,
+ * a NodeManager auxiliary service MiniMRYarnCluster always installs: it
+ * listens on all interfaces (Hadoop gives it no bind address) on a port
+ * chosen at start. Map-only jobs never call it.
+ */
+final class Yarn {
+  /** NodeManager memory: room for the AM and three 768 MB tasks. */
+  static final int NODE_MB = 3072;
+  /** The smallest container YARN hands out. */
+  static final int MIN_CONTAINER_MB = 512;
+
+  private final Path base;
+  private MiniMRYarnCluster mr;
+  private Path clientConf;
+
+  /** base is the folder for the NodeManager's local dirs and logs. */
+  Yarn(Path base) {
+    this.base = base;
+  }
+
+  /**
+   * Starts the cluster unless it runs, on fs (the mini cluster's
+   * configuration, for fs.defaultFS), and returns the client
+   * configuration file's path.
+   */
+  synchronized String start(Configuration fs) throws Exception {
+    if (mr != null) {
+      return clientConf.toString();
+    }
+    Files.createDirectories(base);
+    // MiniYARNCluster keeps its NodeManager dirs under test.build.data
+    // (default: target/ below the working directory of this JVM).
+    System.setProperty("test.build.data", base.toString());
+    Configuration conf = new Configuration(fs);
+    conf.setInt("yarn.nodemanager.resource.memory-mb", NODE_MB);
+    conf.setInt("yarn.nodemanager.resource.cpu-vcores", 2);
+    conf.setInt("yarn.scheduler.minimum-allocation-mb", MIN_CONTAINER_MB);
+    conf.setInt("yarn.scheduler.maximum-allocation-mb", NODE_MB);
+    // Without this, MiniMRYarnCluster turns both memory checks off.
+    conf.setBoolean("mapreduce.minicluster.control-resource-monitoring", true);
+    conf.setBoolean("yarn.nodemanager.pmem-check-enabled", true);
+    conf.setBoolean("yarn.nodemanager.vmem-check-enabled", false);
+    conf.setInt("yarn.app.mapreduce.am.resource.mb", MIN_CONTAINER_MB);
+    conf.set("yarn.app.mapreduce.am.command-opts", "-Xmx320m");
+    // Loopback only: the servers bind to 127.0.0.1, not every interface.
+    conf.set("yarn.resourcemanager.bind-host", "127.0.0.1");
+    conf.set("yarn.nodemanager.bind-host", "127.0.0.1");
+    conf.set("yarn.resourcemanager.hostname", "127.0.0.1");
+    conf.set("yarn.nodemanager.hostname", "127.0.0.1");
+    // No history server: nothing reads it, and it would take a JVM's
+    // worth of memory and two web ports.
+    conf.setBoolean(MiniMRYarnCluster.MR_HISTORY_MINICLUSTER_ENABLED, false);
+    conf.setBoolean("yarn.webapp.ui2.enable", false);
+    MiniMRYarnCluster c = new MiniMRYarnCluster("rekey-yarn", 1, false);
+    try {
+      c.init(conf);
+      c.start();
+    } catch (LinkageError e) {
+      // A class missing from the classpath: answer with it, not silence.
+      c.stop();
+      throw new IllegalStateException("MiniMRYarnCluster: " + e, e);
+    }
+    mr = c;
+    clientConf = writeConf(c.getConfig());
+    return clientConf.toString();
+  }
+
+  /** Writes conf to base/client.xml atomically and returns its path. */
+  private Path writeConf(Configuration conf) throws Exception {
+    Path out = base.resolve("client.xml");
+    Path tmp = base.resolve("client.xml.tmp");
+    try (OutputStream os = Files.newOutputStream(tmp)) {
+      conf.writeXml(os);
+    }
+    Files.move(tmp, out, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    return out;
+  }
+
+  /** Stops the cluster if it runs. */
+  synchronized void stop() {
+    if (mr != null) {
+      mr.stop();
+      mr = null;
+    }
+  }
+}
