@@ -3,6 +3,10 @@ package main
 import (
 	"errors"
 
+	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/vfs"
 	"github.com/spf13/cobra"
 )
 
@@ -11,7 +15,9 @@ import (
 // path, root dir or snapshot that does not exist or is not what it must
 // be), 1 when the input is damaged or the work found problems (a corrupt
 // HFile or manifest, a missing store file, rejected keys, failed
-// verification), 0 when done, 3 when rekey run stopped on a signal.
+// verification), 0 when done, 3 when rekey run stopped on a signal, 4 when
+// the work stopped for a cause a retry may cure (a cluster, NameNode or KDC
+// out of reach after every retry, the run's lease taken over).
 const (
 	exitOK       = 0 // done
 	exitProblems = 1 // input damaged, or done with problems reported
@@ -19,7 +25,22 @@ const (
 	// exitInterrupted: the run stopped on a signal; the checkpoint is
 	// written and --resume goes on.
 	exitInterrupted = 3
+	// exitRetry: the work stopped for a cause outside the input that a
+	// later attempt may not meet. Schedulers (YARN, Kubernetes) retry it,
+	// where 1 and 2 fail the task for good: a YARN attempt cut off from its
+	// lease by the retry that replaced it must not fail the whole job.
+	exitRetry = 4
 )
+
+// retryable reports whether err is one of the causes exitRetry names.
+func retryable(err error) bool {
+	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable} {
+		if errors.Is(err, cause) {
+			return true
+		}
+	}
+	return false
+}
 
 // usageError marks an error as the caller's fault (bad flag, bad job file),
 // which maps to exit code 2.
@@ -56,6 +77,8 @@ func exitCode(err error) int {
 		return exitInterrupted
 	case errors.As(err, &ue), errors.As(err, &fe):
 		return exitUsage
+	case retryable(err):
+		return exitRetry
 	}
 	return exitProblems
 }

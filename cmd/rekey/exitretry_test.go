@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// TestExitCodeRetryable: causes outside the input that a later attempt may
+// not meet exit 4, which the YARN driver and the Kubernetes
+// podFailurePolicy retry; damaged input stays 1 and usage errors 2 even
+// when a retryable cause is wrapped beside them.
+func TestExitCodeRetryable(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("split 3: %w", pipeline.ErrLeaseLost), exitRetry},
+		{fmt.Errorf("open hdfs://nn/x: %w", vfs.ErrNameNodeUnavailable), exitRetry},
+		{fmt.Errorf("region server 127.0.0.1:16020: %w", rpc.ErrDial), exitRetry},
+		{fmt.Errorf("multi: %w", rpc.ErrConnBroken), exitRetry},
+		{fmt.Errorf("login: %w", krb.ErrKDCUnreachable), exitRetry},
+		{fmt.Errorf("read: %w", hfile.ErrCorrupt), exitProblems},
+		{errors.New("something else"), exitProblems},
+		{usageError{fmt.Errorf("lease: %w", pipeline.ErrLeased)}, exitUsage},
+		{usageError{fmt.Errorf("wrapped: %w", rpc.ErrDial)}, exitUsage},
+		{fmt.Errorf("%w: %w", errInterrupted, pipeline.ErrLeaseLost), exitInterrupted},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
