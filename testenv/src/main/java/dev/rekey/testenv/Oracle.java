@@ -57,10 +57,10 @@ import org.apache.hadoop.hbase.util.CommonFSUtils;
 public final class Oracle {
   private static final String USAGE = String.join("\n",
       "usage: testenv/bin/oracle COMMAND ARGS",
-      "  seed SPEC.json                       create a table, write generated cells, run the spec's steps",
-      "  dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]   cells of a snapshot (TableSnapshotScanner)",
-      "  dump-table TABLE [--raw] [--max-versions N]             cells of a live table (scan)",
-      "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
+      "  seed SPEC.json...                    per spec: create a table, write generated cells, run the steps",
+      "  dump-snapshot ROOTDIR NAME [SCAN] [--now MS]  cells of a snapshot (TableSnapshotScanner)",
+      "  dump-table TABLE [SCAN]              cells of a live table (scan)",
+      "  dump-hfile [--tags] PATH             every cell of one HFile (HBase's HFile reader)",
       "  check-hfile [--tags] PATH...         check each HFile as a bulk load would (order, file info,",
       "                                       bloom) and dump it: '#' lines of facts, then its cells",
       "  count TABLE|SNAPSHOT --prefix HEX... rows and cells under each row-key prefix",
@@ -78,7 +78,8 @@ public final class Oracle {
       "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
       "  bench-e2e-hfile ROOTDIR NAME TABLE STAGING [MB] snapshot -> re-key -> sorted HFiles -> bulk load",
       "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
-      "families keep unless --max-versions is given.");
+      "families keep unless --max-versions is given. SCAN: " + ScanOpts.FORM,
+      "(time range [from, to) in ms, to 0 = none; hex rows and qualifiers; --tags adds a tags column).");
 
   private Oracle() {}
 
@@ -128,29 +129,101 @@ public final class Oracle {
     }
   }
 
-  /** Options shared by the dump commands. */
-  private static final class ScanOpts {
+  /**
+   * Options shared by the dump commands: the scan options rekey offers
+   * (snapshot.ScanOptions, the job's source.scan, `rekey inspect`), each
+   * handed to HBase's own Scan so HBase does the selecting.
+   */
+  static final class ScanOpts {
     boolean raw;
     int maxVersions;
+    boolean tags;
+    long from;
+    long to;
+    /**
+     * TTL reference in ms (0: the clock), dump-snapshot only: there the
+     * store scanners run in this JVM and take "now" from HBase's
+     * EnvironmentEdgeManager, which FixedClock sets.
+     */
+    long now;
+    byte[] start;
+    byte[] stop;
+    List<byte[]> families = new ArrayList<>();
+    /** family, qualifier pairs of --column. */
+    List<byte[][]> columns = new ArrayList<>();
     List<String> positional = new ArrayList<>();
+
+    static final String FORM = "[--raw] [--max-versions N] [--tags] [--from MS] [--to MS] [--family F]..."
+        + " [--column F:QUALHEX]... [--start ROWHEX] [--stop ROWHEX]";
 
     static ScanOpts parse(String[] a) throws UsageException {
       ScanOpts o = new ScanOpts();
       for (int i = 0; i < a.length; i++) {
-        if (a[i].equals("--raw")) {
+        String f = a[i];
+        if (f.equals("--raw")) {
           o.raw = true;
-        } else if (a[i].equals("--max-versions") && i + 1 < a.length) {
-          o.maxVersions = Integer.parseInt(a[++i]);
-        } else if (a[i].startsWith("--")) {
-          throw new UsageException("unknown option " + a[i]);
+        } else if (f.equals("--tags")) {
+          o.tags = true;
+        } else if (f.startsWith("--") && i + 1 < a.length && o.option(f, a[i + 1])) {
+          i++;
+        } else if (f.startsWith("--")) {
+          throw new UsageException("unknown option " + f + " or missing value");
         } else {
-          o.positional.add(a[i]);
+          o.positional.add(f);
         }
+      }
+      if (o.to != 0 && o.from >= o.to) {
+        throw new UsageException("--from " + o.from + " is not before --to " + o.to);
       }
       return o;
     }
 
-    Scan scan() {
+    /** Takes an option with a value; false when f is not one. */
+    private boolean option(String f, String v) throws UsageException {
+      switch (f) {
+        case "--max-versions":
+          maxVersions = Integer.parseInt(v);
+          return true;
+        case "--from":
+          from = Long.parseLong(v);
+          return true;
+        case "--to":
+          to = Long.parseLong(v);
+          return true;
+        case "--now":
+          now = Long.parseLong(v);
+          if (now <= 0) {
+            throw new UsageException("--now " + v + ": want epoch milliseconds > 0");
+          }
+          return true;
+        case "--start":
+          start = Bytes.fromHex(v);
+          return true;
+        case "--stop":
+          stop = Bytes.fromHex(v);
+          return true;
+        case "--family":
+          families.add(Bytes.toBytes(v));
+          return true;
+        case "--column": {
+          int colon = v.indexOf(':');
+          if (colon <= 0) {
+            throw new UsageException("--column " + v + ": want FAMILY:QUALIFIERHEX");
+          }
+          columns.add(new byte[][] {Bytes.toBytes(v.substring(0, colon)), Bytes.fromHex(v.substring(colon + 1))});
+          return true;
+        }
+        default:
+          return false;
+      }
+    }
+
+    /**
+     * The Scan. Families are added before columns: as in rekey's
+     * ScanOptions, naming columns of a family restricts it to them
+     * (Scan.addColumn after addFamily replaces the whole-family entry).
+     */
+    Scan scan() throws IOException {
       Scan s = new Scan();
       s.setRaw(raw);
       if (maxVersions > 0) {
@@ -159,6 +232,21 @@ public final class Oracle {
         s.readAllVersions();
       }
       s.setCacheBlocks(false);
+      if (from != 0 || to != 0) {
+        s.setTimeRange(from, to == 0 ? Long.MAX_VALUE : to);
+      }
+      if (start != null) {
+        s.withStartRow(start);
+      }
+      if (stop != null) {
+        s.withStopRow(stop);
+      }
+      for (byte[] f : families) {
+        s.addFamily(f);
+      }
+      for (byte[][] c : columns) {
+        s.addColumn(c[0], c[1]);
+      }
       return s;
     }
   }
@@ -193,41 +281,53 @@ public final class Oracle {
   private static void run(String cmd, String[] a) throws Exception {
     switch (cmd) {
       case "seed": {
-        need(a, 1, 1, "seed SPEC.json");
+        // Several specs share one JVM and connection: a test that seeds
+        // many small tables pays the start-up once.
+        need(a, 1, Integer.MAX_VALUE, "seed SPEC.json...");
         try (Connection conn = connect()) {
-          new Seed(conn, Seed.read(a[0])).run();
+          for (String spec : a) {
+            new Seed(conn, Seed.read(spec)).run();
+          }
         }
         return;
       }
       case "dump-snapshot": {
         ScanOpts o = ScanOpts.parse(a);
         if (o.positional.size() != 2) {
-          throw new UsageException("expected dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]");
+          throw new UsageException("expected dump-snapshot ROOTDIR NAME " + ScanOpts.FORM + " [--now MS]");
         }
-        try (Dump d = new Dump(System.out)) {
-          scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d);
+        try (Dump d = new Dump(System.out); FixedClock clock = FixedClock.at(o.now)) {
+          scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d, null, o.tags);
         }
         return;
       }
       case "dump-table": {
         ScanOpts o = ScanOpts.parse(a);
         if (o.positional.size() != 1) {
-          throw new UsageException("expected dump-table TABLE [--raw] [--max-versions N]");
+          throw new UsageException("expected dump-table TABLE " + ScanOpts.FORM);
+        }
+        if (o.now != 0) {
+          // A table scan's store scanners run in the region servers and
+          // read their clocks; a client cannot set the TTL reference.
+          throw new UsageException("dump-table takes no --now: the region servers' clocks measure TTLs");
         }
         try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
             ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(System.out)) {
           for (Result r : rs) {
             for (Cell c : r.rawCells()) {
-              d.cell(c);
+              d.cell(c, o.tags);
             }
           }
         }
         return;
       }
       case "dump-hfile": {
-        need(a, 1, 1, "dump-hfile PATH");
+        boolean tags = a.length == 2 && a[0].equals("--tags");
+        if (a.length != 1 && !tags) {
+          throw new UsageException("expected dump-hfile [--tags] PATH");
+        }
         try (Dump d = new Dump(System.out)) {
-          readHFile(path(a[0]), d, null);
+          readHFile(path(a[a.length - 1]), d, null, tags);
         }
         return;
       }
@@ -465,15 +565,21 @@ public final class Oracle {
   }
 
   static void scanSnapshot(Path root, String name, Scan scan, Dump d) throws IOException {
-    scanSnapshot(root, name, scan, d, null);
+    scanSnapshot(root, name, scan, d, null, false);
+  }
+
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b) throws IOException {
+    scanSnapshot(root, name, scan, d, b, false);
   }
 
   /**
    * Reads a snapshot with TableSnapshotScanner. Its restore directory (a
    * few link files) goes on the snapshot's own file system, as HBase
-   * requires, and is removed afterwards.
+   * requires, and is removed afterwards. With tags, d prints each cell's
+   * tags column (TableSnapshotScanner reads the store files in this JVM,
+   * so the cells keep the tags a client scan would not return).
    */
-  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b) throws IOException {
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b, boolean tags) throws IOException {
     Configuration conf = new Configuration(baseConf());
     FileSystem fs = root.getFileSystem(conf);
     root = fs.makeQualified(root);
@@ -503,7 +609,7 @@ public final class Oracle {
       while ((r = s.next()) != null) {
         for (Cell c : r.rawCells()) {
           if (d != null) {
-            d.cell(c);
+            d.cell(c, tags);
           }
           if (b != null) {
             b.add(c);
@@ -516,6 +622,10 @@ public final class Oracle {
   }
 
   static void readHFile(Path p, Dump d, Bench b) throws IOException {
+    readHFile(p, d, b, false);
+  }
+
+  static void readHFile(Path p, Dump d, Bench b, boolean tags) throws IOException {
     Configuration conf = baseConf();
     FileSystem fs = p.getFileSystem(conf);
     try (HFile.Reader r = HFile.createReader(fs, p, CacheConfig.DISABLED, true, conf)) {
@@ -526,7 +636,7 @@ public final class Oracle {
       do {
         Cell c = sc.getCell();
         if (d != null) {
-          d.cell(c);
+          d.cell(c, tags);
         }
         if (b != null) {
           b.add(c);
