@@ -60,6 +60,7 @@ public final class Oracle {
       "  seed SPEC.json...                    per spec: create a table, write generated cells, run the steps",
       "  dump-snapshot ROOTDIR NAME [SCAN] [--now MS]  cells of a snapshot (TableSnapshotScanner)",
       "  dump-table TABLE [SCAN]              cells of a live table (scan)",
+      "  dump-batch LISTFILE                  lines of OUTFILE<TAB>dump-snapshot|dump-table|dump-hfile<TAB>ARGS...: each dump to its file",
       "  dump-hfile [--tags] PATH             every cell of one HFile (HBase's HFile reader)",
       "  check-hfile [--tags] PATH...         check each HFile as a bulk load would (order, file info,",
       "                                       bloom) and dump it: '#' lines of facts, then its cells",
@@ -69,7 +70,7 @@ public final class Oracle {
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
       "  flush TABLE | major-compact TABLE    and wait for it",
-      "  snapshot TABLE NAME | delete-snapshot NAME | drop-table TABLE",
+      "  snapshot TABLE NAME | delete-snapshot NAME... | drop-table TABLE...",
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
@@ -291,36 +292,14 @@ public final class Oracle {
         }
         return;
       }
-      case "dump-snapshot": {
-        ScanOpts o = ScanOpts.parse(a);
-        if (o.positional.size() != 2) {
-          throw new UsageException("expected dump-snapshot ROOTDIR NAME " + ScanOpts.FORM + " [--now MS]");
-        }
-        try (Dump d = new Dump(System.out); FixedClock clock = FixedClock.at(o.now)) {
-          scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d, null, o.tags);
-        }
+      case "dump-snapshot":
+      case "dump-table":
+        dump(cmd, a, System.out);
         return;
-      }
-      case "dump-table": {
-        ScanOpts o = ScanOpts.parse(a);
-        if (o.positional.size() != 1) {
-          throw new UsageException("expected dump-table TABLE " + ScanOpts.FORM);
-        }
-        if (o.now != 0) {
-          // A table scan's store scanners run in the region servers and
-          // read their clocks; a client cannot set the TTL reference.
-          throw new UsageException("dump-table takes no --now: the region servers' clocks measure TTLs");
-        }
-        try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
-            ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(System.out)) {
-          for (Result r : rs) {
-            for (Cell c : r.rawCells()) {
-              d.cell(c, o.tags);
-            }
-          }
-        }
+      case "dump-batch":
+        need(a, 1, 1, "dump-batch LISTFILE");
+        dumpBatch(a[0]);
         return;
-      }
       case "dump-hfile": {
         boolean tags = a.length == 2 && a[0].equals("--tags");
         if (a.length != 1 && !tags) {
@@ -425,22 +404,27 @@ public final class Oracle {
         return;
       }
       case "delete-snapshot": {
-        need(a, 1, 1, "delete-snapshot NAME");
+        // Several names share one JVM (tests that made many clean up once).
+        need(a, 1, Integer.MAX_VALUE, "delete-snapshot NAME...");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
-          admin.deleteSnapshot(a[0]);
+          for (String name : a) {
+            admin.deleteSnapshot(name);
+          }
         }
         System.out.println("ok");
         return;
       }
       case "drop-table": {
-        need(a, 1, 1, "drop-table TABLE");
+        need(a, 1, Integer.MAX_VALUE, "drop-table TABLE...");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
-          TableName tn = TableName.valueOf(a[0]);
-          if (admin.tableExists(tn)) {
-            if (admin.isTableEnabled(tn)) {
-              admin.disableTable(tn);
+          for (String name : a) {
+            TableName tn = TableName.valueOf(name);
+            if (admin.tableExists(tn)) {
+              if (admin.isTableEnabled(tn)) {
+                admin.disableTable(tn);
+              }
+              admin.deleteTable(tn);
             }
-            admin.deleteTable(tn);
           }
         }
         System.out.println("ok");
@@ -561,6 +545,68 @@ public final class Oracle {
       System.out.printf(Locale.ROOT,
           "{\"op\":\"%s\",\"cells\":%d,\"bytes\":%d,\"seconds\":%.3f,\"cells_per_sec\":%.0f,\"mb_per_sec\":%.2f}%n",
           op, cells, bytes, s, cells / s, bytes / s / 1e6);
+    }
+  }
+
+  /** dump-snapshot or dump-table with args a, to out. */
+  private static void dump(String cmd, String[] a, java.io.OutputStream out) throws Exception {
+    ScanOpts o = ScanOpts.parse(a);
+    if (cmd.equals("dump-snapshot")) {
+      if (o.positional.size() != 2) {
+        throw new UsageException("expected dump-snapshot ROOTDIR NAME " + ScanOpts.FORM + " [--now MS]");
+      }
+      try (Dump d = new Dump(out); FixedClock clock = FixedClock.at(o.now)) {
+        scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d, null, o.tags);
+      }
+      return;
+    }
+    if (o.positional.size() != 1) {
+      throw new UsageException("expected dump-table TABLE " + ScanOpts.FORM);
+    }
+    if (o.now != 0) {
+      // A table scan's store scanners run in the region servers and read
+      // their clocks; a client cannot set the TTL reference.
+      throw new UsageException("dump-table takes no --now: the region servers' clocks measure TTLs");
+    }
+    try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
+        ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(out)) {
+      for (Result r : rs) {
+        for (Cell c : r.rawCells()) {
+          d.cell(c, o.tags);
+        }
+      }
+    }
+  }
+
+  /**
+   * dump-batch LISTFILE: several dumps in one JVM (each oracle start costs
+   * seconds): every line of LISTFILE is OUTFILE, then a dump-snapshot,
+   * dump-table or dump-hfile command line, tab-separated; each dump goes to
+   * its OUTFILE.
+   */
+  private static void dumpBatch(String list) throws Exception {
+    for (String line : Files.readAllLines(java.nio.file.Paths.get(list))) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] f = line.split("\t");
+      if (f.length < 3 || !(f[1].equals("dump-snapshot") || f[1].equals("dump-table") || f[1].equals("dump-hfile"))) {
+        throw new UsageException("dump-batch line " + line
+            + ": want OUTFILE<TAB>dump-snapshot|dump-table|dump-hfile<TAB>ARGS");
+      }
+      String[] args = Arrays.copyOfRange(f, 2, f.length);
+      try (java.io.OutputStream out = Files.newOutputStream(java.nio.file.Paths.get(f[0]))) {
+        if (f[1].equals("dump-hfile")) {
+          boolean tags = args[0].equals("--tags");
+          try (Dump d = new Dump(out)) {
+            readHFile(path(args[args.length - 1]), d, null, tags);
+          }
+        } else {
+          dump(f[1], args, out);
+        }
+      } catch (Exception e) {
+        throw new IOException("dump-batch " + String.join(" ", Arrays.copyOfRange(f, 1, f.length)) + ": " + e.getMessage(), e);
+      }
     }
   }
 
