@@ -427,27 +427,7 @@ func TestPresetsThroughHFiles(t *testing.T) {
 			source := seedSource(t, st, src, snap, p, p.gen(rand.New(rand.NewSource(5))), 3)
 			want := expect(p, source)
 			j := loadJob(t, p, st, snap, dst)
-			client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, p.newSplits))
-			s.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Bulk load needs the files on the cluster's HDFS.
-			staging := "hdfs://" + st.NameNode + "/tmp/" + dst
-			sink, err := stage.New(ctx, stage.Options{Staging: staging, Table: dst, Client: client, Memory: 4 << 20, Workers: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink, Workers: 2})
+			sum, err := runHFiles(t, ctx, st, j, p.newSplits)
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -37,6 +38,32 @@ func sourceTags(i int) []byte {
 		return ttl(1000)
 	}
 	return nil
+}
+
+// runHFiles prepares j's target (pre-split at newSplits, hex) and runs j
+// through staged HFiles and bulk load: staging on the cluster's HDFS,
+// where bulk load needs the files, 4 MiB of memory, 2 workers.
+func runHFiles(t *testing.T, ctx context.Context, st *testenv.State, j *job.Job, newSplits []string) (*pipeline.Summary, error) {
+	t.Helper()
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, newSplits))
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := stage.New(ctx, stage.Options{Staging: "hdfs://" + st.NameNode + "/tmp/" + j.Target.Table, Table: j.Target.Table, Client: client, Memory: 4 << 20, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Execute(ctx, j, pipeline.Options{Sink: sink, Workers: 2})
 }
 
 // snapshotTags snapshots a live table and returns its cells with their
@@ -108,25 +135,7 @@ func TestTagsThroughRuns(t *testing.T) {
 		dst := uniq(t, "tags_hf_dst")
 		testenv.DropAfter(t, dst, "")
 		j := loadJob(t, p, st, snap, dst)
-		client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
-		s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, p.newSplits))
-		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		sink, err := stage.New(ctx, stage.Options{Staging: "hdfs://" + st.NameNode + "/tmp/" + dst, Table: dst, Client: client, Memory: 4 << 20, Workers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink, Workers: 2})
+		sum, err := runHFiles(t, ctx, st, j, p.newSplits)
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
