@@ -284,14 +284,15 @@ func TestPresetsThroughPuts(t *testing.T) {
 
 func loadJobFile(p string) (*job.Job, error) { return job.Load(p) }
 
-// runPutsWith is runPuts with the puts sink's options given.
-func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+// targetClient connects to j's cluster and prepares j's target table
+// (pre-split at newSplits, hex); the client closes when the test ends.
+func targetClient(t *testing.T, ctx context.Context, j *job.Job, newSplits []string) *hbase.Client {
 	t.Helper()
 	client, err := hbase.NewClient(hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { client.Close() })
 	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +302,13 @@ func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	return client
+}
+
+// runPutsWith is runPuts with the puts sink's options given.
+func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+	t.Helper()
+	client := targetClient(t, ctx, j, newSplits)
 	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
 	return pipeline.Execute(ctx, j, cfg)
 }

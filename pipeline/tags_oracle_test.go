@@ -10,12 +10,10 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/pipeline/stage"
-	"github.com/rekeyhq/rekey/snapshot"
 )
 
 // sourceTags gives cell i of the tags test its tags (u16 length, type,
@@ -45,20 +43,7 @@ func sourceTags(i int) []byte {
 // where bulk load needs the files, 4 MiB of memory, 2 workers.
 func runHFiles(t *testing.T, ctx context.Context, st *testenv.State, j *job.Job, newSplits []string) (*pipeline.Summary, error) {
 	t.Helper()
-	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, newSplits))
-	s.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := targetClient(t, ctx, j, newSplits)
 	sink, err := stage.New(ctx, stage.Options{Staging: "hdfs://" + st.NameNode + "/tmp/" + j.Target.Table, Table: j.Target.Table, Client: client, Memory: 4 << 20, Workers: 2})
 	if err != nil {
 		t.Fatal(err)

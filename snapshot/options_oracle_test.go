@@ -40,7 +40,7 @@ func compareScans(t *testing.T, st *testenv.State, name string, scans map[string
 	for i, label := range labels {
 		byLabel[label] = outs[i]
 		got := readDump(t, st.RootDir, name, scans[label], tags)
-		if d := firstDiff(got, outs[i]); d != "" {
+		if d := testenv.DiffDumps(got, outs[i]); d != "" {
 			t.Errorf("%s (oracle %s): rekey vs HBase: %s", label, strings.Join(dumps[i][3:], " "), d)
 		}
 	}
@@ -323,7 +323,7 @@ func TestTagsOnHBase(t *testing.T) {
 		t.Fatal("no cell's TTL tag runs out at the TTL reference: the test proves nothing")
 	}
 	if g, w := string(testenv.DumpCellsTags(later)), string(testenv.DumpCellsTags(want)); g != w {
-		t.Errorf("HBase at the TTL reference: %s", firstDiff([]byte(g), []byte(w)))
+		t.Errorf("HBase at the TTL reference: %s", testenv.DiffDumps([]byte(g), []byte(w)))
 	}
 	t.Logf("%d cells, %d after per-cell TTLs at the reference; tags by type %v", len(all), len(later), kinds)
 }

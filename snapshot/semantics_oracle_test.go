@@ -79,24 +79,6 @@ func readDump(t *testing.T, root, name string, opts ScanOptions, tags bool) []by
 	return out
 }
 
-// firstDiff names the first line where two dumps differ, or "".
-func firstDiff(got, want []byte) string {
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("%d lines vs %d from HBase; first difference at line %d:\n got  %q\n want %q", len(g)-1, len(w)-1, i+1, gl, wl)
-		}
-	}
-	return ""
-}
-
 // writeSpecs writes each seed spec to a file and has one oracle JVM seed
 // them all.
 func writeSpecs(t *testing.T, specs []map[string]any) {
@@ -218,7 +200,7 @@ func TestReadSemanticsOnHBase(t *testing.T) {
 			k++
 			name := fmt.Sprintf("%ssem_case%02d", prefix, i)
 			got := readDump(t, st.RootDir, name, shiftOptions(tc.opts, shift), false)
-			if d := firstDiff(got, oracle); d != "" {
+			if d := testenv.DiffDumps(got, oracle); d != "" {
 				t.Errorf("rekey vs HBase: %s", d)
 			}
 			want, why := tc.want, "the case's rule"

@@ -92,3 +92,25 @@ func AppendDumpTags(dst []byte, c *cell.Cell) []byte {
 	dst = hex.AppendEncode(dst, c.Tags)
 	return append(dst, '\n')
 }
+
+// DiffDumps names the first line where two dumps differ, with both line
+// counts, or returns "" when they are equal.
+func DiffDumps(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("%d lines vs %d expected; first difference at line %d:\n got  %q\n want %q", len(g)-1, len(w)-1, i+1, gl, wl)
+		}
+	}
+	return "dumps differ"
+}
