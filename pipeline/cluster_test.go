@@ -284,14 +284,15 @@ func TestPresetsThroughPuts(t *testing.T) {
 
 func loadJobFile(p string) (*job.Job, error) { return job.Load(p) }
 
-// runPutsWith is runPuts with the puts sink's options given.
-func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+// targetClient connects to j's cluster and prepares j's target table
+// (pre-split at newSplits, hex); the client closes when the test ends.
+func targetClient(t *testing.T, ctx context.Context, j *job.Job, newSplits []string) *hbase.Client {
 	t.Helper()
 	client, err := hbase.NewClient(hbase.Config{ZKQuorum: j.Target.ZKQuorum, ZNodeParent: j.Target.ZNodeParent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
+	t.Cleanup(func() { client.Close() })
 	snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +302,13 @@ func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	return client
+}
+
+// runPutsWith is runPuts with the puts sink's options given.
+func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+	t.Helper()
+	client := targetClient(t, ctx, j, newSplits)
 	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
 	return pipeline.Execute(ctx, j, cfg)
 }
@@ -427,27 +435,7 @@ func TestPresetsThroughHFiles(t *testing.T) {
 			source := seedSource(t, st, src, snap, p, p.gen(rand.New(rand.NewSource(5))), 3)
 			want := expect(p, source)
 			j := loadJob(t, p, st, snap, dst)
-			client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			s, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = pipeline.PrepareTarget(ctx, client, j, s, splitKeys(t, p.newSplits))
-			s.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Bulk load needs the files on the cluster's HDFS.
-			staging := "hdfs://" + st.NameNode + "/tmp/" + dst
-			sink, err := stage.New(ctx, stage.Options{Staging: staging, Table: dst, Client: client, Memory: 4 << 20, Workers: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink, Workers: 2})
+			sum, err := runHFiles(t, ctx, st, j, p.newSplits)
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

@@ -2,7 +2,6 @@ package snapshot_test
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,26 +56,7 @@ func dumpWith(t testing.TB, root, name string, openOpts snapshot.OpenOptions, op
 }
 
 // diffDumps reports the first differing line of two dumps, with counts.
-func diffDumps(got, want []byte) string {
-	if bytes.Equal(got, want) {
-		return ""
-	}
-	g := strings.Split(string(got), "\n")
-	w := strings.Split(string(want), "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var gl, wl string
-		if i < len(g) {
-			gl = g[i]
-		}
-		if i < len(w) {
-			wl = w[i]
-		}
-		if gl != wl {
-			return fmt.Sprintf("%d lines vs %d expected; first difference at line %d:\n got  %q\n want %q", len(g)-1, len(w)-1, i+1, gl, wl)
-		}
-	}
-	return "dumps differ"
-}
+func diffDumps(got, want []byte) string { return testenv.DiffDumps(got, want) }
 
 // TestFixtures reads every snapshot committed under testdata/snapshots
 // (written by the real mini cluster, with the Java oracle's dumps beside

@@ -207,6 +207,16 @@ func (m *matcher) match(c *cell.Cell, sameCol bool) matchCode {
 	if m.count > r.maxVersions {
 		return matchSeekNextCol
 	}
+	if r.columns != nil && ts < r.oldestUnexpired && m.count >= r.minVersions {
+		// HBase's ExplicitColumnTracker (a scan that names columns)
+		// includes the expired version that reaches MIN_VERSIONS, or the
+		// first one past it, and then ends the column
+		// (INCLUDE_AND_SEEK_NEXT_COL), where the wildcard tracker drops
+		// expired versions past MIN_VERSIONS. A full count ends it here.
+		m.count = r.maxVersions
+		m.latestTS, m.latestType = ts, c.Type
+		return matchInclude
+	}
 	if m.count <= r.minVersions || ts >= r.oldestUnexpired {
 		m.latestTS, m.latestType = ts, c.Type
 		return matchInclude

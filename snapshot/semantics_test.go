@@ -13,164 +13,199 @@ import (
 // now10s is the TTL reference time of the semantics tests: 10,000 ms.
 var now10s = time.UnixMilli(10_000)
 
+// semanticsCase is one rule of HBase's read semantics: a family's
+// attributes, its store files, the scan options and the cells HBase
+// returns. TestReadSemantics reads it from hand-made files;
+// TestReadSemanticsOnHBase has the mini cluster write the same cells, one
+// flush per file, and holds both rekey and the rule to HBase's own dump.
+type semanticsCase struct {
+	name  string
+	attrs []string // attributes of family "f"
+	files []string // cells of each store file of family "f", oldest file first
+	opts  ScanOptions
+	want  string
+	// notOnHBase says why HBase cannot be made to write these files (the
+	// oracle comparison skips the case).
+	notOnHBase string
+	// onHBase is what HBase returns when its writes change the files (a
+	// flush keeps only VERSIONS versions of a column), with the reason.
+	onHBase, onHBaseWhy string
+}
+
+var readSemanticsCases = []semanticsCase{
+	{
+		name:  "VERSIONS keeps the newest versions",
+		attrs: []string{"VERSIONS", "2"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:p/1/Put=x"},
+		want:  "r/f:p/1/Put=x r/f:q/3/Put=c r/f:q/2/Put=b",
+	},
+	{
+		name:  "default VERSIONS is 1",
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b"},
+		want:  "r/f:q/2/Put=b",
+	},
+	{
+		name:  "MaxVersions lowers VERSIONS but never raises it",
+		attrs: []string{"VERSIONS", "2"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c"},
+		opts:  ScanOptions{MaxVersions: 5},
+		want:  "r/f:q/3/Put=c r/f:q/2/Put=b",
+	},
+	{
+		name:  "Delete masks exactly its version",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/2/Delete"},
+		want:  "r/f:q/3/Put=c r/f:q/1/Put=a",
+	},
+	{
+		name:       "a deleted version does not count against VERSIONS",
+		attrs:      []string{"VERSIONS", "2"},
+		files:      []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/3/Delete"},
+		want:       "r/f:q/2/Put=b r/f:q/1/Put=a",
+		onHBase:    "r/f:q/2/Put=b",
+		onHBaseWhy: "the flush keeps VERSIONS (2) versions of q, so version 1 never reaches a file",
+	},
+	{
+		name:  "DeleteColumn masks its version and older ones",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:p/1/Put=x", "r/f:q/2/DeleteColumn"},
+		want:  "r/f:p/1/Put=x r/f:q/3/Put=c",
+	},
+	{
+		name:  "DeleteFamily masks the family's cells at or before it, in its row only",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:a/1/Put=a r/f:b/5/Put=b r/f:c/2/Put=c s/f:a/1/Put=s", "r/f:/2/DeleteFamily"},
+		want:  "r/f:b/5/Put=b s/f:a/1/Put=s",
+	},
+	{
+		name:  "DeleteFamilyVersion masks that timestamp in every column",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:a/1/Put=a1 r/f:a/2/Put=a2 r/f:b/2/Put=b2 r/f:b/3/Put=b3", "r/f:/2/DeleteFamilyVersion"},
+		want:  "r/f:a/1/Put=a1 r/f:b/3/Put=b3",
+	},
+	{
+		name:  "a Put written after a delete at a newer timestamp survives",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=old", "r/f:/5/DeleteFamily", "r/f:q/6/Put=new"},
+		want:  "r/f:q/6/Put=new",
+	},
+	{
+		name:  "a Put rewritten at the deleted timestamp stays deleted",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/5/Put=old", "r/f:q/5/Delete", "r/f:q/5/Put=new"},
+		want:  "",
+	},
+	{
+		name:  "TTL drops expired cells",
+		attrs: []string{"VERSIONS", "5", "TTL", "5"},
+		files: []string{"r/f:q/4000/Put=old r/f:q/6000/Put=new s/f:q/1000/Put=gone"},
+		opts:  ScanOptions{Now: now10s},
+		want:  "r/f:q/6000/Put=new",
+	},
+	{
+		name:  "MIN_VERSIONS keeps expired versions up to its count",
+		attrs: []string{"VERSIONS", "5", "TTL", "5", "MIN_VERSIONS", "1"},
+		files: []string{"r/f:q/1000/Put=a r/f:q/2000/Put=b s/f:q/1000/Put=c s/f:q/9000/Put=d"},
+		opts:  ScanOptions{Now: now10s},
+		want:  "r/f:q/2000/Put=b s/f:q/9000/Put=d",
+	},
+	{
+		name:  "named columns keep the first expired version past MIN_VERSIONS",
+		attrs: []string{"VERSIONS", "5", "TTL", "5", "MIN_VERSIONS", "1"},
+		files: []string{"r/f:q/9000/Put=new r/f:q/4000/Put=old r/f:q/3000/Put=older r/f:p/9000/Put=p"},
+		opts:  ScanOptions{Columns: []Column{{Family: []byte("f"), Qualifier: []byte("q")}}, Now: now10s},
+		want:  "r/f:q/9000/Put=new r/f:q/4000/Put=old",
+	},
+	{
+		name:  "named columns, every version expired: MIN_VERSIONS keeps its count and no more",
+		attrs: []string{"VERSIONS", "5", "TTL", "5", "MIN_VERSIONS", "1"},
+		files: []string{"r/f:q/4000/Put=a r/f:q/3000/Put=b r/f:q/2000/Put=c"},
+		opts:  ScanOptions{Columns: []Column{{Family: []byte("f"), Qualifier: []byte("q")}}, Now: now10s},
+		want:  "r/f:q/4000/Put=a",
+	},
+	{
+		name:       "raw returns markers and masked cells, every version",
+		attrs:      []string{"VERSIONS", "1", "TTL", "5"},
+		files:      []string{"r/f:q/1/Put=a r/f:q/2/Put=b", "r/f:q/2/DeleteColumn"},
+		opts:       ScanOptions{Raw: true, Now: now10s},
+		want:       "r/f:q/2/DeleteColumn r/f:q/2/Put=b r/f:q/1/Put=a",
+		onHBase:    "r/f:q/2/DeleteColumn r/f:q/2/Put=b",
+		onHBaseWhy: "the flush keeps VERSIONS (1) version of q, so version 1 never reaches a file",
+	},
+	{
+		name:       "raw MaxVersions counts puts, not markers",
+		attrs:      []string{"VERSIONS", "1"},
+		files:      []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/3/Delete"},
+		opts:       ScanOptions{Raw: true, MaxVersions: 2},
+		want:       "r/f:q/3/Delete r/f:q/3/Put=c r/f:q/2/Put=b",
+		onHBase:    "r/f:q/3/Delete r/f:q/3/Put=c",
+		onHBaseWhy: "the flush keeps VERSIONS (1) version of q, so version 2 never reaches a file",
+	},
+	{
+		name:  "the same key in two files: the newer file wins",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=older", "r/f:q/1/Put=newer"},
+		want:  "r/f:q/1/Put=newer",
+	},
+	{
+		name:       "the same key in two files: the higher sequence id wins over file order",
+		attrs:      []string{"VERSIONS", "5"},
+		files:      []string{"r/f:q/1/Put=higher@9", "r/f:q/1/Put=lower@3"},
+		want:       "r/f:q/1/Put=higher",
+		notOnHBase: "HBase gives a later flush a higher sequence id; TestSequenceIDsOnHBase has a bulk-loaded file outrank a later flush",
+	},
+	{
+		name:  "time range: newer cells skipped, older ones end the column",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:q/4/Put=d"},
+		opts:  ScanOptions{TimeRange: TimeRange{Min: 2, Max: 4}},
+		want:  "r/f:q/3/Put=c r/f:q/2/Put=b",
+	},
+	{
+		name:  "time range before a delete: the delete still masks (KEEP_DELETED_CELLS=FALSE)",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b", "r/f:q/5/DeleteColumn"},
+		opts:  ScanOptions{TimeRange: TimeRange{Min: 0, Max: 3}},
+		want:  "",
+	},
+	{
+		name:  "time range before a delete with KEEP_DELETED_CELLS=TRUE sees past it",
+		attrs: []string{"VERSIONS", "5", "KEEP_DELETED_CELLS", "TRUE"},
+		files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/5/DeleteColumn"},
+		opts:  ScanOptions{TimeRange: TimeRange{Min: 0, Max: 3}},
+		want:  "r/f:q/2/Put=b r/f:q/1/Put=a",
+	},
+	{
+		name:  "KEEP_DELETED_CELLS=TRUE does not show deleted cells to a plain scan",
+		attrs: []string{"VERSIONS", "5", "KEEP_DELETED_CELLS", "TRUE"},
+		files: []string{"r/f:q/1/Put=a r/f:q/5/DeleteColumn"},
+		want:  "",
+	},
+	{
+		name:  "column selection",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"r/f:a/1/Put=a r/f:b/1/Put=b r/f:c/1/Put=c"},
+		opts:  ScanOptions{Columns: []Column{{Family: []byte("f"), Qualifier: []byte("b")}}},
+		want:  "r/f:b/1/Put=b",
+	},
+	{
+		name:  "start and stop rows",
+		attrs: []string{"VERSIONS", "5"},
+		files: []string{"a/f:q/1/Put=a b/f:q/1/Put=b c/f:q/1/Put=c d/f:q/1/Put=d"},
+		opts:  ScanOptions{StartRow: []byte("b"), StopRow: []byte("d")},
+		want:  "b/f:q/1/Put=b c/f:q/1/Put=c",
+	},
+	{
+		name:  "an expired DeleteFamily cannot mask unexpired cells",
+		attrs: []string{"VERSIONS", "5", "TTL", "5"},
+		files: []string{"r/f:q/6000/Put=new", "r/f:/1000/DeleteFamily"},
+		opts:  ScanOptions{Now: now10s},
+		want:  "r/f:q/6000/Put=new",
+	},
+}
+
 func TestReadSemantics(t *testing.T) {
-	cases := []struct {
-		name  string
-		attrs []string // attributes of family "f"
-		files []string // cells of each store file of family "f", oldest file first
-		opts  ScanOptions
-		want  string
-	}{
-		{
-			name:  "VERSIONS keeps the newest versions",
-			attrs: []string{"VERSIONS", "2"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:p/1/Put=x"},
-			want:  "r/f:p/1/Put=x r/f:q/3/Put=c r/f:q/2/Put=b",
-		},
-		{
-			name:  "default VERSIONS is 1",
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b"},
-			want:  "r/f:q/2/Put=b",
-		},
-		{
-			name:  "MaxVersions lowers VERSIONS but never raises it",
-			attrs: []string{"VERSIONS", "2"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c"},
-			opts:  ScanOptions{MaxVersions: 5},
-			want:  "r/f:q/3/Put=c r/f:q/2/Put=b",
-		},
-		{
-			name:  "Delete masks exactly its version",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/2/Delete"},
-			want:  "r/f:q/3/Put=c r/f:q/1/Put=a",
-		},
-		{
-			name:  "a deleted version does not count against VERSIONS",
-			attrs: []string{"VERSIONS", "2"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/3/Delete"},
-			want:  "r/f:q/2/Put=b r/f:q/1/Put=a",
-		},
-		{
-			name:  "DeleteColumn masks its version and older ones",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:p/1/Put=x", "r/f:q/2/DeleteColumn"},
-			want:  "r/f:p/1/Put=x r/f:q/3/Put=c",
-		},
-		{
-			name:  "DeleteFamily masks the family's cells at or before it, in its row only",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:a/1/Put=a r/f:b/5/Put=b r/f:c/2/Put=c s/f:a/1/Put=s", "r/f:/2/DeleteFamily"},
-			want:  "r/f:b/5/Put=b s/f:a/1/Put=s",
-		},
-		{
-			name:  "DeleteFamilyVersion masks that timestamp in every column",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:a/1/Put=a1 r/f:a/2/Put=a2 r/f:b/2/Put=b2 r/f:b/3/Put=b3", "r/f:/2/DeleteFamilyVersion"},
-			want:  "r/f:a/1/Put=a1 r/f:b/3/Put=b3",
-		},
-		{
-			name:  "a Put written after a delete at a newer timestamp survives",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=old", "r/f:/5/DeleteFamily", "r/f:q/6/Put=new"},
-			want:  "r/f:q/6/Put=new",
-		},
-		{
-			name:  "a Put rewritten at the deleted timestamp stays deleted",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/5/Put=old", "r/f:q/5/Delete", "r/f:q/5/Put=new"},
-			want:  "",
-		},
-		{
-			name:  "TTL drops expired cells",
-			attrs: []string{"VERSIONS", "5", "TTL", "5"},
-			files: []string{"r/f:q/4000/Put=old r/f:q/6000/Put=new s/f:q/1000/Put=gone"},
-			opts:  ScanOptions{Now: now10s},
-			want:  "r/f:q/6000/Put=new",
-		},
-		{
-			name:  "MIN_VERSIONS keeps expired versions up to its count",
-			attrs: []string{"VERSIONS", "5", "TTL", "5", "MIN_VERSIONS", "1"},
-			files: []string{"r/f:q/1000/Put=a r/f:q/2000/Put=b s/f:q/1000/Put=c s/f:q/9000/Put=d"},
-			opts:  ScanOptions{Now: now10s},
-			want:  "r/f:q/2000/Put=b s/f:q/9000/Put=d",
-		},
-		{
-			name:  "raw returns markers and masked cells, every version",
-			attrs: []string{"VERSIONS", "1", "TTL", "5"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b", "r/f:q/2/DeleteColumn"},
-			opts:  ScanOptions{Raw: true, Now: now10s},
-			want:  "r/f:q/2/DeleteColumn r/f:q/2/Put=b r/f:q/1/Put=a",
-		},
-		{
-			name:  "raw MaxVersions counts puts, not markers",
-			attrs: []string{"VERSIONS", "1"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c", "r/f:q/3/Delete"},
-			opts:  ScanOptions{Raw: true, MaxVersions: 2},
-			want:  "r/f:q/3/Delete r/f:q/3/Put=c r/f:q/2/Put=b",
-		},
-		{
-			name:  "the same key in two files: the newer file wins",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=older", "r/f:q/1/Put=newer"},
-			want:  "r/f:q/1/Put=newer",
-		},
-		{
-			name:  "the same key in two files: the higher sequence id wins over file order",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=higher@9", "r/f:q/1/Put=lower@3"},
-			want:  "r/f:q/1/Put=higher",
-		},
-		{
-			name:  "time range: newer cells skipped, older ones end the column",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/3/Put=c r/f:q/4/Put=d"},
-			opts:  ScanOptions{TimeRange: TimeRange{Min: 2, Max: 4}},
-			want:  "r/f:q/3/Put=c r/f:q/2/Put=b",
-		},
-		{
-			name:  "time range before a delete: the delete still masks (KEEP_DELETED_CELLS=FALSE)",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b", "r/f:q/5/DeleteColumn"},
-			opts:  ScanOptions{TimeRange: TimeRange{Min: 0, Max: 3}},
-			want:  "",
-		},
-		{
-			name:  "time range before a delete with KEEP_DELETED_CELLS=TRUE sees past it",
-			attrs: []string{"VERSIONS", "5", "KEEP_DELETED_CELLS", "TRUE"},
-			files: []string{"r/f:q/1/Put=a r/f:q/2/Put=b r/f:q/5/DeleteColumn"},
-			opts:  ScanOptions{TimeRange: TimeRange{Min: 0, Max: 3}},
-			want:  "r/f:q/2/Put=b r/f:q/1/Put=a",
-		},
-		{
-			name:  "KEEP_DELETED_CELLS=TRUE does not show deleted cells to a plain scan",
-			attrs: []string{"VERSIONS", "5", "KEEP_DELETED_CELLS", "TRUE"},
-			files: []string{"r/f:q/1/Put=a r/f:q/5/DeleteColumn"},
-			want:  "",
-		},
-		{
-			name:  "column selection",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"r/f:a/1/Put=a r/f:b/1/Put=b r/f:c/1/Put=c"},
-			opts:  ScanOptions{Columns: []Column{{Family: []byte("f"), Qualifier: []byte("b")}}},
-			want:  "r/f:b/1/Put=b",
-		},
-		{
-			name:  "start and stop rows",
-			attrs: []string{"VERSIONS", "5"},
-			files: []string{"a/f:q/1/Put=a b/f:q/1/Put=b c/f:q/1/Put=c d/f:q/1/Put=d"},
-			opts:  ScanOptions{StartRow: []byte("b"), StopRow: []byte("d")},
-			want:  "b/f:q/1/Put=b c/f:q/1/Put=c",
-		},
-		{
-			name:  "an expired DeleteFamily cannot mask unexpired cells",
-			attrs: []string{"VERSIONS", "5", "TTL", "5"},
-			files: []string{"r/f:q/6000/Put=new", "r/f:/1000/DeleteFamily"},
-			opts:  ScanOptions{Now: now10s},
-			want:  "r/f:q/6000/Put=new",
-		},
-	}
-	for _, tc := range cases {
+	for _, tc := range readSemanticsCases {
 		t.Run(tc.name, func(t *testing.T) {
 			var files []testFile
 			for i, c := range tc.files {

@@ -11,12 +11,15 @@ import (
 )
 
 // ParseDumpLine parses one line of the canonical dump format (see
-// cell.AppendDump): rowhex, family, qualifierhex, timestamp, type, valuehex.
+// cell.AppendDump): rowhex, family, qualifierhex, timestamp, type,
+// valuehex, and optionally a seventh column, the cell's raw tags section in
+// hex (the oracle's --tags, AppendDumpTags). A line of six columns is a
+// cell whose tags the dump does not show: its Tags stay nil.
 func ParseDumpLine(s string) (cell.Cell, error) {
 	var c cell.Cell
 	f := strings.Split(s, "\t")
-	if len(f) != 6 {
-		return c, fmt.Errorf("%d fields, want 6", len(f))
+	if len(f) != 6 && len(f) != 7 {
+		return c, fmt.Errorf("%d fields, want 6 (or 7 with tags)", len(f))
 	}
 	var err error
 	if c.Row, err = hex.DecodeString(f[0]); err != nil {
@@ -34,6 +37,14 @@ func ParseDumpLine(s string) (cell.Cell, error) {
 	}
 	if c.Value, err = hex.DecodeString(f[5]); err != nil {
 		return c, fmt.Errorf("value: %w", err)
+	}
+	if len(f) == 7 {
+		if c.Tags, err = hex.DecodeString(f[6]); err != nil {
+			return c, fmt.Errorf("tags: %w", err)
+		}
+		if len(c.Tags) == 0 {
+			c.Tags = nil
+		}
 	}
 	return c, nil
 }
@@ -61,4 +72,45 @@ func DumpCells(cells []cell.Cell) []byte {
 		b = cell.AppendDump(b, &cells[i])
 	}
 	return b
+}
+
+// DumpCellsTags renders cells with the tags column (AppendDumpTags).
+func DumpCellsTags(cells []cell.Cell) []byte {
+	var b []byte
+	for i := range cells {
+		b = AppendDumpTags(b, &cells[i])
+	}
+	return b
+}
+
+// AppendDumpTags appends c's dump line with the optional seventh column,
+// the raw tags section in hex (empty when c has none), as the oracle's
+// --tags prints it.
+func AppendDumpTags(dst []byte, c *cell.Cell) []byte {
+	dst = cell.AppendDump(dst, c)
+	dst[len(dst)-1] = '\t'
+	dst = hex.AppendEncode(dst, c.Tags)
+	return append(dst, '\n')
+}
+
+// DiffDumps names the first line where two dumps differ, with both line
+// counts, or returns "" when they are equal.
+func DiffDumps(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("%d lines vs %d expected; first difference at line %d:\n got  %q\n want %q", len(g)-1, len(w)-1, i+1, gl, wl)
+		}
+	}
+	return "dumps differ"
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -86,4 +87,36 @@ func (s *State) Control(command string) (string, error) {
 		return strings.TrimSpace(rest), nil
 	}
 	return "", fmt.Errorf("testenv control %q: %s", command, line)
+}
+
+// OracleDumps runs several oracle dumps (each a dump-snapshot, dump-table
+// or dump-hfile argument list) in one oracle JVM, through its dump-batch
+// command, and returns their outputs in order: a test that compares many
+// scans pays the JVM's start-up once. It fails the test if any dump fails.
+func OracleDumps(t testing.TB, dumps [][]string) [][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	var list strings.Builder
+	for i, args := range dumps {
+		for _, a := range args {
+			if strings.ContainsAny(a, "\t\n") {
+				t.Fatalf("oracle dump argument %q holds a tab or newline", a)
+			}
+		}
+		fmt.Fprintf(&list, "%s\t%s\n", filepath.Join(dir, fmt.Sprintf("dump%03d", i)), strings.Join(args, "\t"))
+	}
+	listFile := filepath.Join(dir, "list")
+	if err := os.WriteFile(listFile, []byte(list.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Oracle(t, "dump-batch", listFile)
+	out := make([][]byte, len(dumps))
+	for i := range dumps {
+		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("dump%03d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
 }

@@ -99,12 +99,24 @@ func SortCells(cells []cell.Cell) {
 // differ in any cell (key, type or value).
 func SameCells(t testing.TB, what string, got, want []cell.Cell) {
 	t.Helper()
+	sameBy(t, what, got, want, cell.AppendDump)
+}
+
+// SameCellsTags is SameCells with the cells' tags compared too.
+func SameCellsTags(t testing.TB, what string, got, want []cell.Cell) {
+	t.Helper()
+	sameBy(t, what, got, want, AppendDumpTags)
+}
+
+// sameBy compares got and want as multisets of their dump lines.
+func sameBy(t testing.TB, what string, got, want []cell.Cell, line func([]byte, *cell.Cell) []byte) {
+	t.Helper()
 	g, w := map[string]int{}, map[string]int{}
 	for i := range got {
-		g[string(cell.AppendDump(nil, &got[i]))]++
+		g[string(line(nil, &got[i]))]++
 	}
 	for i := range want {
-		w[string(cell.AppendDump(nil, &want[i]))]++
+		w[string(line(nil, &want[i]))]++
 	}
 	var missing, extra []string
 	for k, n := range w {

@@ -282,6 +282,8 @@ final class E2E {
     private final RunStats st;
     private final List<KeyValue> buf = new ArrayList<>();
     long bytes;
+    /** Compress tags where the family says COMPRESS_TAGS, as a region server's flush does. */
+    boolean compressTags;
 
     Runs(Configuration conf, FileSystem fs, Path dir, TableDescriptor td, byte[][] starts, RunStats st) {
       this.conf = conf;
@@ -369,6 +371,7 @@ final class E2E {
           .withChecksumType(StoreUtils.getChecksumType(conf))
           .withBytesPerCheckSum(StoreUtils.getBytesPerChecksum(conf))
           .withIncludesTags(true)
+          .withCompressTags(compressTags && cf.isCompressTags())
           .withColumnFamily(cf.getName())
           .withTableName(td.getTableName().getName())
           .withCellComparator(CellComparator.getInstance())

@@ -57,11 +57,12 @@ import org.apache.hadoop.hbase.util.CommonFSUtils;
 public final class Oracle {
   private static final String USAGE = String.join("\n",
       "usage: testenv/bin/oracle COMMAND ARGS",
-      "  seed SPEC.json                       create a table, write generated cells, run the spec's steps",
+      "  seed SPEC.json...                    per spec: create a table, write generated cells, run the steps",
       "  kinit KRB5CONF PRINCIPAL KEYTAB CCACHE  log in from a keytab, write the ticket to a cache file",
-      "  dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]   cells of a snapshot (TableSnapshotScanner)",
-      "  dump-table TABLE [--raw] [--max-versions N]             cells of a live table (scan)",
-      "  dump-hfile PATH                      every cell of one HFile (HBase's HFile reader)",
+      "  dump-snapshot ROOTDIR NAME [SCAN] [--now MS]  cells of a snapshot (TableSnapshotScanner)",
+      "  dump-table TABLE [SCAN]              cells of a live table (scan)",
+      "  dump-batch LISTFILE                  lines of OUTFILE<TAB>dump-snapshot|dump-table|dump-hfile<TAB>ARGS...: each dump to its file",
+      "  dump-hfile [--tags] PATH             every cell of one HFile (HBase's HFile reader)",
       "  check-hfile [--tags] PATH...         check each HFile as a bulk load would (order, file info,",
       "                                       bloom) and dump it: '#' lines of facts, then its cells",
       "  count TABLE|SNAPSHOT --prefix HEX... rows and cells under each row-key prefix",
@@ -70,7 +71,7 @@ public final class Oracle {
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
       "  flush TABLE | major-compact TABLE    and wait for it",
-      "  snapshot TABLE NAME | delete-snapshot NAME | drop-table TABLE",
+      "  snapshot TABLE NAME | delete-snapshot NAME... | drop-table TABLE...",
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
@@ -79,7 +80,8 @@ public final class Oracle {
       "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
       "  bench-e2e-hfile ROOTDIR NAME TABLE STAGING [MB] snapshot -> re-key -> sorted HFiles -> bulk load",
       "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
-      "families keep unless --max-versions is given.");
+      "families keep unless --max-versions is given. SCAN: " + ScanOpts.FORM,
+      "(time range [from, to) in ms, to 0 = none; hex rows and qualifiers; --tags adds a tags column).");
 
   private Oracle() {}
 
@@ -129,29 +131,101 @@ public final class Oracle {
     }
   }
 
-  /** Options shared by the dump commands. */
-  private static final class ScanOpts {
+  /**
+   * Options shared by the dump commands: the scan options rekey offers
+   * (snapshot.ScanOptions, the job's source.scan, `rekey inspect`), each
+   * handed to HBase's own Scan so HBase does the selecting.
+   */
+  static final class ScanOpts {
     boolean raw;
     int maxVersions;
+    boolean tags;
+    long from;
+    long to;
+    /**
+     * TTL reference in ms (0: the clock), dump-snapshot only: there the
+     * store scanners run in this JVM and take "now" from HBase's
+     * EnvironmentEdgeManager, which FixedClock sets.
+     */
+    long now;
+    byte[] start;
+    byte[] stop;
+    List<byte[]> families = new ArrayList<>();
+    /** family, qualifier pairs of --column. */
+    List<byte[][]> columns = new ArrayList<>();
     List<String> positional = new ArrayList<>();
+
+    static final String FORM = "[--raw] [--max-versions N] [--tags] [--from MS] [--to MS] [--family F]..."
+        + " [--column F:QUALHEX]... [--start ROWHEX] [--stop ROWHEX]";
 
     static ScanOpts parse(String[] a) throws UsageException {
       ScanOpts o = new ScanOpts();
       for (int i = 0; i < a.length; i++) {
-        if (a[i].equals("--raw")) {
+        String f = a[i];
+        if (f.equals("--raw")) {
           o.raw = true;
-        } else if (a[i].equals("--max-versions") && i + 1 < a.length) {
-          o.maxVersions = Integer.parseInt(a[++i]);
-        } else if (a[i].startsWith("--")) {
-          throw new UsageException("unknown option " + a[i]);
+        } else if (f.equals("--tags")) {
+          o.tags = true;
+        } else if (f.startsWith("--") && i + 1 < a.length && o.option(f, a[i + 1])) {
+          i++;
+        } else if (f.startsWith("--")) {
+          throw new UsageException("unknown option " + f + " or missing value");
         } else {
-          o.positional.add(a[i]);
+          o.positional.add(f);
         }
+      }
+      if (o.to != 0 && o.from >= o.to) {
+        throw new UsageException("--from " + o.from + " is not before --to " + o.to);
       }
       return o;
     }
 
-    Scan scan() {
+    /** Takes an option with a value; false when f is not one. */
+    private boolean option(String f, String v) throws UsageException {
+      switch (f) {
+        case "--max-versions":
+          maxVersions = Integer.parseInt(v);
+          return true;
+        case "--from":
+          from = Long.parseLong(v);
+          return true;
+        case "--to":
+          to = Long.parseLong(v);
+          return true;
+        case "--now":
+          now = Long.parseLong(v);
+          if (now <= 0) {
+            throw new UsageException("--now " + v + ": want epoch milliseconds > 0");
+          }
+          return true;
+        case "--start":
+          start = Bytes.fromHex(v);
+          return true;
+        case "--stop":
+          stop = Bytes.fromHex(v);
+          return true;
+        case "--family":
+          families.add(Bytes.toBytes(v));
+          return true;
+        case "--column": {
+          int colon = v.indexOf(':');
+          if (colon <= 0) {
+            throw new UsageException("--column " + v + ": want FAMILY:QUALIFIERHEX");
+          }
+          columns.add(new byte[][] {Bytes.toBytes(v.substring(0, colon)), Bytes.fromHex(v.substring(colon + 1))});
+          return true;
+        }
+        default:
+          return false;
+      }
+    }
+
+    /**
+     * The Scan. Families are added before columns: as in rekey's
+     * ScanOptions, naming columns of a family restricts it to them
+     * (Scan.addColumn after addFamily replaces the whole-family entry).
+     */
+    Scan scan() throws IOException {
       Scan s = new Scan();
       s.setRaw(raw);
       if (maxVersions > 0) {
@@ -160,6 +234,21 @@ public final class Oracle {
         s.readAllVersions();
       }
       s.setCacheBlocks(false);
+      if (from != 0 || to != 0) {
+        s.setTimeRange(from, to == 0 ? Long.MAX_VALUE : to);
+      }
+      if (start != null) {
+        s.withStartRow(start);
+      }
+      if (stop != null) {
+        s.withStopRow(stop);
+      }
+      for (byte[] f : families) {
+        s.addFamily(f);
+      }
+      for (byte[][] c : columns) {
+        s.addColumn(c[0], c[1]);
+      }
       return s;
     }
   }
@@ -198,41 +287,31 @@ public final class Oracle {
         Kinit.run(a[0], a[1], a[2], a[3]);
         break;
       case "seed": {
-        need(a, 1, 1, "seed SPEC.json");
+        // Several specs share one JVM and connection: a test that seeds
+        // many small tables pays the start-up once.
+        need(a, 1, Integer.MAX_VALUE, "seed SPEC.json...");
         try (Connection conn = connect()) {
-          new Seed(conn, Seed.read(a[0])).run();
-        }
-        return;
-      }
-      case "dump-snapshot": {
-        ScanOpts o = ScanOpts.parse(a);
-        if (o.positional.size() != 2) {
-          throw new UsageException("expected dump-snapshot ROOTDIR NAME [--raw] [--max-versions N]");
-        }
-        try (Dump d = new Dump(System.out)) {
-          scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d);
-        }
-        return;
-      }
-      case "dump-table": {
-        ScanOpts o = ScanOpts.parse(a);
-        if (o.positional.size() != 1) {
-          throw new UsageException("expected dump-table TABLE [--raw] [--max-versions N]");
-        }
-        try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
-            ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(System.out)) {
-          for (Result r : rs) {
-            for (Cell c : r.rawCells()) {
-              d.cell(c);
-            }
+          for (String spec : a) {
+            new Seed(conn, Seed.read(spec)).run();
           }
         }
         return;
       }
+      case "dump-snapshot":
+      case "dump-table":
+        dump(cmd, a, System.out);
+        return;
+      case "dump-batch":
+        need(a, 1, 1, "dump-batch LISTFILE");
+        dumpBatch(a[0]);
+        return;
       case "dump-hfile": {
-        need(a, 1, 1, "dump-hfile PATH");
+        boolean tags = a.length == 2 && a[0].equals("--tags");
+        if (a.length != 1 && !tags) {
+          throw new UsageException("expected dump-hfile [--tags] PATH");
+        }
         try (Dump d = new Dump(System.out)) {
-          readHFile(path(a[0]), d, null);
+          readHFile(path(a[a.length - 1]), d, null, tags);
         }
         return;
       }
@@ -342,22 +421,27 @@ public final class Oracle {
         return;
       }
       case "delete-snapshot": {
-        need(a, 1, 1, "delete-snapshot NAME");
+        // Several names share one JVM (tests that made many clean up once).
+        need(a, 1, Integer.MAX_VALUE, "delete-snapshot NAME...");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
-          admin.deleteSnapshot(a[0]);
+          for (String name : a) {
+            admin.deleteSnapshot(name);
+          }
         }
         System.out.println("ok");
         return;
       }
       case "drop-table": {
-        need(a, 1, 1, "drop-table TABLE");
+        need(a, 1, Integer.MAX_VALUE, "drop-table TABLE...");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
-          TableName tn = TableName.valueOf(a[0]);
-          if (admin.tableExists(tn)) {
-            if (admin.isTableEnabled(tn)) {
-              admin.disableTable(tn);
+          for (String name : a) {
+            TableName tn = TableName.valueOf(name);
+            if (admin.tableExists(tn)) {
+              if (admin.isTableEnabled(tn)) {
+                admin.disableTable(tn);
+              }
+              admin.deleteTable(tn);
             }
-            admin.deleteTable(tn);
           }
         }
         System.out.println("ok");
@@ -481,16 +565,84 @@ public final class Oracle {
     }
   }
 
+  /** dump-snapshot or dump-table with args a, to out. */
+  private static void dump(String cmd, String[] a, java.io.OutputStream out) throws Exception {
+    ScanOpts o = ScanOpts.parse(a);
+    if (cmd.equals("dump-snapshot")) {
+      if (o.positional.size() != 2) {
+        throw new UsageException("expected dump-snapshot ROOTDIR NAME " + ScanOpts.FORM + " [--now MS]");
+      }
+      try (Dump d = new Dump(out); FixedClock clock = FixedClock.at(o.now)) {
+        scanSnapshot(path(o.positional.get(0)), o.positional.get(1), o.scan(), d, null, o.tags);
+      }
+      return;
+    }
+    if (o.positional.size() != 1) {
+      throw new UsageException("expected dump-table TABLE " + ScanOpts.FORM);
+    }
+    if (o.now != 0) {
+      // A table scan's store scanners run in the region servers and read
+      // their clocks; a client cannot set the TTL reference.
+      throw new UsageException("dump-table takes no --now: the region servers' clocks measure TTLs");
+    }
+    try (Connection conn = connect(); Table t = conn.getTable(TableName.valueOf(o.positional.get(0)));
+        ResultScanner rs = t.getScanner(o.scan()); Dump d = new Dump(out)) {
+      for (Result r : rs) {
+        for (Cell c : r.rawCells()) {
+          d.cell(c, o.tags);
+        }
+      }
+    }
+  }
+
+  /**
+   * dump-batch LISTFILE: several dumps in one JVM (each oracle start costs
+   * seconds): every line of LISTFILE is OUTFILE, then a dump-snapshot,
+   * dump-table or dump-hfile command line, tab-separated; each dump goes to
+   * its OUTFILE.
+   */
+  private static void dumpBatch(String list) throws Exception {
+    for (String line : Files.readAllLines(java.nio.file.Paths.get(list))) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      String[] f = line.split("\t");
+      if (f.length < 3 || !(f[1].equals("dump-snapshot") || f[1].equals("dump-table") || f[1].equals("dump-hfile"))) {
+        throw new UsageException("dump-batch line " + line
+            + ": want OUTFILE<TAB>dump-snapshot|dump-table|dump-hfile<TAB>ARGS");
+      }
+      String[] args = Arrays.copyOfRange(f, 2, f.length);
+      try (java.io.OutputStream out = Files.newOutputStream(java.nio.file.Paths.get(f[0]))) {
+        if (f[1].equals("dump-hfile")) {
+          boolean tags = args[0].equals("--tags");
+          try (Dump d = new Dump(out)) {
+            readHFile(path(args[args.length - 1]), d, null, tags);
+          }
+        } else {
+          dump(f[1], args, out);
+        }
+      } catch (Exception e) {
+        throw new IOException("dump-batch " + String.join(" ", Arrays.copyOfRange(f, 1, f.length)) + ": " + e.getMessage(), e);
+      }
+    }
+  }
+
   static void scanSnapshot(Path root, String name, Scan scan, Dump d) throws IOException {
-    scanSnapshot(root, name, scan, d, null);
+    scanSnapshot(root, name, scan, d, null, false);
+  }
+
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b) throws IOException {
+    scanSnapshot(root, name, scan, d, b, false);
   }
 
   /**
    * Reads a snapshot with TableSnapshotScanner. Its restore directory (a
    * few link files) goes on the snapshot's own file system, as HBase
-   * requires, and is removed afterwards.
+   * requires, and is removed afterwards. With tags, d prints each cell's
+   * tags column (TableSnapshotScanner reads the store files in this JVM,
+   * so the cells keep the tags a client scan would not return).
    */
-  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b) throws IOException {
+  static void scanSnapshot(Path root, String name, Scan scan, Dump d, Bench b, boolean tags) throws IOException {
     Configuration conf = new Configuration(baseConf());
     FileSystem fs = root.getFileSystem(conf);
     root = fs.makeQualified(root);
@@ -520,7 +672,7 @@ public final class Oracle {
       while ((r = s.next()) != null) {
         for (Cell c : r.rawCells()) {
           if (d != null) {
-            d.cell(c);
+            d.cell(c, tags);
           }
           if (b != null) {
             b.add(c);
@@ -533,6 +685,10 @@ public final class Oracle {
   }
 
   static void readHFile(Path p, Dump d, Bench b) throws IOException {
+    readHFile(p, d, b, false);
+  }
+
+  static void readHFile(Path p, Dump d, Bench b, boolean tags) throws IOException {
     Configuration conf = baseConf();
     FileSystem fs = p.getFileSystem(conf);
     try (HFile.Reader r = HFile.createReader(fs, p, CacheConfig.DISABLED, true, conf)) {
@@ -543,7 +699,7 @@ public final class Oracle {
       do {
         Cell c = sc.getCell();
         if (d != null) {
-          d.cell(c);
+          d.cell(c, tags);
         }
         if (b != null) {
           b.add(c);

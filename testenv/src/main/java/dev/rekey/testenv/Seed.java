@@ -12,17 +12,23 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.KeepDeletedCells;
+import org.apache.hadoop.hbase.KeyValue;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.BufferedMutator;
 import org.apache.hadoop.hbase.client.BufferedMutatorParams;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Delete;
+import org.apache.hadoop.hbase.client.Mutation;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.codec.KeyValueCodecWithTags;
 import org.apache.hadoop.hbase.io.compress.Compression;
 import org.apache.hadoop.hbase.io.encoding.DataBlockEncoding;
 import org.apache.hadoop.hbase.regionserver.BloomType;
@@ -63,6 +69,8 @@ final class Seed {
     int blocksize = 65536;
     /** Per-family HBase settings, e.g. hfile.index.block.max.size. */
     java.util.Map<String, String> configuration;
+    /** COMPRESS_TAGS: dictionary-compressed tags under an encoding; null = HBase's default (true). */
+    Boolean compress_tags;
   }
 
   /** One step; which fields matter depends on op. */
@@ -95,8 +103,12 @@ final class Seed {
     int max_events = 5000;
     double zipf_s = 1.0;
     int days = 30;
-    // cells: a file of canonical dump lines to write as they are
+    // cells, bulk_cells: a file of canonical dump lines to write as they are
     String file;
+    // cells: a per-cell TTL (Put.setTTL) on every Put, and sending the
+    // dump's tags column through the client codec that carries tags
+    long ttl_ms = 0;
+    boolean client_tags = false;
     // readings
     int sensors = 100;
     String sensor_format = "s%06d";
@@ -179,6 +191,9 @@ final class Seed {
         if (f.configuration != null) {
           f.configuration.forEach(fb::setConfiguration);
         }
+        if (f.compress_tags != null) {
+          fb.setCompressTags(f.compress_tags);
+        }
         tb.setColumnFamily(fb.build());
       }
       byte[][] splits = splitKeys();
@@ -236,6 +251,9 @@ final class Seed {
       case "cells":
         cells(st);
         break;
+      case "bulk_cells":
+        new BulkCells(conn, tn).load(st.file);
+        break;
       case "readings":
         readings(st);
         break;
@@ -258,63 +276,105 @@ final class Seed {
         break;
       default:
         throw new IllegalArgumentException("unknown op " + st.op
-            + " (rows, wide_row, big_values, events, cells, readings, flush, split, major_compact, snapshot)");
+            + " (rows, wide_row, big_values, events, cells, bulk_cells, readings, flush, split, major_compact, snapshot)");
     }
   }
 
   /**
    * Writes the cells of a dump file (rowhex, family, qualifierhex,
-   * timestamp, type, valuehex per line) with their own timestamps: puts as
-   * Puts, delete markers as Deletes of their type. Tests generate exactly
-   * the source cells they need this way, binary keys included.
+   * timestamp, type, valuehex per line, and an optional tags column) with
+   * their own timestamps: puts as Puts, delete markers as Deletes of their
+   * type. Tests generate exactly the source cells they need this way,
+   * binary keys included. ttl_ms sets a per-cell TTL on every Put (the
+   * region server turns it into a TTL tag); a tags column is sent only
+   * with client_tags, through KeyValueCodecWithTags, so a test sees what
+   * the server keeps of a client's tags.
    */
   private void cells(Step st) throws IOException {
     if (st.file == null) {
       throw new IllegalArgumentException("cells needs \"file\"");
     }
-    try (BufferedMutator m = mutator();
-        java.io.BufferedReader r = Files.newBufferedReader(Paths.get(st.file), StandardCharsets.UTF_8)) {
-      String line;
+    Connection c = conn;
+    if (st.client_tags) {
+      Configuration conf = new Configuration(conn.getConfiguration());
+      conf.set("hbase.client.rpc.codec", KeyValueCodecWithTags.class.getName());
+      c = ConnectionFactory.createConnection(conf);
+    }
+    try (BufferedMutator m = c.getBufferedMutator(new BufferedMutatorParams(tn).writeBufferSize(4L << 20))) {
       int n = 0;
-      while ((line = r.readLine()) != null) {
+      for (String line : Files.readAllLines(Paths.get(st.file), StandardCharsets.UTF_8)) {
         n++;
         if (line.isEmpty()) {
           continue;
         }
-        String[] f = line.split("\t", -1);
-        if (f.length != 6) {
-          throw new IOException(st.file + ":" + n + ": " + f.length + " fields, want 6");
+        KeyValue kv = dumpLine(line, st.file + ":" + n);
+        if (kv.getTagsLength() > 0 && !st.client_tags) {
+          throw new IOException(st.file + ":" + n + ": a tags column needs \"client_tags\": true"
+              + " (KeyValueCodec would drop the tags silently) or the bulk_cells step");
         }
-        byte[] row = Bytes.fromHex(f[0]);
-        byte[] fam = Bytes.toBytes(f[1]);
-        byte[] q = Bytes.fromHex(f[2]);
-        long ts = Long.parseLong(f[3]);
-        switch (f[4]) {
-          case "Put":
-            m.mutate(new Put(row).addColumn(fam, q, ts, Bytes.fromHex(f[5])));
-            puts++;
-            break;
-          case "Delete":
-            m.mutate(new Delete(row).addColumn(fam, q, ts));
-            deletes++;
-            break;
-          case "DeleteColumn":
-            m.mutate(new Delete(row).addColumns(fam, q, ts));
-            deletes++;
-            break;
-          case "DeleteFamily":
-            m.mutate(new Delete(row).addFamily(fam, ts));
-            deletes++;
-            break;
-          case "DeleteFamilyVersion":
-            m.mutate(new Delete(row).addFamilyVersion(fam, ts));
-            deletes++;
-            break;
-          default:
-            throw new IOException(st.file + ":" + n + ": type " + f[4]);
-        }
+        m.mutate(mutation(kv, st.ttl_ms));
+      }
+    } finally {
+      if (c != conn) {
+        c.close();
       }
     }
+  }
+
+  /** The Put or Delete that writes kv, counting it. */
+  private Mutation mutation(KeyValue kv, long ttlMs) throws IOException {
+    byte[] row = CellUtil.cloneRow(kv);
+    byte[] fam = CellUtil.cloneFamily(kv);
+    byte[] q = CellUtil.cloneQualifier(kv);
+    long ts = kv.getTimestamp();
+    switch (KeyValue.Type.codeToType(kv.getTypeByte())) {
+      case Put: {
+        puts++;
+        Put p = new Put(row).add(kv);
+        if (ttlMs > 0) {
+          p.setTTL(ttlMs);
+        }
+        return p;
+      }
+      case Delete:
+        deletes++;
+        return new Delete(row).addColumn(fam, q, ts);
+      case DeleteColumn:
+        deletes++;
+        return new Delete(row).addColumns(fam, q, ts);
+      case DeleteFamily:
+        deletes++;
+        return new Delete(row).addFamily(fam, ts);
+      case DeleteFamilyVersion:
+        deletes++;
+        return new Delete(row).addFamilyVersion(fam, ts);
+      default:
+        throw new IOException("cell " + kv + ": type cannot be written");
+    }
+  }
+
+  /**
+   * Parses one canonical dump line, with or without its seventh (tags)
+   * column, into a KeyValue; where names the line in errors.
+   */
+  static KeyValue dumpLine(String line, String where) throws IOException {
+    String[] f = line.split("\t", -1);
+    if (f.length != 6 && f.length != 7) {
+      throw new IOException(where + ": " + f.length + " fields, want 6 or 7");
+    }
+    KeyValue.Type type;
+    try {
+      type = KeyValue.Type.valueOf(f[4]);
+    } catch (IllegalArgumentException e) {
+      throw new IOException(where + ": type " + f[4]);
+    }
+    byte[] row = Bytes.fromHex(f[0]);
+    byte[] fam = Bytes.toBytes(f[1]);
+    byte[] q = Bytes.fromHex(f[2]);
+    byte[] v = Bytes.fromHex(f[5]);
+    byte[] tags = f.length == 7 ? Bytes.fromHex(f[6]) : new byte[0];
+    return new KeyValue(row, 0, row.length, fam, 0, fam.length, q, 0, q.length, Long.parseLong(f[3]), type,
+        v, 0, v.length, tags, 0, tags.length);
   }
 
   private BufferedMutator mutator() throws IOException {
