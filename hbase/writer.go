@@ -226,7 +226,6 @@ func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 		}
 		cp := cl.Clone()
 		cp.Row = w.cur.row
-		cp.Tags = nil
 		w.cur.cells = append(w.cur.cells, cp)
 		w.cur.bytes += rpc.CellBlockLen(cl)
 		if len(w.cur.cells) >= w.cfg.MaxCellsPerCall || w.cur.bytes >= w.cfg.MaxBytesPerCall {

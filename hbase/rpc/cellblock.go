@@ -9,8 +9,13 @@ import (
 )
 
 // CodecClass is the cell block codec rekey names in its ConnectionHeader:
-// plain KeyValues without tags.
-const CodecClass = "org.apache.hadoop.hbase.codec.KeyValueCodec"
+// KeyValues with their tags, so a cell's per-cell TTL, ACL or visibility
+// tags reach the region server as they were read (with the tagless
+// KeyValueCodec, a run through puts dropped them: copied cells with a
+// per-cell TTL never expired). A cell without tags is encoded as the
+// tagless codec would; a region server whose access or visibility
+// controller forbids a client's tags refuses the mutation, loudly.
+const CodecClass = "org.apache.hadoop.hbase.codec.KeyValueCodecWithTags"
 
 // ErrCorrupt is wrapped by every error about a malformed frame or cell block
 // received from a server.
@@ -18,21 +23,35 @@ var ErrCorrupt = errors.New("hbase/rpc: corrupt data from server")
 
 // CellBlockLen returns the number of bytes AppendCell adds for c.
 func CellBlockLen(c *cell.Cell) int {
-	return 4 + 8 + cell.KeyLen(c) + len(c.Value)
+	n := 4 + 8 + cell.KeyLen(c) + len(c.Value)
+	if len(c.Tags) > 0 {
+		n += 2 + len(c.Tags)
+	}
+	return n
 }
 
-// AppendCell appends c to a KeyValueCodec cell block. Tags are not sent: the
-// codec has no room for them. (HBase 2.5 would keep tags a client sends
-// with KeyValueCodecWithTags when no access or visibility controller
-// strips them: snapshot's TestTagsOnHBase; so a run through puts drops
-// tags, pipeline's TestTagsThroughRuns.)
+// AppendCell appends c to a KeyValueCodecWithTags cell block: the cell's
+// length, key and value lengths, key, value, and, only when it has tags, a
+// u16 tags length and the tags (the decoder tells the two apart by the
+// cell's length). Tags come from HFiles, whose format bounds them by a u16
+// length too. HBase keeps the tags a client sends this way
+// (snapshot's TestTagsOnHBase; pipeline's TestTagsThroughRuns).
 func AppendCell(dst []byte, c *cell.Cell) []byte {
 	klen := cell.KeyLen(c)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(8+klen+len(c.Value)))
+	n := 8 + klen + len(c.Value)
+	if len(c.Tags) > 0 {
+		n += 2 + len(c.Tags)
+	}
+	dst = binary.BigEndian.AppendUint32(dst, uint32(n))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(klen))
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(c.Value)))
 	dst = cell.AppendKey(dst, c)
-	return append(dst, c.Value...)
+	dst = append(dst, c.Value...)
+	if len(c.Tags) > 0 {
+		dst = binary.BigEndian.AppendUint16(dst, uint16(len(c.Tags)))
+		dst = append(dst, c.Tags...)
+	}
+	return dst
 }
 
 // CellBlock reads cells one at a time from a cell block. The cells it

@@ -25,6 +25,9 @@ func TestCellBlockRoundTrip(t *testing.T) {
 		{Row: []byte("row1"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 42, Type: cell.Put, Value: []byte("v")},
 		{Row: []byte("row1"), Family: []byte("f"), Qualifier: nil, Timestamp: 7, Type: cell.DeleteFamily},
 		{Row: []byte{0, 0xFF}, Family: []byte("fam"), Qualifier: []byte{1, 2, 3}, Timestamp: -1, Type: cell.Put, Value: bytes.Repeat([]byte("x"), 1000)},
+		// A per-cell TTL tag (type 8, an 8-byte TTL): the cell carries it
+		// to the server (KeyValueCodecWithTags).
+		{Row: []byte("row2"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 9, Type: cell.Put, Value: []byte("w"), Tags: []byte{0, 9, 8, 0, 0, 0, 0, 0, 0, 0x0e, 0x10}},
 	}
 	var block []byte
 	want := 0
@@ -40,8 +43,8 @@ func TestCellBlockRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range cells {
-		if cell.Compare(&got[i], &cells[i]) != 0 || !bytes.Equal(got[i].Value, cells[i].Value) {
-			t.Errorf("cell %d: got %s, want %s", i, &got[i], &cells[i])
+		if cell.Compare(&got[i], &cells[i]) != 0 || !bytes.Equal(got[i].Value, cells[i].Value) || !bytes.Equal(got[i].Tags, cells[i].Tags) {
+			t.Errorf("cell %d: got %s tags %x, want %s tags %x", i, &got[i], got[i].Tags, &cells[i], cells[i].Tags)
 		}
 	}
 }
