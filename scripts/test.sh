@@ -49,7 +49,12 @@ if SECURE=1 testenv/bin/status >/dev/null 2>&1; then
 	echo "test: reusing the secure mini cluster that is already up"
 else
 	secure_t0=$(date +%s)
-	SECURE=1 TESTENV_DATA_PROTECTION=privacy TESTENV_TICKET_LIFETIME=60s testenv/bin/up
+	# RPC protection privacy or integrity: the client's sealed and
+	# integrity-only wrap tokens are both exercised, and a client that
+	# offers only authentication meets no common protection
+	# (TestSecureNoCommonProtection). Authentication alone (no wrap) is
+	# the secure cluster's default: TESTENV_RPC_PROTECTION=authentication.
+	SECURE=1 TESTENV_DATA_PROTECTION=privacy TESTENV_RPC_PROTECTION=privacy,integrity TESTENV_TICKET_LIFETIME=60s testenv/bin/up
 	secure_started=1
 	echo "test: secure cluster up in $(($(date +%s) - secure_t0))s"
 fi
