@@ -113,6 +113,9 @@ public final class Cluster {
     st.put("pid", ProcessHandle.current().pid());
     st.put("log", args[2]);
     st.put("start_seconds", Math.round(startSeconds * 10) / 10.0);
+    // HBase's own idea of its version (from its jars), so state.json
+    // names the version that really runs, not only the one asked for.
+    st.put("hbase_version", org.apache.hadoop.hbase.util.VersionInfo.getVersion());
     java.nio.file.Path tmp = info.resolveSibling(info.getFileName() + ".tmp");
     try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
       new GsonBuilder().setPrettyPrinting().create().toJson(st, w);
