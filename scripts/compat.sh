@@ -7,22 +7,24 @@
 # write and dump snapshots (testenv/hbase1) and reads them with rekey.
 #
 #   COMPAT_VERSIONS  the versions (default: 2.6.1-hadoop3 3.0.0-alpha-4)
-#   COMPAT_HBASE1    0 skips the HBase 1.7.2 snapshots (default 1)
-#   COMPAT_DOCS      1 (default) writes docs/compat.md and README's
-#                    matrix; 0 (a partial run, as in CI) only
-#                    bin/compat/results.json
+#   COMPAT_HBASE1    0 leaves out HBase 1.7.2's snapshots (default 1)
+#   COMPAT_DOCS      1 (default) rewrites docs/compat.md and README's
+#                    matrix; 0 (CI) only bin/compat/results.json
+#   TESTENV_HEAP     the cluster's heap (default here 2g)
 #
-# Results: bin/compat/results.json (every suite's status, tests and
-# seconds; each version's build, start, suites and stop seconds), the go
-# test events under bin/compat/VERSION/. Exits 1 when any suite did not
-# pass. Refuses to run while a cluster is up in this worktree: it starts
-# and stops clusters of its own.
+# Each version's results live in bin/compat/VERSION/ (its suites' status
+# and seconds, its steps' seconds, the commit and date it ran at, and the
+# go test events); a run replaces the directories of the versions it runs
+# only, so the matrix (bin/compat/results.json, docs/compat.md, README)
+# shows every version's latest run, each with its own commit and date.
+# Exits 1 when a suite of this run did not pass. Refuses to run while a
+# cluster is up in this worktree: it starts and stops clusters itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-versions=(${COMPAT_VERSIONS:-2.6.1-hadoop3 3.0.0-alpha-4})
+read -r -a versions <<<"${COMPAT_VERSIONS:-2.6.1-hadoop3 3.0.0-alpha-4}"
 out=bin/compat
-# SUITES: name, then package:pattern pairs (-run patterns of existing
+# SUITES: a name, then package:pattern pairs (-run patterns of existing
 # integration tests, each comparing rekey with what HBase reads or wrote).
 SUITES=(
 	"snapshot-read ./snapshot/:^TestIntegrationAgainstOracle$"
@@ -45,20 +47,31 @@ cleanup() {
 }
 trap cleanup EXIT
 
-rm -rf "$out"
-mkdir -p "$out"
-rows="$out/rows.tsv" # version, suite, exit status, seconds, events file
-times="$out/times.tsv" # version, step, seconds
-: >"$rows"
-: >"$times"
-
 # seconds_since T0 prints the seconds since T0 (date +%s.%N), to 0.1 s.
 seconds_since() {
 	awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'
 }
 
-# run_suite VERSION NAME PKG:PATTERN... runs one suite's tests, recording
-# its exit status, seconds and go test events.
+# begin_version V empties V's result directory and records the commit
+# and date the run starts at.
+begin_version() {
+	local dir="$out/$1" head
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	head="$(git rev-parse --short=7 HEAD)"
+	[ -z "$(git status --porcelain --untracked-files=no)" ] || head="$head-dirty"
+	printf 'commit\t%s\ndate\t%s\n' "$head" "$(date -u '+%Y-%m-%d %H:%M UTC')" >"$dir/meta.tsv"
+	: >"$dir/rows.tsv"
+	: >"$dir/times.tsv"
+}
+
+# row V SUITE STATUS SECONDS EVENTS records one suite's outcome.
+row() {
+	printf '%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" >>"$out/$1/rows.tsv"
+}
+
+# run_suite V NAME PKG:PATTERN... runs one suite's tests, recording its
+# exit status, seconds and go test events.
 run_suite() {
 	local v="$1" name="$2" pair pkg pattern status=0 t0
 	shift 2
@@ -69,56 +82,77 @@ run_suite() {
 		pkg="${pair%%:*}"
 		pattern="${pair#*:}"
 		echo "compat: $v $name: go test -run '$pattern' $pkg"
-		REKEY_REQUIRE_CLUSTER=1 go test -count=1 -timeout 20m -json -run "$pattern" "$pkg" >>"$events" || status=1
+		REKEY_REQUIRE_CLUSTER=1 go test -count=1 -timeout 30m -json -run "$pattern" "$pkg" >>"$events" || status=1
 	done
-	printf '%s\t%s\t%s\t%s\t%s\n' "$v" "$name" "$status" "$(seconds_since "$t0")" "$events" >>"$rows"
+	row "$v" "$name" "$status" "$(seconds_since "$t0")" "$events"
 }
 
-# step VERSION NAME CMD... runs CMD, recording its seconds as NAME.
+# step V NAME CMD... runs CMD, recording its seconds as NAME; returns
+# CMD's status.
 step() {
-	local v="$1" name="$2" t0
+	local v="$1" name="$2" t0 rc=0
 	shift 2
 	t0=$(date +%s.%N)
-	"$@"
-	printf '%s\t%s\t%s\n' "$v" "$name" "$(seconds_since "$t0")" >>"$times"
+	"$@" || rc=$?
+	printf '%s\t%s\n' "$name" "$(seconds_since "$t0")" >>"$out/$v/times.tsv"
+	return "$rc"
 }
 
-go build ./... # compile errors show here once, not in every suite
-for v in "${versions[@]}"; do
-	mkdir -p "$out/$v"
+# cluster_version V: build, start, every suite, stop, on HBase V.
+cluster_version() {
+	local v="$1" t0 ts s
+	begin_version "$v"
 	t0=$(date +%s.%N)
-	step "$v" build env HBASE_VERSION="$v" testenv/bin/build
+	if ! step "$v" build env HBASE_VERSION="$v" testenv/bin/build; then
+		row "$v" build 1 0 -
+		return 0
+	fi
 	started=1
-	if ! step "$v" up env HBASE_VERSION="$v" TESTENV_HEAP="${TESTENV_HEAP:-2g}" testenv/bin/up; then
+	# A loaded machine can take minutes to start a master.
+	if ! step "$v" up env HBASE_VERSION="$v" TESTENV_HEAP="${TESTENV_HEAP:-2g}" \
+		TESTENV_TIMEOUT="${TESTENV_TIMEOUT:-900}" testenv/bin/up; then
 		echo "compat: the HBase $v cluster did not start" >&2
-		printf '%s\t%s\t%s\t%s\t%s\n' "$v" "cluster-start" 1 0 - >>"$rows"
+		row "$v" cluster-start 1 0 -
 		testenv/bin/down || true
 		started=0
-		continue
+		return 0
 	fi
 	ts=$(date +%s.%N)
 	for s in "${SUITES[@]}"; do
 		# shellcheck disable=SC2086 # the pairs are words
 		run_suite "$v" $s
 	done
-	printf '%s\t%s\t%s\n' "$v" suites "$(seconds_since "$ts")" >>"$times"
-	step "$v" down testenv/bin/down
+	printf '%s\t%s\n' suites "$(seconds_since "$ts")" >>"$out/$v/times.tsv"
+	step "$v" down testenv/bin/down || true
 	started=0
-	printf '%s\t%s\t%s\n' "$v" total "$(seconds_since "$t0")" >>"$times"
-done
+	printf '%s\t%s\n' total "$(seconds_since "$t0")" >>"$out/$v/times.tsv"
+}
 
-if [ "${COMPAT_HBASE1:-1}" = 1 ]; then
-	v=1.7.2
-	mkdir -p "$out/$v"
+# hbase1_version: HBase 1.7.2 writes and dumps snapshots, rekey reads them.
+hbase1_version() {
+	local v=1.7.2 t0
+	begin_version "$v"
 	t0=$(date +%s.%N)
 	if step "$v" write testenv/hbase1/bin/make-snapshots "$out/$v/snapshots"; then
-		REKEY_HBASE1_SNAPSHOTS="$PWD/$out/$v/snapshots" run_suite "$v" snapshot-read-1x "./snapshot/:^TestHBase1Snapshots$"
+		REKEY_HBASE1_SNAPSHOTS="$PWD/$out/$v/snapshots" REKEY_REQUIRE_HBASE1=1 \
+			run_suite "$v" snapshot-read-1x "./snapshot/:^TestHBase1Snapshots$"
 	else
-		printf '%s\t%s\t%s\t%s\t%s\n' "$v" snapshot-read-1x 1 0 - >>"$rows"
+		row "$v" snapshot-read-1x 1 0 -
 	fi
-	printf '%s\t%s\t%s\n' "$v" total "$(seconds_since "$t0")" >>"$times"
+	printf '%s\t%s\n' total "$(seconds_since "$t0")" >>"$out/$v/times.tsv"
+}
+
+go build ./... # compile errors show here once, not in every suite
+ran=()
+for v in "${versions[@]}"; do
+	cluster_version "$v"
+	ran+=("$v")
+done
+if [ "${COMPAT_HBASE1:-1}" = 1 ]; then
+	hbase1_version
+	ran+=(1.7.2)
 fi
 
 docs=()
 [ "${COMPAT_DOCS:-1}" = 1 ] && docs=(--docs docs/compat.md --readme README.md)
-scripts/compat_matrix.py "$rows" "$times" --json "$out/results.json" "${docs[@]}"
+scripts/compat_matrix.py "$out" --json "$out/results.json" --ran "${ran[@]}" "${docs[@]}"

@@ -45,13 +45,7 @@ func TestHBase1Snapshots(t *testing.T) {
 			if strings.Contains(name, "split") && refs == 0 {
 				t.Errorf("%s: no Reference files: the split's daughters were compacted or never made", name)
 			}
-			for _, mode := range []struct {
-				file string
-				opts snapshot.ScanOptions
-			}{
-				{name + ".cells", snapshot.ScanOptions{}},
-				{name + ".raw.cells", snapshot.ScanOptions{Raw: true}},
-			} {
+			for _, mode := range dumpModes(name) {
 				want, err := os.ReadFile(filepath.Join(dir, mode.file))
 				if err != nil {
 					t.Fatal(err)
@@ -72,6 +66,22 @@ func TestHBase1Snapshots(t *testing.T) {
 		if !encodings[e] {
 			t.Errorf("no HFile with data block encoding %s among the 1.7.2 snapshots (have %v)", e, encodings)
 		}
+	}
+}
+
+// dumpMode is one dump the oracle writes beside a snapshot, and the scan
+// that reads the same cells.
+type dumpMode struct {
+	file string
+	opts snapshot.ScanOptions
+}
+
+// dumpModes are the dumps beside snapshot NAME: NAME.cells (a normal scan
+// of all versions) and NAME.raw.cells (raw).
+func dumpModes(name string) []dumpMode {
+	return []dumpMode{
+		{name + ".cells", snapshot.ScanOptions{}},
+		{name + ".raw.cells", snapshot.ScanOptions{Raw: true}},
 	}
 }
 
