@@ -27,17 +27,25 @@ def read_tsv(path):
 
 
 def top_level_results(events_path):
-    """{(package, test): action} for every top-level test that ended, and
-    the packages that failed outside any test (a build error, a panic)."""
-    results, broken = {}, set()
+    """{(package, test): action} for every top-level test that ended, the
+    packages that failed outside any test (a build error, a panic),
+    whether go test's -timeout stopped a package, and whether a test had
+    failed before that (the tests running at a timeout are marked failed
+    too, though nothing judged them)."""
+    results, broken, timed_out, failed_first = {}, set(), False, False
     if events_path == "-":
-        return results, broken
+        return results, broken, timed_out, failed_first
     with open(events_path, encoding="utf-8") as f:
         for line in f:
             if not line.startswith("{"):
                 continue
             e = json.loads(line)
             action, test = e.get("Action"), e.get("Test")
+            said = e.get("Output", "") if action == "output" else ""
+            if said.startswith("panic: test timed out"):
+                timed_out = True
+            elif "--- FAIL" in said and not timed_out:
+                failed_first = True
             if action not in ("pass", "fail", "skip"):
                 continue
             if test is None:
@@ -45,16 +53,20 @@ def top_level_results(events_path):
                     broken.add(e.get("Package", ""))
             elif "/" not in test:
                 results[(e.get("Package", ""), test)] = action
-    return results, broken
+            elif action == "pass" and test.count("/") == 1:
+                results[(e.get("Package", ""), test)] = "subpass"
+    return results, broken, timed_out, failed_first
 
 
 def suite_result(exit_status, seconds, events_path):
-    """One suite's status (passed, failed, skipped or no tests), its tests
-    by outcome, and its seconds."""
-    results, broken = top_level_results(events_path)
+    """One suite's status (passed, failed, timed out, skipped or no
+    tests), its tests by outcome, and its seconds."""
+    results, broken, timed_out, failed_first = top_level_results(events_path)
     by = {a: sorted(f"{p.rsplit('/', 1)[-1]}.{t}" for (p, t), r in results.items() if r == a)
-          for a in ("pass", "fail", "skip")}
-    if exit_status != "0" or by["fail"] or broken:
+          for a in ("pass", "fail", "skip", "subpass")}
+    if timed_out and not failed_first:
+        status = "timed out"
+    elif exit_status != "0" or by["fail"] or broken:
         status = "failed"
     elif by["skip"]:
         status = "skipped"
@@ -62,7 +74,11 @@ def suite_result(exit_status, seconds, events_path):
         status = "no tests"
     else:
         status = "passed"
-    return {"status": status, "seconds": float(seconds), "passed": by["pass"],
+    # Subtests that passed under a top-level test that did not: what a
+    # timed-out or failed test still showed.
+    tops = {t.split("/")[0] for t in by["pass"]}
+    partial = [t for t in by["subpass"] if t.split("/")[0] not in tops]
+    return {"status": status, "seconds": float(seconds), "passed": by["pass"], "passed_subtests": partial,
             "failed": by["fail"], "skipped": by["skip"], "broken_packages": sorted(broken)}
 
 
@@ -152,6 +168,8 @@ def docs_page(doc):
         out.append("")
         for name, s in v["suites"].items():
             detail = ", ".join(s["passed"]) or "none passed"
+            if s["passed_subtests"]:
+                detail += " (subtests passed: " + ", ".join(s["passed_subtests"]) + ")"
             if s["failed"] or s["broken_packages"]:
                 detail += "; FAILED: " + ", ".join(s["failed"] + s["broken_packages"])
             if s["skipped"]:
