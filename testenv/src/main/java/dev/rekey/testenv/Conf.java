@@ -67,6 +67,11 @@ final class Conf {
     // Several engineers' tests take snapshots at once; the master's
     // default of one snapshot at a time rejects the others outright.
     conf.setInt("hbase.snapshot.master.threads", 4);
+    // A shared, loaded machine can take minutes to bring a master up; the
+    // mini cluster's own limits (30 s to become active, 200 s to
+    // initialize) would abort the start long before bin/up gives up.
+    conf.set("hbase.master.start.timeout.localHBaseCluster", "600000");
+    conf.set("hbase.master.init.timeout.localHBaseCluster", "600000");
     // Big cells (1 MB values, 100k-cell rows) are part of the fixtures.
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
