@@ -5,7 +5,7 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build yarn-jar test unit demo bench bench-e2e lint fuzz testenv-up testenv-down oracle clean
+.PHONY: help build yarn-jar test unit demo bench bench-e2e lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
@@ -17,7 +17,8 @@ help:
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
 	@echo "lint          gofmt check and go vet"
 	@echo "fuzz          every fuzz target briefly (FUZZTIME, default 10s), the damage targets longer (LONG_FUZZTIME, default 2m)"
-	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1"
+	@echo "compat        the HBase-judged suites on HBase 2.6.1 and 3.0.0-alpha-4, and HBase 1.7.2's snapshots (docs/compat.md)"
+	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1 (HBASE_VERSION picks the version)"
 	@echo "testenv-down  stop it"
 
 # CGO off: one static binary that runs on any Linux, as the README promises.
@@ -56,6 +57,9 @@ lint:
 
 fuzz:
 	scripts/fuzz.sh
+
+compat:
+	scripts/compat.sh
 
 oracle:
 	testenv/bin/build

@@ -81,13 +81,7 @@ func TestFixtures(t *testing.T) {
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			root := filepath.Join(dir, name)
-			for _, mode := range []struct {
-				file string
-				opts snapshot.ScanOptions
-			}{
-				{name + ".cells", snapshot.ScanOptions{}},
-				{name + ".raw.cells", snapshot.ScanOptions{Raw: true}},
-			} {
+			for _, mode := range dumpModes(name) {
 				want, err := os.ReadFile(filepath.Join(dir, mode.file))
 				if err != nil {
 					if os.IsNotExist(err) {

@@ -32,6 +32,10 @@ type State struct {
 	PID int `json:"pid"`
 	// Log is the path of the cluster's log file.
 	Log string `json:"log"`
+	// HBaseVersion is the version HBase's jars in the cluster report
+	// (testenv/bin/up's HBASE_VERSION, default 2.5.11-hadoop3); empty in
+	// a state.json written before testenv named it.
+	HBaseVersion string `json:"hbase_version"`
 }
 
 // RepoRoot returns the directory holding go.mod, found by walking up from

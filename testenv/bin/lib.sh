@@ -11,11 +11,6 @@ if [ "${SECURE:-}" = 1 ]; then
 	SECURE_PROPS=(-Drekey.secure=1)
 fi
 
-# classpath prints the Java classpath: the oracle jar and its dependencies.
-classpath() {
-	echo "$TESTENV/target/testenv.jar:$(cat "$TESTENV/target/classpath.txt")"
-}
-
 # cluster_classpath prints the cluster JVM's classpath. Hadoop reads
 # ssl-server.xml from the classpath: a secure cluster writes it to
 # RUN/secure/sslconf, which goes ahead of the jars.
@@ -30,6 +25,67 @@ cluster_classpath() {
 # state_get KEY prints one value of state.json (numbers and strings only).
 state_get() {
 	sed -n "s/^ *\"$1\": *\"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\} *$/\1/p" "$STATE"
+}
+
+# The HBase version testenv builds and runs (a Maven version of
+# org.apache.hbase:hbase-testing-util). Each version builds into its own
+# directory, target/ for the default, so versions never share classes.
+DEFAULT_HBASE_VERSION=2.5.11-hadoop3
+KNOWN_HBASE_VERSIONS=(2.5.11-hadoop3 2.6.1-hadoop3 3.0.0-alpha-4)
+
+# build_dir VERSION prints the build directory of that HBase version.
+build_dir() {
+	if [ "$1" = "$DEFAULT_HBASE_VERSION" ]; then
+		echo "$TESTENV/target"
+	else
+		echo "$TESTENV/target-$1"
+	fi
+}
+
+# check_version VERSION fails for a version testenv was not made for (the
+# Java sources and pom.xml's profiles are checked against these only).
+check_version() {
+	local v
+	for v in "${KNOWN_HBASE_VERSIONS[@]}"; do
+		[ "$1" = "$v" ] && return 0
+	done
+	echo "testenv: HBASE_VERSION=$1 is not one of ${KNOWN_HBASE_VERSIONS[*]}" >&2
+	return 1
+}
+
+# running_version prints the HBase version of the cluster state.json
+# describes (nothing without one; the default for a state.json written
+# before it named its version).
+running_version() {
+	[ -f "$STATE" ] || return 0
+	local v
+	v="$(state_get hbase_version)"
+	echo "${v:-$DEFAULT_HBASE_VERSION}"
+}
+
+# use_version picks HBASE_VERSION for a script that talks to the running
+# cluster: that cluster's version (HBase's client, readers and snapshot
+# code must be the cluster's own), HBASE_VERSION when no cluster is up,
+# else the default. A HBASE_VERSION that differs from the running
+# cluster's fails rather than judging one version with another's code.
+use_version() {
+	local have
+	have="$(running_version)"
+	if [ -n "$have" ] && [ -n "${HBASE_VERSION:-}" ] && [ "$have" != "$HBASE_VERSION" ]; then
+		echo "testenv: HBASE_VERSION=$HBASE_VERSION, but the cluster in $STATE runs $have" >&2
+		return 1
+	fi
+	HBASE_VERSION="${have:-${HBASE_VERSION:-$DEFAULT_HBASE_VERSION}}"
+	export HBASE_VERSION
+	check_version "$HBASE_VERSION"
+}
+
+# classpath prints the Java classpath of HBASE_VERSION's build: the
+# oracle jar and its dependencies.
+classpath() {
+	local dir
+	dir="$(build_dir "$HBASE_VERSION")"
+	echo "$dir/testenv.jar:$(cat "$dir/classpath.txt")"
 }
 
 # control CMD sends one command to the cluster's control port and prints

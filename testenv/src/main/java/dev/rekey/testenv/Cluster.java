@@ -131,6 +131,9 @@ public final class Cluster {
     st.put("pid", ProcessHandle.current().pid());
     st.put("log", args[2]);
     st.put("start_seconds", Math.round(startSeconds * 10) / 10.0);
+    // HBase's own idea of its version (from its jars), so state.json
+    // names the version that really runs, not only the one asked for.
+    st.put("hbase_version", org.apache.hadoop.hbase.util.VersionInfo.getVersion());
     if (secure != null) {
       st.put("secure", secure.clientState(cc, nn));
     }

@@ -23,15 +23,18 @@ final class Conf {
   /**
    * Compression codecs come from hbase-site.xml on the classpath (HBase
    * reads them from its own Configuration); this only checks that the
-   * pure-Java ZSTD codec named there is present, so a broken build fails
-   * with a clear message rather than at the first ZSTD family.
+   * codecs named there are present, so a broken build fails with a clear
+   * message rather than at the first family that uses one.
    */
   static void compression(Configuration conf) {
-    String cls = conf.get("hbase.io.compress.zstd.codec");
-    try {
-      Class.forName(cls);
-    } catch (ClassNotFoundException | LinkageError e) {
-      throw new IllegalStateException("ZSTD codec " + cls + " (hbase-site.xml) cannot be loaded: " + e, e);
+    for (String key : new String[] {
+        "hbase.io.compress.zstd.codec", "hbase.io.compress.snappy.codec", "hbase.io.compress.lz4.codec"}) {
+      String cls = conf.get(key);
+      try {
+        Class.forName(cls);
+      } catch (ClassNotFoundException | LinkageError e) {
+        throw new IllegalStateException(key + " codec " + cls + " (hbase-site.xml) cannot be loaded: " + e, e);
+      }
     }
   }
 
@@ -64,6 +67,11 @@ final class Conf {
     // Several engineers' tests take snapshots at once; the master's
     // default of one snapshot at a time rejects the others outright.
     conf.setInt("hbase.snapshot.master.threads", 4);
+    // A shared, loaded machine can take minutes to bring a master up; the
+    // mini cluster's own limits (30 s to become active, 200 s to
+    // initialize) would abort the start long before bin/up gives up.
+    conf.set("hbase.master.start.timeout.localHBaseCluster", "600000");
+    conf.set("hbase.master.init.timeout.localHBaseCluster", "600000");
     // Big cells (1 MB values, 100k-cell rows) are part of the fixtures.
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
@@ -108,6 +116,10 @@ final class Conf {
     conf.set("fs.defaultFS", "hdfs://" + st.get("hdfs_namenode"));
     conf.set("hbase.rootdir", (String) st.get("hbase_rootdir"));
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
+    // The client finds the cluster through ZooKeeper, as state.json gives
+    // it. HBase 3.0's default registry asks the masters instead (and finds
+    // none configured); 2.5 and 2.6 use this registry by default.
+    conf.set("hbase.client.registry.impl", "org.apache.hadoop.hbase.client.ZKConnectionRegistry");
     if (st.containsKey("secure")) {
       SecureCluster.client(conf, st);
     }
