@@ -132,7 +132,8 @@ def matrix(doc):
 def readme_block(doc):
     """The README's marked block: the matrix and when and where it ran."""
     return [BEGIN, "",
-            "2.5.11-hadoop3 is testenv's default: `make test` runs every suite on it.",
+            "2.5.11-hadoop3 is testenv's default: `make test` runs every suite on it,",
+            "and `run-puts`, `run-hfiles` and `verify` on 3.0.0-alpha-4 as well.",
             "Beside it, `make compat` runs the suites where HBase is the judge on each",
             "version below (each row says when and at which commit it last ran; what",
             "each suite runs and the timings: [docs/compat.md](docs/compat.md)). The",
