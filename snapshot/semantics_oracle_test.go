@@ -192,10 +192,13 @@ func TestReadSemanticsOnHBase(t *testing.T) {
 	outs := testenv.OracleDumps(t, dumps)
 	k := 0
 	for i, tc := range readSemanticsCases {
+		if tc.notOnHBase != "" {
+			// Not a skip: the case cannot be written by HBase at all, and
+			// its hand-written rule is pinned by TestReadSemantics.
+			t.Logf("%s: not on HBase: %s", tc.name, tc.notOnHBase)
+			continue
+		}
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.notOnHBase != "" {
-				t.Skipf("not on HBase: %s", tc.notOnHBase)
-			}
 			oracle := outs[k]
 			k++
 			name := fmt.Sprintf("%ssem_case%02d", prefix, i)
