@@ -78,8 +78,9 @@ final class Yarn {
     conf.set("yarn.resourcemanager.hostname", "127.0.0.1");
     conf.set("yarn.nodemanager.hostname", "127.0.0.1");
     // No history server: nothing reads it, and it would take a JVM's
-    // worth of memory and two web ports.
-    conf.setBoolean(MiniMRYarnCluster.MR_HISTORY_MINICLUSTER_ENABLED, false);
+    // worth of memory and two web ports. (The key by name: Hadoop 3.2.4,
+    // under HBase 3.0.0-alpha-4, has no constant for it.)
+    conf.setBoolean("mapreduce.jobhistory.minicluster.enabled", false);
     conf.setBoolean("yarn.webapp.ui2.enable", false);
     MiniMRYarnCluster c = new MiniMRYarnCluster("rekey-yarn", 1, false);
     try {
