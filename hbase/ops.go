@@ -81,6 +81,9 @@ func (c *Client) mutate(ctx context.Context, table, row []byte, typ pb.MutationP
 		if typ == pb.MutationProto_DELETE && !cl.Type.IsDelete() {
 			return fmt.Errorf("hbase: delete of row %q: cell %d has type %s, not a delete marker", row, i, cl.Type)
 		}
+		if err := rpc.CheckTags(cl); err != nil {
+			return err
+		}
 		block = rpc.AppendCell(block, cl)
 	}
 	m := &pb.MutationProto{Row: row, MutateType: typ.Enum(), AssociatedCellCount: proto.Int32(int32(len(cells)))}

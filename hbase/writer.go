@@ -197,13 +197,16 @@ func (c *Client) NewWriter(table []byte, cfg WriterConfig) *Writer {
 // one mutation (a row larger than one call's limits becomes several).
 // Cells are copied. Write blocks while MaxBufferedBytes are
 // outstanding; it fails only on a cell whose type is neither Put nor a
-// delete marker, after Close, or
+// delete marker or whose tags outgrow a cell block, after Close, or
 // when ctx ends while waiting.
 func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 	for i := range cells {
 		cl := &cells[i]
 		if cl.Type != cell.Put && !cl.Type.IsDelete() {
 			return fmt.Errorf("hbase: writer to %s: cell %s is neither a Put nor a delete marker", w.table, cl)
+		}
+		if err := rpc.CheckTags(cl); err != nil {
+			return fmt.Errorf("hbase: writer to %s: %w", w.table, err)
 		}
 		del := cl.Type.IsDelete()
 		w.mu.Lock()

@@ -21,6 +21,20 @@ const CodecClass = "org.apache.hadoop.hbase.codec.KeyValueCodecWithTags"
 // received from a server.
 var ErrCorrupt = errors.New("hbase/rpc: corrupt data from server")
 
+// MaxTagsLen is the most tag bytes a cell may carry: the cell block, like
+// the KeyValue format, gives them a u16 length.
+const MaxTagsLen = 1<<16 - 1
+
+// CheckTags returns an error when c's tags do not fit a cell block's u16
+// tags length (AppendCell would wrap it and send other bytes). Cells read
+// from HFiles always fit; the check keeps a transform's cells honest.
+func CheckTags(c *cell.Cell) error {
+	if len(c.Tags) > MaxTagsLen {
+		return fmt.Errorf("hbase/rpc: cell %s has %d bytes of tags, more than a cell block carries (%d)", c, len(c.Tags), MaxTagsLen)
+	}
+	return nil
+}
+
 // CellBlockLen returns the number of bytes AppendCell adds for c.
 func CellBlockLen(c *cell.Cell) int {
 	n := 4 + 8 + cell.KeyLen(c) + len(c.Value)
@@ -35,7 +49,8 @@ func CellBlockLen(c *cell.Cell) int {
 // u16 tags length and the tags (the decoder tells the two apart by the
 // cell's length). Tags come from HFiles, whose format bounds them by a u16
 // length too. HBase keeps the tags a client sends this way
-// (snapshot's TestTagsOnHBase; pipeline's TestTagsThroughRuns).
+// (snapshot's TestTagsOnHBase; pipeline's TestTagsThroughRuns). Callers
+// check the tags' length first (CheckTags).
 func AppendCell(dst []byte, c *cell.Cell) []byte {
 	klen := cell.KeyLen(c)
 	n := 8 + klen + len(c.Value)

@@ -66,6 +66,19 @@ func TestCellBlockWithTags(t *testing.T) {
 	}
 }
 
+// TestCheckTags: tags past the u16 length a cell block gives them are an
+// error, never a wrapped length that sends other bytes.
+func TestCheckTags(t *testing.T) {
+	c := cell.Cell{Row: []byte("r"), Family: []byte("f"), Timestamp: 1, Type: cell.Put, Tags: make([]byte, MaxTagsLen)}
+	if err := CheckTags(&c); err != nil {
+		t.Fatalf("%d bytes of tags: %v", len(c.Tags), err)
+	}
+	c.Tags = make([]byte, MaxTagsLen+1)
+	if err := CheckTags(&c); err == nil {
+		t.Fatalf("%d bytes of tags: no error", len(c.Tags))
+	}
+}
+
 func TestCellBlockCorrupt(t *testing.T) {
 	c := cell.Cell{Row: []byte("r"), Family: []byte("f"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put, Value: []byte("value")}
 	good := AppendCell(nil, &c)
