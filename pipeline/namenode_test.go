@@ -141,4 +141,41 @@ func TestNameNodeRestartsMidRun(t *testing.T) {
 			sameCells(t, "target after a NameNode restart", dumpTable(t, dst, true), want)
 		})
 	}
+
+	// A file whose bytes are written and flushed is closed while the
+	// NameNode is away: Close finishes the block on the DataNodes, then
+	// its NameNode calls meet a broken connection (a bare EOF or a reset)
+	// and refused dials; it waits for the NameNode and completes the file
+	// with every byte.
+	t.Run("close", func(t *testing.T) {
+		w, err := fs.Create("/nnr/close-across-restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := make([]byte, 3<<20)
+		for i := range body {
+			body[i] = byte(i*7 + i>>11)
+		}
+		if _, err := w.Write(body); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		t.Log(control(t, st, "dfs3-stop-namenode"))
+		closed := make(chan error, 1)
+		go func() { closed <- w.Close() }()
+		time.Sleep(3 * time.Second)
+		t.Log(control(t, st, "dfs3-start-namenode"))
+		if err := <-closed; err != nil {
+			t.Fatalf("Close across a NameNode restart: %v", err)
+		}
+		got, err := vfs.ReadFile(fs, "/nnr/close-across-restart")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(body) {
+			t.Fatalf("file closed across the restart has %d bytes, want the %d written", len(got), len(body))
+		}
+	})
 }

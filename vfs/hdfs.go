@@ -80,6 +80,9 @@ type HDFSStats struct {
 
 type hdfsCounters struct {
 	conns, failures, retries, readers, nnRetries atomic.Int64
+	// nnBreaks counts NameNode connections that broke (a read or write
+	// failed); the client redials on the next call by itself.
+	nnBreaks atomic.Int64
 }
 
 // Stats returns the counters so far.
@@ -163,6 +166,7 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		dial = (&net.Dialer{}).DialContext
 	}
 	opts.DatanodeDialFunc = h.countingDial(dial)
+	opts.NamenodeDialFunc = h.watchingNameNodeDial(opts.NamenodeDialFunc)
 	opts.User = os.Getenv("HADOOP_USER_NAME")
 	if opts.User == "" && h.login == nil {
 		u, err := user.Current()
@@ -234,6 +238,48 @@ func (c *countedConn) Write(p []byte) (int, error) {
 func (c *countedConn) check(err error) {
 	if err != nil && !errors.Is(err, net.ErrClosed) && c.failed.CompareAndSwap(false, true) {
 		c.stats.failures.Add(1)
+	}
+}
+
+// watchingNameNodeDial wraps the NameNode dialler so that a broken
+// NameNode connection is counted (nnBreaks): a writer's Close fails with a
+// bare EOF both when a DataNode and when the NameNode hangs up, and only
+// the second may be waited out and retried.
+func (h *HDFS) watchingNameNodeDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &nameNodeConn{Conn: c, breaks: &h.stats.nnBreaks}, nil
+	}
+}
+
+// nameNodeConn counts its first failed read or write in breaks.
+type nameNodeConn struct {
+	net.Conn
+	breaks *atomic.Int64
+	broke  atomic.Bool
+}
+
+func (c *nameNodeConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.check(err)
+	return n, err
+}
+
+func (c *nameNodeConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.check(err)
+	return n, err
+}
+
+func (c *nameNodeConn) check(err error) {
+	if err != nil && !errors.Is(err, net.ErrClosed) && c.broke.CompareAndSwap(false, true) {
+		c.breaks.Add(1)
 	}
 }
 

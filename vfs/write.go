@@ -198,11 +198,12 @@ type hdfsWriter struct {
 func (w *hdfsWriter) Write(p []byte) (int, error) {
 	nn := nameNodeRetry{h: w.h}
 	for {
+		seen := w.h.breaksSeen()
 		n, err := w.w.Write(p)
 		if err == nil || n > 0 {
 			return n, err
 		}
-		if again, gerr := nn.again("write", w.name, err, false); !again {
+		if again, gerr := nn.again("write", w.name, err, w.h.onlyNameNodeBroke(seen)); !again {
 			return n, gerr
 		}
 	}
@@ -223,18 +224,41 @@ func (w *hdfsWriter) Close() error {
 	// Poll often: the answer changes when a DataNode's block report
 	// arrives, which a doubling back-off would overshoot by as much again.
 	nn := nameNodeRetry{h: w.h}
+	seen := w.h.breaksSeen()
 	err := w.w.Close()
 	for deadline := time.Now().Add(60 * time.Second); err != nil; {
-		switch again, gerr := nn.again("close", w.name, err, false); {
+		switch again, gerr := nn.again("close", w.name, err, w.h.onlyNameNodeBroke(seen)); {
 		case again:
 		case hdfs.IsErrReplicating(err) && time.Now().Before(deadline):
 			time.Sleep(25 * time.Millisecond)
 		default:
 			return gerr
 		}
+		seen = w.h.breaksSeen()
 		err = w.w.Close()
 	}
 	return nil
+}
+
+// breaks is how many DataNode and NameNode connections had broken when
+// a writer's call began.
+type breaks struct{ dataNode, nameNode int64 }
+
+func (h *HDFS) breaksSeen() breaks {
+	return breaks{h.stats.failures.Load(), h.stats.nnBreaks.Load()}
+}
+
+// onlyNameNodeBroke reports whether, since seen, a NameNode connection
+// broke and no DataNode connection did. Then a broken-connection error
+// (EOF, a reset) of a writer's call came from the NameNode, which the call
+// may wait for; one from a DataNode must not be retried: the client
+// marks the block finished before it knows the DataNodes acknowledged it,
+// so a second Close would complete the file without its last bytes.
+// A DataNode failure anywhere in the process during the call counts,
+// which errs on the side of not retrying.
+func (h *HDFS) onlyNameNodeBroke(seen breaks) bool {
+	now := h.breaksSeen()
+	return now.nameNode > seen.nameNode && now.dataNode == seen.dataNode
 }
 func (w *hdfsWriter) Name() string { return w.name }
 
