@@ -170,6 +170,7 @@ func TestNameNodeRestartsMidRun(t *testing.T) {
 		if err := <-closed; err != nil {
 			t.Fatalf("Close across a NameNode restart: %v", err)
 		}
+		t.Logf("%d waits for the NameNode in all", fs.Stats().NameNodeRetries)
 		got, err := vfs.ReadFile(fs, "/nnr/close-across-restart")
 		if err != nil {
 			t.Fatal(err)

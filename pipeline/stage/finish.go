@@ -114,7 +114,11 @@ func (s *Sink) printLoadLater(rep sink.Reporter, st *finishState) {
 	if !strings.HasPrefix(s.loc.URL, "hdfs://") {
 		where = " after copying the folder to the cluster's HDFS (and naming it there)"
 	}
-	rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s:\n  %s\nor with HBase's own tool (it re-splits files whose region split since):\n  %s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd, tool)
+	also := ""
+	if cmd != tool {
+		also = "\nor with HBase's own tool (it re-splits files whose region split since):\n  " + tool
+	}
+	rep.Printf("hfiles: %d HFiles in %s, not loaded; to load them into %s%s:\n  %s%s", len(allFiles(st)), s.url(path.Join(s.root, hfilesDir)), s.o.Table, where, cmd, also)
 }
 
 // timedLoad bulk loads st's HFiles, timing the load.
@@ -177,7 +181,7 @@ func (s *Sink) dropStale(st *finishState) error {
 		}
 		return nil
 	}
-	if len(st.Loaded) > 0 || st.Written {
+	if len(st.Loaded) > 0 || len(st.Sent) > 0 || st.Written {
 		return fmt.Errorf("stage: staging folder %s: splits were staged again after their HFiles were written or loaded; stage into a fresh folder", s.loc.URL)
 	}
 	// HFiles of an earlier set of runs are stale: start the merge over.

@@ -69,8 +69,11 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 			for _, f := range ps.Files {
 				p := path.Join(s.root, f.Name)
 				if _, err := s.fs.Stat(p); err != nil {
-					if notExist(err) {
+					if notExist(err) && st.Sent[reg.Dir] {
 						continue // loaded by an earlier attempt
+					}
+					if notExist(err) {
+						return fmt.Errorf("stage: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
 					}
 					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
 				}
@@ -83,6 +86,9 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 		}
 		if len(files) == 0 {
 			return nil
+		}
+		if err := s.markSent(st, reg); err != nil {
+			return err
 		}
 		err := s.o.Client.BulkLoad(ctx, s.o.Table, files)
 		if err == nil {
@@ -105,6 +111,25 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
 		}
 	}
+}
+
+// ErrMissingHFile is matched by the error of a load that finds a staged
+// HFile missing that no earlier load could have moved into HBase: its
+// cells would be lost without a word.
+var ErrMissingHFile = errors.New("stage: a staged HFile is missing")
+
+// markSent records, before the first bulk load request for reg, that its
+// files may from now on be in HBase rather than in the folder. A file
+// found missing later counts as loaded only if it was sent.
+func (s *Sink) markSent(st *finishState, reg *Region) error {
+	if st.Sent[reg.Dir] {
+		return nil
+	}
+	if st.Sent == nil {
+		st.Sent = map[string]bool{}
+	}
+	st.Sent[reg.Dir] = true
+	return s.saveFinish(st)
 }
 
 // resplitRegion splits every file of parts that spans more than one of the

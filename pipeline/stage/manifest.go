@@ -91,7 +91,11 @@ type finishState struct {
 	Written bool `json:"written"`
 	// Loaded lists the region dirs whose files are bulk loaded.
 	Loaded map[string]bool `json:"loaded"`
-	Stats  Stats           `json:"stats"`
+	// Sent lists the region dirs whose files were sent to HBase in a
+	// bulk load request at least once (recorded before the request).
+	// Only there may a recorded file be missing: HBase moved it in.
+	Sent  map[string]bool `json:"sent,omitempty"`
+	Stats Stats           `json:"stats"`
 }
 
 // partState is the progress of one region+family.

@@ -479,7 +479,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 		}
 		return recs, &st, nil
 	}
-	if found && len(st.Loaded) > 0 {
+	if found && (len(st.Loaded) > 0 || len(st.Sent) > 0) {
 		return nil, nil, fmt.Errorf("stage: staging folder %s: splits were spilled again after the load began; stage into a fresh folder", s.loc.URL)
 	}
 	merged, err := s.mergedParts(fp)

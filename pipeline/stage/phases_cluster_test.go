@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // phaseSplit is one split of the phased test: its ID, the spill shard it
@@ -232,4 +234,91 @@ func TestLoadTaskAfterNoLoad(t *testing.T) {
 		t.Errorf("%d regions loaded, want 2", n)
 	}
 	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
+}
+
+// TestLoadRefusesMissingHFile: a staged HFile that finish.json records but
+// that is gone from the folder, although no load of its region was ever
+// sent, fails the load naming the file (its cells would otherwise be left
+// out without a word); the same load rerun with the file back loads every
+// cell.
+func TestLoadRefusesMissingHFile(t *testing.T) {
+	c, table, staging := clusterTable(t, "missing", "k")
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: staging, Table: table, Client: c, NoLoad: true, Memory: 1 << 20, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := genCells(9, 6000)
+	writeSplit(t, s, "one", cells)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	loc, err := vfs.Open(staging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loc.Close()
+	files := hfilesUnder(t, loc.FS, path.Join(loc.Path, "hfiles"))
+	if len(files) < 2 {
+		t.Fatalf("staged %d HFiles, want one per region at least: %v", len(files), files)
+	}
+	gone := files[len(files)-1]
+	// Out of the hfiles folder: the load removes files it finds there
+	// unrecorded.
+	kept := path.Join(loc.Path, "aside-"+path.Base(gone))
+	if err := loc.FS.Rename(gone, kept); err != nil {
+		t.Fatal(err)
+	}
+	ld, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Task: Task{Phase: PhaseLoad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ld.Finish(ctx, logRep{t})
+	ld.Close()
+	if !errors.Is(err, ErrMissingHFile) || !strings.Contains(err.Error(), path.Base(gone)) {
+		t.Fatalf("load with %s gone: %v, want ErrMissingHFile naming it", gone, err)
+	}
+	t.Logf("refused: %v", err)
+	if got := len(oracleDump(t, table)); got >= len(cells) {
+		t.Errorf("%d cells in the target after the refused load, of %d: the missing file's cannot be there", got, len(cells))
+	}
+
+	if err := loc.FS.Rename(kept, gone); err != nil {
+		t.Fatal(err)
+	}
+	ld, err = New(ctx, Options{Staging: staging, Table: table, Client: c, Task: Task{Phase: PhaseLoad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ld.Close()
+	if err := ld.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
+}
+
+// hfilesUnder lists the files under dir (region/family/file), sorted.
+func hfilesUnder(t *testing.T, fs vfs.FS, dir string) []string {
+	t.Helper()
+	var out []string
+	var walk func(string)
+	walk = func(d string) {
+		ents, err := fs.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			p := path.Join(d, e.Name())
+			if e.IsDir() {
+				walk(p)
+			} else {
+				out = append(out, p)
+			}
+		}
+	}
+	walk(dir)
+	sort.Strings(out)
+	return out
 }
