@@ -179,6 +179,9 @@ func (r *Run) takeLeases() error {
 	todo := []state{{"checkpoint", r.o.Checkpoint, checkpointLeasePath(r.o.Checkpoint)}}
 	if name, err := r.sinkName(); err == nil && r.o.Sink == nil && name == string(job.SinkHFiles) {
 		st := r.j.StagingPath()
+		if err := stage.CheckKind(st, r.o.spillTask()); err != nil {
+			return err
+		}
 		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
 	}
 	for _, s := range todo {

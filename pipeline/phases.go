@@ -104,8 +104,20 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 		ttl = DefaultLeaseTTL
 	}
 	st := j.StagingPath()
-	if err := ls.take(stagingLeasePath(st, task), "staging folder "+st+" ("+task.String()+")", leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}); err != nil {
+	if err := stage.CheckKind(st, task); err != nil {
 		return nil, err
+	}
+	lopts := leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}
+	if err := ls.take(stagingLeasePath(st, task), "staging folder "+st+" ("+task.String()+")", lopts); err != nil {
+		return nil, err
+	}
+	// The load also loads a one-process run's folder, whose run leases
+	// the whole folder: the load holds that lease too, so it never loads
+	// beside a live run (no task of a job in phases takes it).
+	if task.Phase == stage.PhaseLoad {
+		if err := ls.take(stagingLeasePath(st, stage.Task{}), "staging folder "+st, lopts); err != nil {
+			return nil, err
+		}
 	}
 	s, closeClient, err := o.openSink(ctx, j, task)
 	if err != nil {
@@ -193,3 +205,8 @@ const (
 // phase it depends on finished (stage.ErrNotReady): a merge part before
 // every spill shard committed, the load before every merge part finished.
 var ErrNotReady = stage.ErrNotReady
+
+// ErrOtherKind is matched by the error of a run or task on a staging
+// folder that holds the other kind of job (stage.ErrOtherKind): a spill
+// or merge task on a one-process run's folder, or the reverse.
+var ErrOtherKind = stage.ErrOtherKind

@@ -342,7 +342,13 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		}
 		o.Client = c
 	}
-	return stage.New(ctx, o)
+	// Not `return stage.New(ctx, o)`: a nil *stage.Sink in the sink.Sink
+	// interface is not a nil interface, and the run would close it.
+	s, err := stage.New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // connect opens a client to the target cluster, found the one way every

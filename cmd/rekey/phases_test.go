@@ -106,3 +106,38 @@ func TestPhasesOffline(t *testing.T) {
 		t.Errorf("%d cells in the HFiles, %d in status, want 31413", n, st.Merge.Cells)
 	}
 }
+
+// TestOneFolderOneKindOfJob: a one-process run and a job in phases lease
+// different files of a staging folder, so neither could keep the other
+// out by its lease; each refuses the other's folder (exit 2, naming what
+// it found), and leaves it as it was.
+func TestOneFolderOneKindOfJob(t *testing.T) {
+	job, out := offlinePhasedJob(t)
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, stdout, errOut := runRekey(t, append([]string{"run", job, "--progress", "none", "--split-bytes", "16KiB"}, args...)...)
+		if code != want {
+			t.Fatalf("rekey run %v: exit %d, want %d\n%s\n%s", args, code, want, stdout, errOut)
+		}
+		return errOut
+	}
+	run(0, "--phase", "spill", "--shard", "0/2")
+	said := run(2, "--fresh")
+	if !strings.Contains(said, "holds a job in phases") || !strings.Contains(said, "found spill") {
+		t.Errorf("a one-process run on a phased folder says:\n%s", said)
+	}
+	if _, err := os.Stat(filepath.Join(out, "finish.json")); !os.IsNotExist(err) {
+		t.Errorf("the refused run wrote finish.json: %v", err)
+	}
+
+	job2, out2 := offlinePhasedJob(t)
+	job = job2
+	run(0)
+	said = run(2, "--phase", "spill", "--shard", "1/2")
+	if !strings.Contains(said, "holds a one-process run") {
+		t.Errorf("a spill task on a one-process run's folder says:\n%s", said)
+	}
+	if _, err := os.Stat(filepath.Join(out2, "spill")); !os.IsNotExist(err) {
+		t.Errorf("the refused spill task wrote spill/: %v", err)
+	}
+}

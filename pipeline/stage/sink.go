@@ -92,6 +92,9 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 }
 
 func (s *Sink) open(ctx context.Context) error {
+	if err := s.checkKind(); err != nil {
+		return err
+	}
 	if !s.task.spills() {
 		return s.openLater(ctx)
 	}
@@ -126,6 +129,56 @@ func (s *Sink) open(ctx context.Context) error {
 	s.addStaged(kept)
 	if s.task.Phase == PhaseSpill {
 		return s.recordSpillTask()
+	}
+	return nil
+}
+
+// ErrOtherKind is matched by the error of a sink opened on a staging
+// folder that holds the other kind of job: a one-process run's folder
+// under a spill or merge task, or a job in phases' folder under a
+// one-process run. Each kind leases other files of the folder (the whole
+// folder, or each task's own), so neither lease would keep the other out.
+var ErrOtherKind = errors.New("stage: the staging folder holds another kind of job")
+
+// CheckKind opens the staging folder and refuses it (ErrOtherKind) if it
+// holds the other kind of job than task's; a folder not there yet holds
+// none. The run calls it before it leases anything in the folder, so a
+// refused task leaves no lease behind that would make the folder look
+// like its kind.
+func CheckKind(staging string, task Task) error {
+	loc, err := vfs.Open(staging)
+	if err != nil {
+		return fmt.Errorf("stage: staging folder: %w", err)
+	}
+	defer loc.Close()
+	s := &Sink{loc: loc, fs: loc.FS, root: loc.Path, task: task}
+	return s.checkKind()
+}
+
+// checkKind refuses a folder that holds the other kind of job. The load
+// task loads either kind (a one-process --no-load run's folder too), so
+// its folder (load/) says nothing of the kind.
+func (s *Sink) checkKind() error {
+	var theirs []string
+	var how string
+	switch s.task.Phase {
+	case PhaseAll:
+		theirs = []string{spillRoot, partsRoot}
+		how = "holds a job in phases: run its tasks with --phase, or stage this run into a fresh folder"
+	case PhaseSpill, PhaseMerge:
+		theirs = []string{finishFile, splitsDir, runsDir}
+		how = "holds a one-process run: finish it with rekey run without --phase (or rekey load), or stage the phases into a fresh folder"
+	default:
+		return nil
+	}
+	for _, name := range theirs {
+		_, err := s.fs.Stat(path.Join(s.root, name))
+		if err == nil {
+			return fmt.Errorf("%w: %s %s (found %s)", ErrOtherKind, s.loc.URL, how, name)
+		}
+		if !notExist(err) {
+			return fmt.Errorf("stage: staging folder %s: %w", s.loc.URL, err)
+		}
 	}
 	return nil
 }
