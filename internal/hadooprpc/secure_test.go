@@ -6,26 +6,60 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
-// secureConn is a connection to the secure cluster's NameNode as rekey's
-// own principal (an ordinary user).
-func secureConn(t *testing.T, s *testenv.SecureState) *Conn {
+// secureOptions are the options of a connection to the secure cluster's
+// NameNode as rekey's own principal (an ordinary user), with the
+// protection of the cluster's client core-site.xml.
+func secureOptions(t *testing.T, s *testenv.SecureState) Options {
 	t.Helper()
 	l, err := krb.LoginWith(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
 	if err != nil {
 		t.Fatal(err)
 	}
+	conf, err := hadoopconf.Load(s.Secure.HadoopConfDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The daemons' principal with _HOST as Hadoop expands it for 127.0.0.1.
 	spn, _, _ := strings.Cut(strings.ReplaceAll(s.Secure.ServicePattern, "_HOST", "localhost"), "@")
-	c, err := Dial(context.Background(), Options{Addr: s.NameNode, Login: l.Client, Principal: l.Principal, SPN: spn})
+	return Options{Addr: s.NameNode, Login: l.Client, Principal: l.Principal, SPN: spn, Protection: conf["hadoop.rpc.protection"]}
+}
+
+// secureConn is a connection with secureOptions.
+func secureConn(t *testing.T, s *testenv.SecureState) *Conn {
+	t.Helper()
+	o := secureOptions(t, s)
+	t.Logf("hadoop.rpc.protection %q", o.Protection)
+	c, err := Dial(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestSecureNameNodeNoCommonProtection: a client that accepts only a
+// protection the NameNode does not offer fails its dial with an error
+// saying so in hadoop.rpc.protection's terms.
+func TestSecureNameNodeNoCommonProtection(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	o := secureOptions(t, s)
+	other := "privacy"
+	if strings.Contains(o.Protection, "privacy") {
+		other = "authentication"
+	}
+	o.Protection = other
+	_, err := Dial(context.Background(), o)
+	if !errors.Is(err, sasl.ErrNoCommonQOP) || !strings.Contains(err.Error(), "hadoop.rpc.protection") || strings.Contains(err.Error(), "hbase.rpc.protection") {
+		t.Fatalf("dial asking for %s only: %v", other, err)
+	}
+	t.Log(err)
 }
 
 // TestSecureDelegationTokenRoundTrip: the secure NameNode issues rekey's
