@@ -63,13 +63,27 @@ func TestSecureNameNodeNoCommonProtection(t *testing.T) {
 }
 
 // TestSecureDelegationTokenRoundTrip: the secure NameNode issues rekey's
-// principal an HDFS delegation token over this client, cancels it when
+// principal an HDFS delegation token over this client (every packet
+// wrapped, and sealed, when the cluster's hadoop.rpc.protection is
+// integrity or privacy), cancels it when
 // asked, and then no longer knows it (a second cancel is refused): the
 // token was the NameNode's own.
 func TestSecureDelegationTokenRoundTrip(t *testing.T) {
 	s := testenv.RequireSecure(t)
 	ctx := context.Background()
 	c := secureConn(t, s)
+	// The NameNode's protection (testenv's TESTENV_HADOOP_RPC_PROTECTION)
+	// decides whether every packet went wrapped, and sealed.
+	conf, err := hadoopconf.Load(s.Secure.HadoopConfDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch p := conf["hadoop.rpc.protection"]; {
+	case p == "privacy" && (c.layer == nil || !c.layer.Sealed()),
+		p == "integrity" && (c.layer == nil || c.layer.Sealed()),
+		(p == "" || p == "authentication") && c.layer != nil:
+		t.Fatalf("hadoop.rpc.protection %q, but layer on: %v, sealed: %v", p, c.layer != nil, c.layer != nil && c.layer.Sealed())
+	}
 	tok, err := c.GetDelegationToken(ctx, "rekey")
 	if err != nil {
 		t.Fatal(err)
