@@ -171,15 +171,7 @@ func TestSecureStageLoadWithDelegationToken(t *testing.T) {
 
 // oracleDumpSecure is the secure oracle's scan of table in dump lines.
 func oracleDumpSecure(t *testing.T, table string) []string {
-	out := strings.TrimSuffix(string(testenv.SecureOracle(t, nil, "dump-table", table)), "\n")
-	if out == "" {
-		return nil
-	}
-	lines := strings.Split(out, "\n")
-	for i := range lines {
-		lines[i] += "\n"
-	}
-	return lines
+	return dumpLines(testenv.SecureOracle(t, nil, "dump-table", table))
 }
 
 // countFiles counts the regular files under dir.
