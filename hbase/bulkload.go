@@ -42,6 +42,8 @@ func (e *SpanError) Error() string {
 type BulkLoadError struct {
 	Region *Region
 	Files  []BulkFile
+	// WithToken says the call carried the caller's file-system token.
+	WithToken bool
 }
 
 func (e *BulkLoadError) Error() string {
@@ -49,17 +51,71 @@ func (e *BulkLoadError) Error() string {
 	for _, f := range e.Files {
 		paths = append(paths, f.Path)
 	}
+	if e.WithToken {
+		// A secure server that cannot use the token (expired, cancelled,
+		// for another file system) or cannot move the files with it
+		// answers so too; its log says "Failed to complete bulk load".
+		return fmt.Sprintf("hbase: bulk load into region %s refused (loaded=false) for %v: the region server could not load them with the caller's file-system delegation token (expired or cancelled, issued by another HDFS, or the caller may not move the files), or a file lies outside the region; see the region server log", e.Region.Name, paths)
+	}
 	return fmt.Sprintf("hbase: bulk load into region %s refused (loaded=false) for %v; see the region server log", e.Region.Name, paths)
 }
 
-// BulkLoad loads HFiles into table through HBase 2.x's secure bulk load:
+// proto is the token as HBase's DelegationToken message; nil for none.
+func (t *FSToken) proto() *pb.DelegationToken {
+	if t == nil {
+		return nil
+	}
+	return &pb.DelegationToken{Identifier: t.Identifier, Password: t.Password, Kind: proto.String(t.Kind), Service: proto.String(t.Service)}
+}
+
+// FSToken is the caller's delegation token for the file system the
+// HFiles are on (an HDFS delegation token). A secure region server moves
+// the files with it, so as the caller: the caller's staging folder can
+// stay private to the caller. Identifier and Password are secrets; String
+// leaves them out.
+type FSToken struct {
+	Identifier []byte
+	Password   []byte
+	Kind       string
+	// Service must name the same file system as the region server's own
+	// token does ("ip:port" of the NameNode, or "ha-hdfs:<nameservice>"):
+	// the server adds its own token only for another service, and Hadoop
+	// picks a token by service.
+	Service string
+}
+
+// String describes the token without its secrets.
+func (t *FSToken) String() string {
+	if t == nil {
+		return "no file-system token"
+	}
+	return fmt.Sprintf("%s token for %s (secrets withheld)", t.Kind, t.Service)
+}
+
+// GoString is String: %#v must not print the secrets either.
+func (t *FSToken) GoString() string { return t.String() }
+
+// BulkLoadOptions tune BulkLoadWith.
+type BulkLoadOptions struct {
+	// FSToken, when set, goes with every BulkLoadHFile call (fs_token).
+	// Without it a secure region server moves the files as its own user
+	// (with its own token), which must then be able to rename them.
+	FSToken *FSToken
+}
+
+// BulkLoad is BulkLoadWith without options: no file-system token.
+func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) error {
+	return c.BulkLoadWith(ctx, table, files, BulkLoadOptions{})
+}
+
+// BulkLoadWith loads HFiles into table through HBase 2.x's secure bulk load:
 // PrepareBulkLoad returns a staging token, BulkLoadHFile moves each region's
 // files in (all families of a region in one atomic call, with sequence ids
 // assigned), CleanupBulkLoad removes the staging directory. Every file must
 // lie inside one region: that is checked against the current region
 // boundaries before anything is loaded, and a *SpanError names the first
 // file that does not. Files of regions loaded before an error stay loaded.
-func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) (err error) {
+func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFile, o BulkLoadOptions) (err error) {
 	if len(files) == 0 {
 		return nil
 	}
@@ -129,7 +185,7 @@ func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) (
 					return &SpanError{File: f, Region: r}
 				}
 			}
-			req := &pb.BulkLoadHFileRequest{Region: r.spec(), AssignSeqNum: proto.Bool(true), BulkToken: proto.String(token)}
+			req := &pb.BulkLoadHFileRequest{Region: r.spec(), AssignSeqNum: proto.Bool(true), BulkToken: proto.String(token), FsToken: o.FSToken.proto()}
 			for _, f := range g.files {
 				req.FamilyPath = append(req.FamilyPath, &pb.BulkLoadHFileRequest_FamilyPath{Family: f.Family, Path: proto.String(f.Path)})
 			}
@@ -138,7 +194,7 @@ func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) (
 				return err
 			}
 			if !resp.GetLoaded() {
-				return &BulkLoadError{Region: r, Files: g.files}
+				return &BulkLoadError{Region: r, Files: g.files, WithToken: o.FSToken != nil}
 			}
 			return nil
 		})

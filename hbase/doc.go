@@ -85,8 +85,14 @@
 // files in (assign_seq_num=true) under that token; CleanupBulkLoad removes
 // the staging directory. Files must lie inside one region: BulkLoad checks
 // each file's first and last row (given by the caller, who wrote the file)
-// against the current regions before loading anything. A secure region
-// server moves the files with the HDFS delegation token of the request
-// (fs_token): rekey sends none, so the server moves them as itself, and
-// the hbase user must be able to rename the files out of their directory.
+// against the current regions before loading anything.
+//
+// A secure region server moves the files with the HDFS delegation token of
+// the request (fs_token, BulkLoadOptions.FSToken): with the caller's token
+// for the same HDFS (same service) it moves them as the caller, so the
+// caller's staging folder may stay private (mode 700), as with HBase's own
+// BulkLoadHFilesTool. Without a token the server adds its own and moves
+// them as the hbase user, who must then be able to rename the files out of
+// their folder. A token that does not work (cancelled, expired) makes the
+// server answer loaded=false, a *BulkLoadError.
 package hbase

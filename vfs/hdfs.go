@@ -32,6 +32,9 @@ type HDFS struct {
 	// else nil; spn is then the NameNode's principal, _HOST unexpanded.
 	login *krb.Login
 	spn   string
+	// rpcProtection is hadoop.rpc.protection and tokenService the service
+	// Hadoop names this file system's delegation tokens by (DelegationToken).
+	rpcProtection, tokenService string
 	// addrs are the NameNode addresses as configured.
 	addrs []string
 	// probe asks the NameNode once whether it refuses clients without

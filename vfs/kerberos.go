@@ -39,6 +39,8 @@ func (h *HDFS) kerberize(opts *hdfs.ClientOptions, conf hadoopconf.HadoopConf) e
 	opts.Addresses, opts.NamenodeDialFunc = canonicalNamenodes(opts.Addresses, opts.NamenodeDialFunc)
 	h.login = login
 	h.spn = spn
+	h.rpcProtection = conf["hadoop.rpc.protection"]
+	h.tokenService = tokenService(conf, strings.TrimPrefix(h.name, "hdfs://"), h.addrs)
 	return nil
 }
 

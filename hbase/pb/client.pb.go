@@ -1172,6 +1172,7 @@ type BulkLoadHFileRequest struct {
 	Region        *RegionSpecifier                   `protobuf:"bytes,1,req,name=region" json:"region,omitempty"`
 	FamilyPath    []*BulkLoadHFileRequest_FamilyPath `protobuf:"bytes,2,rep,name=family_path,json=familyPath" json:"family_path,omitempty"`
 	AssignSeqNum  *bool                              `protobuf:"varint,3,opt,name=assign_seq_num,json=assignSeqNum" json:"assign_seq_num,omitempty"`
+	FsToken       *DelegationToken                   `protobuf:"bytes,4,opt,name=fs_token,json=fsToken" json:"fs_token,omitempty"`
 	BulkToken     *string                            `protobuf:"bytes,5,opt,name=bulk_token,json=bulkToken" json:"bulk_token,omitempty"`
 	CopyFile      *bool                              `protobuf:"varint,6,opt,name=copy_file,json=copyFile,def=0" json:"copy_file,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1234,6 +1235,13 @@ func (x *BulkLoadHFileRequest) GetAssignSeqNum() bool {
 	return false
 }
 
+func (x *BulkLoadHFileRequest) GetFsToken() *DelegationToken {
+	if x != nil {
+		return x.FsToken
+	}
+	return nil
+}
+
 func (x *BulkLoadHFileRequest) GetBulkToken() string {
 	if x != nil && x.BulkToken != nil {
 		return *x.BulkToken
@@ -1248,6 +1256,76 @@ func (x *BulkLoadHFileRequest) GetCopyFile() bool {
 	return Default_BulkLoadHFileRequest_CopyFile
 }
 
+// The caller's file-system delegation token: a secure region server moves
+// the bulk-loaded files with it, as the caller.
+type DelegationToken struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Identifier    []byte                 `protobuf:"bytes,1,opt,name=identifier" json:"identifier,omitempty"`
+	Password      []byte                 `protobuf:"bytes,2,opt,name=password" json:"password,omitempty"`
+	Kind          *string                `protobuf:"bytes,3,opt,name=kind" json:"kind,omitempty"`
+	Service       *string                `protobuf:"bytes,4,opt,name=service" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegationToken) Reset() {
+	*x = DelegationToken{}
+	mi := &file_hbase_pb_client_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegationToken) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegationToken) ProtoMessage() {}
+
+func (x *DelegationToken) ProtoReflect() protoreflect.Message {
+	mi := &file_hbase_pb_client_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegationToken.ProtoReflect.Descriptor instead.
+func (*DelegationToken) Descriptor() ([]byte, []int) {
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DelegationToken) GetIdentifier() []byte {
+	if x != nil {
+		return x.Identifier
+	}
+	return nil
+}
+
+func (x *DelegationToken) GetPassword() []byte {
+	if x != nil {
+		return x.Password
+	}
+	return nil
+}
+
+func (x *DelegationToken) GetKind() string {
+	if x != nil && x.Kind != nil {
+		return *x.Kind
+	}
+	return ""
+}
+
+func (x *DelegationToken) GetService() string {
+	if x != nil && x.Service != nil {
+		return *x.Service
+	}
+	return ""
+}
+
 type BulkLoadHFileResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Loaded        *bool                  `protobuf:"varint,1,req,name=loaded" json:"loaded,omitempty"`
@@ -1257,7 +1335,7 @@ type BulkLoadHFileResponse struct {
 
 func (x *BulkLoadHFileResponse) Reset() {
 	*x = BulkLoadHFileResponse{}
-	mi := &file_hbase_pb_client_proto_msgTypes[12]
+	mi := &file_hbase_pb_client_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1269,7 +1347,7 @@ func (x *BulkLoadHFileResponse) String() string {
 func (*BulkLoadHFileResponse) ProtoMessage() {}
 
 func (x *BulkLoadHFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[12]
+	mi := &file_hbase_pb_client_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1282,7 +1360,7 @@ func (x *BulkLoadHFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkLoadHFileResponse.ProtoReflect.Descriptor instead.
 func (*BulkLoadHFileResponse) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{12}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BulkLoadHFileResponse) GetLoaded() bool {
@@ -1302,7 +1380,7 @@ type PrepareBulkLoadRequest struct {
 
 func (x *PrepareBulkLoadRequest) Reset() {
 	*x = PrepareBulkLoadRequest{}
-	mi := &file_hbase_pb_client_proto_msgTypes[13]
+	mi := &file_hbase_pb_client_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1392,7 @@ func (x *PrepareBulkLoadRequest) String() string {
 func (*PrepareBulkLoadRequest) ProtoMessage() {}
 
 func (x *PrepareBulkLoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[13]
+	mi := &file_hbase_pb_client_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1405,7 @@ func (x *PrepareBulkLoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareBulkLoadRequest.ProtoReflect.Descriptor instead.
 func (*PrepareBulkLoadRequest) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{13}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PrepareBulkLoadRequest) GetTableName() *TableName {
@@ -1353,7 +1431,7 @@ type PrepareBulkLoadResponse struct {
 
 func (x *PrepareBulkLoadResponse) Reset() {
 	*x = PrepareBulkLoadResponse{}
-	mi := &file_hbase_pb_client_proto_msgTypes[14]
+	mi := &file_hbase_pb_client_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1443,7 @@ func (x *PrepareBulkLoadResponse) String() string {
 func (*PrepareBulkLoadResponse) ProtoMessage() {}
 
 func (x *PrepareBulkLoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[14]
+	mi := &file_hbase_pb_client_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1456,7 @@ func (x *PrepareBulkLoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PrepareBulkLoadResponse.ProtoReflect.Descriptor instead.
 func (*PrepareBulkLoadResponse) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{14}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PrepareBulkLoadResponse) GetBulkToken() string {
@@ -1398,7 +1476,7 @@ type CleanupBulkLoadRequest struct {
 
 func (x *CleanupBulkLoadRequest) Reset() {
 	*x = CleanupBulkLoadRequest{}
-	mi := &file_hbase_pb_client_proto_msgTypes[15]
+	mi := &file_hbase_pb_client_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1488,7 @@ func (x *CleanupBulkLoadRequest) String() string {
 func (*CleanupBulkLoadRequest) ProtoMessage() {}
 
 func (x *CleanupBulkLoadRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[15]
+	mi := &file_hbase_pb_client_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1501,7 @@ func (x *CleanupBulkLoadRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupBulkLoadRequest.ProtoReflect.Descriptor instead.
 func (*CleanupBulkLoadRequest) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{15}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CleanupBulkLoadRequest) GetBulkToken() string {
@@ -1448,7 +1526,7 @@ type CleanupBulkLoadResponse struct {
 
 func (x *CleanupBulkLoadResponse) Reset() {
 	*x = CleanupBulkLoadResponse{}
-	mi := &file_hbase_pb_client_proto_msgTypes[16]
+	mi := &file_hbase_pb_client_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1538,7 @@ func (x *CleanupBulkLoadResponse) String() string {
 func (*CleanupBulkLoadResponse) ProtoMessage() {}
 
 func (x *CleanupBulkLoadResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[16]
+	mi := &file_hbase_pb_client_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1551,7 @@ func (x *CleanupBulkLoadResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CleanupBulkLoadResponse.ProtoReflect.Descriptor instead.
 func (*CleanupBulkLoadResponse) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{16}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{17}
 }
 
 type Action struct {
@@ -1487,7 +1565,7 @@ type Action struct {
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_hbase_pb_client_proto_msgTypes[17]
+	mi := &file_hbase_pb_client_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1577,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[17]
+	mi := &file_hbase_pb_client_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1590,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{17}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Action) GetIndex() uint32 {
@@ -1547,7 +1625,7 @@ type RegionAction struct {
 
 func (x *RegionAction) Reset() {
 	*x = RegionAction{}
-	mi := &file_hbase_pb_client_proto_msgTypes[18]
+	mi := &file_hbase_pb_client_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1637,7 @@ func (x *RegionAction) String() string {
 func (*RegionAction) ProtoMessage() {}
 
 func (x *RegionAction) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[18]
+	mi := &file_hbase_pb_client_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1650,7 @@ func (x *RegionAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionAction.ProtoReflect.Descriptor instead.
 func (*RegionAction) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{18}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RegionAction) GetRegion() *RegionSpecifier {
@@ -1607,7 +1685,7 @@ type ResultOrException struct {
 
 func (x *ResultOrException) Reset() {
 	*x = ResultOrException{}
-	mi := &file_hbase_pb_client_proto_msgTypes[19]
+	mi := &file_hbase_pb_client_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1697,7 @@ func (x *ResultOrException) String() string {
 func (*ResultOrException) ProtoMessage() {}
 
 func (x *ResultOrException) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[19]
+	mi := &file_hbase_pb_client_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1710,7 @@ func (x *ResultOrException) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultOrException.ProtoReflect.Descriptor instead.
 func (*ResultOrException) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{19}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResultOrException) GetIndex() uint32 {
@@ -1666,7 +1744,7 @@ type RegionActionResult struct {
 
 func (x *RegionActionResult) Reset() {
 	*x = RegionActionResult{}
-	mi := &file_hbase_pb_client_proto_msgTypes[20]
+	mi := &file_hbase_pb_client_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +1756,7 @@ func (x *RegionActionResult) String() string {
 func (*RegionActionResult) ProtoMessage() {}
 
 func (x *RegionActionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[20]
+	mi := &file_hbase_pb_client_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +1769,7 @@ func (x *RegionActionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegionActionResult.ProtoReflect.Descriptor instead.
 func (*RegionActionResult) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{20}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RegionActionResult) GetResultOrException() []*ResultOrException {
@@ -1718,7 +1796,7 @@ type MultiRequest struct {
 
 func (x *MultiRequest) Reset() {
 	*x = MultiRequest{}
-	mi := &file_hbase_pb_client_proto_msgTypes[21]
+	mi := &file_hbase_pb_client_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1730,7 +1808,7 @@ func (x *MultiRequest) String() string {
 func (*MultiRequest) ProtoMessage() {}
 
 func (x *MultiRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[21]
+	mi := &file_hbase_pb_client_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1743,7 +1821,7 @@ func (x *MultiRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MultiRequest.ProtoReflect.Descriptor instead.
 func (*MultiRequest) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{21}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *MultiRequest) GetRegionAction() []*RegionAction {
@@ -1770,7 +1848,7 @@ type MultiResponse struct {
 
 func (x *MultiResponse) Reset() {
 	*x = MultiResponse{}
-	mi := &file_hbase_pb_client_proto_msgTypes[22]
+	mi := &file_hbase_pb_client_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1860,7 @@ func (x *MultiResponse) String() string {
 func (*MultiResponse) ProtoMessage() {}
 
 func (x *MultiResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[22]
+	mi := &file_hbase_pb_client_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1873,7 @@ func (x *MultiResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MultiResponse.ProtoReflect.Descriptor instead.
 func (*MultiResponse) Descriptor() ([]byte, []int) {
-	return file_hbase_pb_client_proto_rawDescGZIP(), []int{22}
+	return file_hbase_pb_client_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MultiResponse) GetRegionActionResult() []*RegionActionResult {
@@ -1822,7 +1900,7 @@ type MutationProto_ColumnValue struct {
 
 func (x *MutationProto_ColumnValue) Reset() {
 	*x = MutationProto_ColumnValue{}
-	mi := &file_hbase_pb_client_proto_msgTypes[23]
+	mi := &file_hbase_pb_client_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1834,7 +1912,7 @@ func (x *MutationProto_ColumnValue) String() string {
 func (*MutationProto_ColumnValue) ProtoMessage() {}
 
 func (x *MutationProto_ColumnValue) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[23]
+	mi := &file_hbase_pb_client_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1955,7 @@ type MutationProto_ColumnValue_QualifierValue struct {
 
 func (x *MutationProto_ColumnValue_QualifierValue) Reset() {
 	*x = MutationProto_ColumnValue_QualifierValue{}
-	mi := &file_hbase_pb_client_proto_msgTypes[24]
+	mi := &file_hbase_pb_client_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1967,7 @@ func (x *MutationProto_ColumnValue_QualifierValue) String() string {
 func (*MutationProto_ColumnValue_QualifierValue) ProtoMessage() {}
 
 func (x *MutationProto_ColumnValue_QualifierValue) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[24]
+	mi := &file_hbase_pb_client_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2028,7 @@ type BulkLoadHFileRequest_FamilyPath struct {
 
 func (x *BulkLoadHFileRequest_FamilyPath) Reset() {
 	*x = BulkLoadHFileRequest_FamilyPath{}
-	mi := &file_hbase_pb_client_proto_msgTypes[25]
+	mi := &file_hbase_pb_client_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2040,7 @@ func (x *BulkLoadHFileRequest_FamilyPath) String() string {
 func (*BulkLoadHFileRequest_FamilyPath) ProtoMessage() {}
 
 func (x *BulkLoadHFileRequest_FamilyPath) ProtoReflect() protoreflect.Message {
-	mi := &file_hbase_pb_client_proto_msgTypes[25]
+	mi := &file_hbase_pb_client_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2115,19 +2193,27 @@ const file_hbase_pb_client_proto_rawDesc = "" +
 	"\x17partial_flag_per_result\x18\a \x03(\bR\x14partialFlagPerResult\x123\n" +
 	"\x16more_results_in_region\x18\b \x01(\bR\x13moreResultsInRegion\x12+\n" +
 	"\x11heartbeat_message\x18\t \x01(\bR\x10heartbeatMessage\x12)\n" +
-	"\x0fmvcc_read_point\x18\v \x01(\x04:\x010R\rmvccReadPoint\"\xc4\x02\n" +
+	"\x0fmvcc_read_point\x18\v \x01(\x04:\x010R\rmvccReadPoint\"\x80\x03\n" +
 	"\x14BulkLoadHFileRequest\x127\n" +
 	"\x06region\x18\x01 \x02(\v2\x1f.rekey.hbase.pb.RegionSpecifierR\x06region\x12P\n" +
 	"\vfamily_path\x18\x02 \x03(\v2/.rekey.hbase.pb.BulkLoadHFileRequest.FamilyPathR\n" +
 	"familyPath\x12$\n" +
-	"\x0eassign_seq_num\x18\x03 \x01(\bR\fassignSeqNum\x12\x1d\n" +
+	"\x0eassign_seq_num\x18\x03 \x01(\bR\fassignSeqNum\x12:\n" +
+	"\bfs_token\x18\x04 \x01(\v2\x1f.rekey.hbase.pb.DelegationTokenR\afsToken\x12\x1d\n" +
 	"\n" +
 	"bulk_token\x18\x05 \x01(\tR\tbulkToken\x12\"\n" +
 	"\tcopy_file\x18\x06 \x01(\b:\x05falseR\bcopyFile\x1a8\n" +
 	"\n" +
 	"FamilyPath\x12\x16\n" +
 	"\x06family\x18\x01 \x02(\fR\x06family\x12\x12\n" +
-	"\x04path\x18\x02 \x02(\tR\x04path\"/\n" +
+	"\x04path\x18\x02 \x02(\tR\x04path\"{\n" +
+	"\x0fDelegationToken\x12\x1e\n" +
+	"\n" +
+	"identifier\x18\x01 \x01(\fR\n" +
+	"identifier\x12\x1a\n" +
+	"\bpassword\x18\x02 \x01(\fR\bpassword\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
+	"\aservice\x18\x04 \x01(\tR\aservice\"/\n" +
 	"\x15BulkLoadHFileResponse\x12\x16\n" +
 	"\x06loaded\x18\x01 \x02(\bR\x06loaded\"\x8b\x01\n" +
 	"\x16PrepareBulkLoadRequest\x128\n" +
@@ -2179,7 +2265,7 @@ func file_hbase_pb_client_proto_rawDescGZIP() []byte {
 }
 
 var file_hbase_pb_client_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_hbase_pb_client_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_hbase_pb_client_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_hbase_pb_client_proto_goTypes = []any{
 	(MutationProto_Durability)(0),                    // 0: rekey.hbase.pb.MutationProto.Durability
 	(MutationProto_MutationType)(0),                  // 1: rekey.hbase.pb.MutationProto.MutationType
@@ -2196,68 +2282,70 @@ var file_hbase_pb_client_proto_goTypes = []any{
 	(*ScanRequest)(nil),                              // 12: rekey.hbase.pb.ScanRequest
 	(*ScanResponse)(nil),                             // 13: rekey.hbase.pb.ScanResponse
 	(*BulkLoadHFileRequest)(nil),                     // 14: rekey.hbase.pb.BulkLoadHFileRequest
-	(*BulkLoadHFileResponse)(nil),                    // 15: rekey.hbase.pb.BulkLoadHFileResponse
-	(*PrepareBulkLoadRequest)(nil),                   // 16: rekey.hbase.pb.PrepareBulkLoadRequest
-	(*PrepareBulkLoadResponse)(nil),                  // 17: rekey.hbase.pb.PrepareBulkLoadResponse
-	(*CleanupBulkLoadRequest)(nil),                   // 18: rekey.hbase.pb.CleanupBulkLoadRequest
-	(*CleanupBulkLoadResponse)(nil),                  // 19: rekey.hbase.pb.CleanupBulkLoadResponse
-	(*Action)(nil),                                   // 20: rekey.hbase.pb.Action
-	(*RegionAction)(nil),                             // 21: rekey.hbase.pb.RegionAction
-	(*ResultOrException)(nil),                        // 22: rekey.hbase.pb.ResultOrException
-	(*RegionActionResult)(nil),                       // 23: rekey.hbase.pb.RegionActionResult
-	(*MultiRequest)(nil),                             // 24: rekey.hbase.pb.MultiRequest
-	(*MultiResponse)(nil),                            // 25: rekey.hbase.pb.MultiResponse
-	(*MutationProto_ColumnValue)(nil),                // 26: rekey.hbase.pb.MutationProto.ColumnValue
-	(*MutationProto_ColumnValue_QualifierValue)(nil), // 27: rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue
-	(*BulkLoadHFileRequest_FamilyPath)(nil),          // 28: rekey.hbase.pb.BulkLoadHFileRequest.FamilyPath
-	(*NameBytesPair)(nil),                            // 29: rekey.hbase.pb.NameBytesPair
-	(*TimeRange)(nil),                                // 30: rekey.hbase.pb.TimeRange
-	(*Cell)(nil),                                     // 31: rekey.hbase.pb.Cell
-	(*RegionSpecifier)(nil),                          // 32: rekey.hbase.pb.RegionSpecifier
-	(*TableName)(nil),                                // 33: rekey.hbase.pb.TableName
+	(*DelegationToken)(nil),                          // 15: rekey.hbase.pb.DelegationToken
+	(*BulkLoadHFileResponse)(nil),                    // 16: rekey.hbase.pb.BulkLoadHFileResponse
+	(*PrepareBulkLoadRequest)(nil),                   // 17: rekey.hbase.pb.PrepareBulkLoadRequest
+	(*PrepareBulkLoadResponse)(nil),                  // 18: rekey.hbase.pb.PrepareBulkLoadResponse
+	(*CleanupBulkLoadRequest)(nil),                   // 19: rekey.hbase.pb.CleanupBulkLoadRequest
+	(*CleanupBulkLoadResponse)(nil),                  // 20: rekey.hbase.pb.CleanupBulkLoadResponse
+	(*Action)(nil),                                   // 21: rekey.hbase.pb.Action
+	(*RegionAction)(nil),                             // 22: rekey.hbase.pb.RegionAction
+	(*ResultOrException)(nil),                        // 23: rekey.hbase.pb.ResultOrException
+	(*RegionActionResult)(nil),                       // 24: rekey.hbase.pb.RegionActionResult
+	(*MultiRequest)(nil),                             // 25: rekey.hbase.pb.MultiRequest
+	(*MultiResponse)(nil),                            // 26: rekey.hbase.pb.MultiResponse
+	(*MutationProto_ColumnValue)(nil),                // 27: rekey.hbase.pb.MutationProto.ColumnValue
+	(*MutationProto_ColumnValue_QualifierValue)(nil), // 28: rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue
+	(*BulkLoadHFileRequest_FamilyPath)(nil),          // 29: rekey.hbase.pb.BulkLoadHFileRequest.FamilyPath
+	(*NameBytesPair)(nil),                            // 30: rekey.hbase.pb.NameBytesPair
+	(*TimeRange)(nil),                                // 31: rekey.hbase.pb.TimeRange
+	(*Cell)(nil),                                     // 32: rekey.hbase.pb.Cell
+	(*RegionSpecifier)(nil),                          // 33: rekey.hbase.pb.RegionSpecifier
+	(*TableName)(nil),                                // 34: rekey.hbase.pb.TableName
 }
 var file_hbase_pb_client_proto_depIdxs = []int32{
 	3,  // 0: rekey.hbase.pb.Get.column:type_name -> rekey.hbase.pb.Column
-	29, // 1: rekey.hbase.pb.Get.attribute:type_name -> rekey.hbase.pb.NameBytesPair
-	30, // 2: rekey.hbase.pb.Get.time_range:type_name -> rekey.hbase.pb.TimeRange
-	31, // 3: rekey.hbase.pb.Result.cell:type_name -> rekey.hbase.pb.Cell
-	32, // 4: rekey.hbase.pb.GetRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	30, // 1: rekey.hbase.pb.Get.attribute:type_name -> rekey.hbase.pb.NameBytesPair
+	31, // 2: rekey.hbase.pb.Get.time_range:type_name -> rekey.hbase.pb.TimeRange
+	32, // 3: rekey.hbase.pb.Result.cell:type_name -> rekey.hbase.pb.Cell
+	33, // 4: rekey.hbase.pb.GetRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
 	4,  // 5: rekey.hbase.pb.GetRequest.get:type_name -> rekey.hbase.pb.Get
 	5,  // 6: rekey.hbase.pb.GetResponse.result:type_name -> rekey.hbase.pb.Result
 	1,  // 7: rekey.hbase.pb.MutationProto.mutate_type:type_name -> rekey.hbase.pb.MutationProto.MutationType
-	26, // 8: rekey.hbase.pb.MutationProto.column_value:type_name -> rekey.hbase.pb.MutationProto.ColumnValue
+	27, // 8: rekey.hbase.pb.MutationProto.column_value:type_name -> rekey.hbase.pb.MutationProto.ColumnValue
 	0,  // 9: rekey.hbase.pb.MutationProto.durability:type_name -> rekey.hbase.pb.MutationProto.Durability
-	32, // 10: rekey.hbase.pb.MutateRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	33, // 10: rekey.hbase.pb.MutateRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
 	8,  // 11: rekey.hbase.pb.MutateRequest.mutation:type_name -> rekey.hbase.pb.MutationProto
 	5,  // 12: rekey.hbase.pb.MutateResponse.result:type_name -> rekey.hbase.pb.Result
 	3,  // 13: rekey.hbase.pb.Scan.column:type_name -> rekey.hbase.pb.Column
-	29, // 14: rekey.hbase.pb.Scan.attribute:type_name -> rekey.hbase.pb.NameBytesPair
-	30, // 15: rekey.hbase.pb.Scan.time_range:type_name -> rekey.hbase.pb.TimeRange
-	32, // 16: rekey.hbase.pb.ScanRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	30, // 14: rekey.hbase.pb.Scan.attribute:type_name -> rekey.hbase.pb.NameBytesPair
+	31, // 15: rekey.hbase.pb.Scan.time_range:type_name -> rekey.hbase.pb.TimeRange
+	33, // 16: rekey.hbase.pb.ScanRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
 	11, // 17: rekey.hbase.pb.ScanRequest.scan:type_name -> rekey.hbase.pb.Scan
 	5,  // 18: rekey.hbase.pb.ScanResponse.results:type_name -> rekey.hbase.pb.Result
-	32, // 19: rekey.hbase.pb.BulkLoadHFileRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
-	28, // 20: rekey.hbase.pb.BulkLoadHFileRequest.family_path:type_name -> rekey.hbase.pb.BulkLoadHFileRequest.FamilyPath
-	33, // 21: rekey.hbase.pb.PrepareBulkLoadRequest.table_name:type_name -> rekey.hbase.pb.TableName
-	32, // 22: rekey.hbase.pb.PrepareBulkLoadRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
-	32, // 23: rekey.hbase.pb.CleanupBulkLoadRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
-	8,  // 24: rekey.hbase.pb.Action.mutation:type_name -> rekey.hbase.pb.MutationProto
-	4,  // 25: rekey.hbase.pb.Action.get:type_name -> rekey.hbase.pb.Get
-	32, // 26: rekey.hbase.pb.RegionAction.region:type_name -> rekey.hbase.pb.RegionSpecifier
-	20, // 27: rekey.hbase.pb.RegionAction.action:type_name -> rekey.hbase.pb.Action
-	5,  // 28: rekey.hbase.pb.ResultOrException.result:type_name -> rekey.hbase.pb.Result
-	29, // 29: rekey.hbase.pb.ResultOrException.exception:type_name -> rekey.hbase.pb.NameBytesPair
-	22, // 30: rekey.hbase.pb.RegionActionResult.resultOrException:type_name -> rekey.hbase.pb.ResultOrException
-	29, // 31: rekey.hbase.pb.RegionActionResult.exception:type_name -> rekey.hbase.pb.NameBytesPair
-	21, // 32: rekey.hbase.pb.MultiRequest.regionAction:type_name -> rekey.hbase.pb.RegionAction
-	23, // 33: rekey.hbase.pb.MultiResponse.regionActionResult:type_name -> rekey.hbase.pb.RegionActionResult
-	27, // 34: rekey.hbase.pb.MutationProto.ColumnValue.qualifier_value:type_name -> rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue
-	2,  // 35: rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue.delete_type:type_name -> rekey.hbase.pb.MutationProto.DeleteType
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	33, // 19: rekey.hbase.pb.BulkLoadHFileRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	29, // 20: rekey.hbase.pb.BulkLoadHFileRequest.family_path:type_name -> rekey.hbase.pb.BulkLoadHFileRequest.FamilyPath
+	15, // 21: rekey.hbase.pb.BulkLoadHFileRequest.fs_token:type_name -> rekey.hbase.pb.DelegationToken
+	34, // 22: rekey.hbase.pb.PrepareBulkLoadRequest.table_name:type_name -> rekey.hbase.pb.TableName
+	33, // 23: rekey.hbase.pb.PrepareBulkLoadRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	33, // 24: rekey.hbase.pb.CleanupBulkLoadRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	8,  // 25: rekey.hbase.pb.Action.mutation:type_name -> rekey.hbase.pb.MutationProto
+	4,  // 26: rekey.hbase.pb.Action.get:type_name -> rekey.hbase.pb.Get
+	33, // 27: rekey.hbase.pb.RegionAction.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	21, // 28: rekey.hbase.pb.RegionAction.action:type_name -> rekey.hbase.pb.Action
+	5,  // 29: rekey.hbase.pb.ResultOrException.result:type_name -> rekey.hbase.pb.Result
+	30, // 30: rekey.hbase.pb.ResultOrException.exception:type_name -> rekey.hbase.pb.NameBytesPair
+	23, // 31: rekey.hbase.pb.RegionActionResult.resultOrException:type_name -> rekey.hbase.pb.ResultOrException
+	30, // 32: rekey.hbase.pb.RegionActionResult.exception:type_name -> rekey.hbase.pb.NameBytesPair
+	22, // 33: rekey.hbase.pb.MultiRequest.regionAction:type_name -> rekey.hbase.pb.RegionAction
+	24, // 34: rekey.hbase.pb.MultiResponse.regionActionResult:type_name -> rekey.hbase.pb.RegionActionResult
+	28, // 35: rekey.hbase.pb.MutationProto.ColumnValue.qualifier_value:type_name -> rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue
+	2,  // 36: rekey.hbase.pb.MutationProto.ColumnValue.QualifierValue.delete_type:type_name -> rekey.hbase.pb.MutationProto.DeleteType
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_hbase_pb_client_proto_init() }
@@ -2272,7 +2360,7 @@ func file_hbase_pb_client_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hbase_pb_client_proto_rawDesc), len(file_hbase_pb_client_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -53,7 +53,12 @@ func clusterTable(t *testing.T, name string, splits ...string) (*hbase.Client, s
 
 // oracleDump is HBase's own scan of table, in the canonical dump format.
 func oracleDump(t *testing.T, table string) []string {
-	out := strings.TrimSuffix(string(testenv.Oracle(t, "dump-table", table)), "\n")
+	return dumpLines(testenv.Oracle(t, "dump-table", table))
+}
+
+// dumpLines splits an oracle dump into its lines, each with its newline.
+func dumpLines(b []byte) []string {
+	out := strings.TrimSuffix(string(b), "\n")
 	if out == "" {
 		return nil
 	}

@@ -20,8 +20,14 @@ const maxLoadAttempts = 5
 
 // loadAll bulk loads the HFiles region by region in plan order, recording
 // each loaded region in finish.json, so a load that fails part way resumes
-// with the first region not loaded.
+// with the first region not loaded. From a kerberized HDFS it sends the
+// caller's delegation token, obtained for this load and cancelled after.
 func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) error {
+	tok, done, err := s.fsToken(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	for i := range s.plan.Regions {
 		reg := &s.plan.Regions[i]
 		if st.Loaded[reg.Dir] {
@@ -40,7 +46,7 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 			continue
 		}
 		sort.Slice(parts, func(a, b int) bool { return parts[a].Family < parts[b].Family })
-		if err := s.loadRegion(ctx, st, reg, parts); err != nil {
+		if err := s.loadRegion(ctx, st, reg, parts, tok); err != nil {
 			return err
 		}
 		st.Loaded[reg.Dir] = true
@@ -61,7 +67,7 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 // If the target region split (or merged) since the plan, files that now
 // span regions are split again at the current boundaries and the load is
 // retried.
-func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, parts []*partState) error {
+func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, parts []*partState, tok *hbase.FSToken) error {
 	s.removeStrayHFiles(reg, parts)
 	for attempt := 1; ; attempt++ {
 		var files []hbase.BulkFile
@@ -90,7 +96,7 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 		if err := s.markSent(st, reg); err != nil {
 			return err
 		}
-		err := s.o.Client.BulkLoad(ctx, s.o.Table, files)
+		err := s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok})
 		if err == nil {
 			return nil
 		}

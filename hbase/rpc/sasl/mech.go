@@ -79,7 +79,15 @@ type Mechanism struct {
 	tktKey types.EncryptionKey
 	layer  *Layer // keyed once the AP-REP is checked
 	chosen QOP
+	// setting names the configuration key of the protections, for
+	// messages; empty means hbase.rpc.protection.
+	setting string
 }
+
+// Setting names the configuration key both sides read their qualities of
+// protection from (hadoop.rpc.protection for Hadoop's RPC), for messages;
+// the default is hbase.rpc.protection.
+func (m *Mechanism) Setting(key string) { m.setting = key }
 
 // New returns the mechanism for a client principal (cname in realm)
 // talking to the service principal spn, given without its realm
@@ -276,7 +284,11 @@ func (m *Mechanism) chooseLayer(tok []byte) ([]byte, error) {
 		// RFC 4752: the choice is wrapped without confidentiality.
 		return m.layer.wrap(choice, false)
 	}
-	return nil, fmt.Errorf("%w: the server (its hbase.rpc.protection) allows %s; this client (hbase.rpc.protection) allows %s", ErrNoCommonQOP, names(mask), list(m.want))
+	key := m.setting
+	if key == "" {
+		key = "hbase.rpc.protection"
+	}
+	return nil, fmt.Errorf("%w: the server (its %s) allows %s; this client (%s) allows %s", ErrNoCommonQOP, key, names(mask), key, list(m.want))
 }
 
 // QOP returns the negotiated quality of protection, once done.

@@ -147,6 +147,9 @@ final class SecureCluster {
     conf.set("hbase.security.authentication", "kerberos");
     conf.setBoolean("hbase.security.authorization", true);
     conf.set("hbase.rpc.protection", rpcProtection);
+    // Hadoop's own RPC (the NameNode), TESTENV_HADOOP_RPC_PROTECTION; the
+    // client configuration copies it.
+    conf.set("hadoop.rpc.protection", protection("TESTENV_HADOOP_RPC_PROTECTION", "authentication"));
     conf.set("hbase.master.kerberos.principal", SERVICE);
     conf.set("hbase.master.keytab.file", keytab);
     conf.set("hbase.regionserver.kerberos.principal", SERVICE);

@@ -1,0 +1,136 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+
+	"github.com/rekeyhq/rekey/internal/hadooprpc"
+)
+
+// DelegationToken is an HDFS delegation token of the logged-in principal:
+// whoever presents it to the NameNode acts as that principal. A secure
+// HBase region server takes one with a bulk load and moves the caller's
+// files with it. Identifier and Password are secrets: String (and %v)
+// leaves them out; never log or print them.
+type DelegationToken struct {
+	Identifier []byte
+	Password   []byte
+	Kind       string
+	// Service is the name Hadoop's clients select the token by: the
+	// NameNode's "ip:port", or "ha-hdfs:<nameservice>" for an HA pair.
+	Service string
+
+	h   *HDFS
+	tok *hadooprpc.Token
+}
+
+// String describes the token without its secrets.
+func (t *DelegationToken) String() string {
+	if t == nil {
+		return "no delegation token"
+	}
+	return t.tok.String()
+}
+
+// GoString is String: %#v must not print the secrets either.
+func (t *DelegationToken) GoString() string { return t.String() }
+
+// DelegationToken asks the NameNode for a delegation token that renewer
+// may renew ("" means the logged-in principal itself). It returns nil and
+// no error when the file system does not use Kerberos: such a NameNode
+// issues no tokens, and none is needed. Cancel the token when done.
+func (h *HDFS) DelegationToken(ctx context.Context, renewer string) (*DelegationToken, error) {
+	if h.login == nil {
+		return nil, nil
+	}
+	if renewer == "" {
+		renewer = h.login.Principal
+	}
+	var tok *hadooprpc.Token
+	err := h.activeNameNode(ctx, func(c *hadooprpc.Conn) error {
+		var err error
+		tok, err = c.GetDelegationToken(ctx, renewer)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("vfs: delegation token from %s: %w", h.name, err)
+	}
+	tok.Service = h.tokenService
+	return &DelegationToken{Identifier: tok.Identifier, Password: tok.Password, Kind: tok.Kind, Service: tok.Service, h: h, tok: tok}, nil
+}
+
+// Cancel cancels the token at the NameNode: nobody can use it after.
+func (t *DelegationToken) Cancel(ctx context.Context) error {
+	err := t.h.activeNameNode(ctx, func(c *hadooprpc.Conn) error {
+		return c.CancelDelegationToken(ctx, t.tok)
+	})
+	if err != nil {
+		return fmt.Errorf("vfs: cancelling the delegation token of %s: %w", t.h.name, err)
+	}
+	return nil
+}
+
+// standby is the exception a standby NameNode answers every client call
+// with.
+const standby = "org.apache.hadoop.ipc.StandbyException"
+
+// activeNameNode runs call on a fresh connection to each NameNode in turn
+// until one that is not a standby answers.
+func (h *HDFS) activeNameNode(ctx context.Context, call func(*hadooprpc.Conn) error) error {
+	var errs []error
+	for _, addr := range h.addrs {
+		err := h.callNameNode(ctx, addr, call)
+		var re *hadooprpc.RemoteError
+		if err == nil || !errors.As(err, &re) || re.Class != standby {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// callNameNode dials the NameNode at addr as the login and runs call.
+func (h *HDFS) callNameNode(ctx context.Context, addr string, call func(*hadooprpc.Conn) error) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("NameNode address %q: %w", addr, err)
+	}
+	// _HOST is the canonical name of the address, as Hadoop expands it.
+	spn := strings.ReplaceAll(h.spn, "_HOST", canonicalHost(host))
+	c, err := hadooprpc.Dial(ctx, hadooprpc.Options{Addr: addr, Login: h.login.Client, Principal: h.login.Principal, SPN: spn, Protection: h.rpcProtection})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return call(c)
+}
+
+// tokenService is the service Hadoop's DFSClient gives the delegation
+// tokens of the file system at authority: "ha-hdfs:<nameservice>" for a
+// logical nameservice, else the NameNode's address, by IP unless
+// hadoop.security.token.service.use_ip is false (SecurityUtil's
+// buildTokenService).
+func tokenService(conf hadoopconf.HadoopConf, authority string, addrs []string) string {
+	if _, ha := conf["dfs.ha.namenodes."+authority]; ha && !strings.Contains(authority, ":") {
+		return "ha-hdfs:" + authority
+	}
+	if len(addrs) == 0 {
+		return authority
+	}
+	host, port, err := net.SplitHostPort(addrs[0])
+	if err != nil {
+		return addrs[0]
+	}
+	if strings.EqualFold(conf["hadoop.security.token.service.use_ip"], "false") {
+		return net.JoinHostPort(strings.ToLower(host), port)
+	}
+	if ips, err := net.LookupHost(host); err == nil && len(ips) > 0 {
+		host = ips[0]
+	}
+	return net.JoinHostPort(host, port)
+}
