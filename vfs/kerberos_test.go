@@ -31,16 +31,18 @@ func serviceTicket(t *testing.T, l *krb.Login, serviceKeytab string) messages.Ti
 	return tkt
 }
 
-// listSnapshots dials the NameNode afresh (a new connection, so a new
-// Kerberos authentication) and lists the snapshot directory.
-func listSnapshots(t *testing.T, s *testenv.SecureState) []string {
+// listNamespaces dials the NameNode afresh (a new connection, so a new
+// Kerberos authentication) and lists the root dir's namespaces (default
+// and hbase: there from the cluster's start, unlike .hbase-snapshot,
+// which appears with the first snapshot).
+func listNamespaces(t *testing.T, s *testenv.SecureState) []string {
 	t.Helper()
 	h, err := DialHDFS(s.NameNode)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	fis, err := h.ReadDir(strings.TrimPrefix(s.RootDir, "hdfs://"+s.NameNode) + "/.hbase-snapshot")
+	fis, err := h.ReadDir(strings.TrimPrefix(s.RootDir, "hdfs://"+s.NameNode) + "/data")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +67,7 @@ func TestSecureKeytabLoginRenewedAcrossExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := listSnapshots(t, s)
+	before := listNamespaces(t, s)
 	first := serviceTicket(t, l, s.Secure.HBaseKeytab).DecryptedEncPart
 	life := first.EndTime.Sub(first.AuthTime)
 	if max := time.Duration(s.Secure.ShortLifetimeSeconds)*time.Second + 5*time.Second; life > max {
@@ -74,7 +76,7 @@ func TestSecureKeytabLoginRenewedAcrossExpiry(t *testing.T) {
 	wait := time.Until(first.EndTime) + 5*time.Second
 	t.Logf("ticket lifetime %v; waiting %v for it to expire", life.Round(time.Second), wait.Round(time.Second))
 	time.Sleep(wait)
-	after := listSnapshots(t, s)
+	after := listNamespaces(t, s)
 	if !slices.Equal(before, after) {
 		t.Fatalf("listing after expiry = %v, before %v", after, before)
 	}
