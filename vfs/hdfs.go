@@ -38,6 +38,9 @@ type HDFS struct {
 	// Kerberos; probed is its answer (simpleRefusal).
 	probe  sync.Once
 	probed string
+	// dnQops, when set, are the qops of the DataNode SASL handshake rekey
+	// runs itself (ownDataNodeQops).
+	dnQops []string
 }
 
 // HDFSStats counts an HDFS file system's DataNode connections and what
@@ -154,6 +157,9 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		if err := h.kerberize(&opts, conf); err != nil {
 			return nil, err
 		}
+		if h.dnQops = ownDataNodeQops(conf); h.dnQops != nil {
+			opts.DataTransferProtection = "" // the client's integrity layer misreads; digestConn does it
+		}
 	}
 	if h.nnWait <= 0 {
 		h.nnWait = DefaultNameNodeWait
@@ -195,7 +201,11 @@ func (h *HDFS) countingDial(dial func(ctx context.Context, network, addr string)
 		}
 		cc := &countedConn{Conn: c, stats: &h.stats}
 		cc.r = bufio.NewReaderSize(rawReader{cc}, dataNodeReadBuffer)
-		return &saslGuard{Conn: cc, addr: addr}, nil
+		g := &saslGuard{Conn: cc, addr: addr}
+		if h.dnQops == nil {
+			return g, nil
+		}
+		return &digestConn{Conn: cc, guard: g, addr: addr, qops: h.dnQops}, nil
 	}
 }
 
