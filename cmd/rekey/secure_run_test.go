@@ -66,7 +66,8 @@ func secureAdmin(t *testing.T, s *testenv.SecureState) *hbase.Client {
 // hbase-site.xml alone, with each protection its servers allow: `rekey
 // run` of the bundled demo snapshot through puts, and through HFiles
 // staged on the kerberized HDFS (written under the DataNode's protection,
-// integrity included) and bulk loaded, then `rekey verify --all`
+// integrity included) and bulk loaded, whose table the oracle dumps as
+// the demo rule says (requireDemoRule), then `rekey verify --all`
 // of each table, which compares every cell of both sides (the oracle's
 // dump of the bundled snapshot has 31413) and finds none differing.
 func TestSecureRunThenVerify(t *testing.T) {
@@ -94,6 +95,9 @@ func TestSecureRunThenVerify(t *testing.T) {
 				}
 				if code, out, errOut := runRekey(t, args...); code != 0 {
 					t.Fatalf("run: exit %d: %s\n%s", code, errOut, out)
+				}
+				if sink == "hfiles" {
+					requireDemoRule(t, table)
 				}
 				code, out, errOut := runRekey(t, append([]string{"verify", job, "--table", table, "--all", "--json"}, login...)...)
 				if code != exitOK {
