@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -18,38 +20,46 @@ import (
 
 // ownDataNodeQops returns the DIGEST-MD5 qops, best first, of the DataNode
 // handshake rekey runs itself, or nil to leave the handshake to the HDFS
-// client. rekey runs it when the configured dfs.data.transfer.protection
-// can settle on integrity: the client's integrity layer loses bytes at
-// frame boundaries (saslGuard), while its privacy with AES and its plain
-// authentication are correct. Like Hadoop's client, which takes the first
-// qop of its own list that the DataNode offers, a list led by privacy is
-// privacy, and so the client's; dfs.encrypt.data.transfer=true is privacy
-// too. Privacy later in the list is not offered by rekey's handshake: a
-// DataNode that offers only privacy then fails the handshake with a
-// message naming both lists.
+// client. rekey runs it whenever the configured
+// dfs.data.transfer.protection asks for integrity or privacy: the
+// client's DIGEST-MD5 layers lose bytes at frame boundaries (saslGuard),
+// and which layer a handshake ends in is the DataNode's choice too, so
+// the handshake is rekey's whenever one of them can come out of it. Its
+// qops are the list's, in the list's order: like Hadoop's client, rekey
+// takes the first of them that the DataNode offers. With
+// dfs.encrypt.data.transfer=true the handshake authenticates with a data
+// encryption key, not the block token, and stays the client's.
 func ownDataNodeQops(conf hadoopconf.HadoopConf) []string {
 	if strings.EqualFold(strings.TrimSpace(conf["dfs.encrypt.data.transfer"]), "true") {
 		return nil
 	}
 	var qops []string
-	integrity := false
+	layered := false
 	for _, v := range strings.Split(strings.ToLower(conf["dfs.data.transfer.protection"]), ",") {
 		switch strings.TrimSpace(v) {
 		case "privacy":
-			if len(qops) == 0 {
-				return nil
-			}
+			qops = append(qops, digestmd5.QopPrivacy)
+			layered = true
 		case "integrity":
 			qops = append(qops, digestmd5.QopIntegrity)
-			integrity = true
+			layered = true
 		case "authentication":
 			qops = append(qops, digestmd5.QopAuth)
 		}
 	}
-	if !integrity {
+	if !layered {
 		return nil
 	}
 	return qops
+}
+
+// wantAES reports whether the client asks the DataNode to encrypt with
+// AES/CTR after a privacy handshake: as in Hadoop's client, when
+// dfs.encrypt.data.transfer.cipher.suites says AES/CTR/NoPadding.
+// Without it, or when the DataNode does not agree, the handshake's own
+// rc4 layer encrypts.
+func wantAES(conf hadoopconf.HadoopConf) bool {
+	return strings.TrimSpace(conf["dfs.encrypt.data.transfer.cipher.suites"]) == "AES/CTR/NoPadding"
 }
 
 // The SASL parameters of Hadoop's DataNode handshake
@@ -65,7 +75,7 @@ const maxHandshakeMessage = 64 << 10
 
 // digestConn runs the DataNode SASL handshake itself, in place of the
 // HDFS client, and then protects the connection with DIGEST-MD5
-// integrity. The client, built without data transfer protection, writes
+// integrity or privacy (rc4, or AES/CTR when both sides ask for it). The client, built without data transfer protection, writes
 // its request (version, op code, the op with its block token) as its
 // first write; the conn holds it, authenticates with the token as
 // Hadoop's client does (user base64(identifier), password
@@ -80,6 +90,7 @@ type digestConn struct {
 	guard *saslGuard
 	addr  string
 	qops  []string
+	aes   bool // ask for AES/CTR after a privacy handshake
 
 	mode    connMode
 	request []byte
@@ -162,7 +173,7 @@ func (c *digestConn) handshake(id, password []byte) error {
 		Host:     dnSaslHost,
 		Qops:     c.qops,
 	}
-	first := append(append([]byte{}, saslMagic...), saslMessage([]byte{})...)
+	first := append(append([]byte{}, saslMagic...), saslMessage([]byte{}, nil)...)
 	if _, err := c.Conn.Write(first); err != nil {
 		return err
 	}
@@ -170,7 +181,7 @@ func (c *digestConn) handshake(id, password []byte) error {
 	if err != nil {
 		return fmt.Errorf("reading the SASL challenge: %w", err)
 	}
-	ch, err := digestmd5.ParseChallenge(challenge)
+	ch, err := digestmd5.ParseChallenge(protoBytes(challenge, 2))
 	if err != nil {
 		return err
 	}
@@ -178,26 +189,79 @@ func (c *digestConn) handshake(id, password []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w (dfs.data.transfer.protection on the DataNode and in %s differ)", err, confDir())
 	}
-	if _, err := c.Conn.Write(saslMessage(answer)); err != nil {
+	var cipher []byte
+	if session.Qop == digestmd5.QopPrivacy && c.aes {
+		cipher = protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), cipherAES)
+	}
+	if _, err := c.Conn.Write(saslMessage(answer, cipher)); err != nil {
 		return err
 	}
 	final, err := readSaslMessage(c.Conn)
 	if err != nil {
 		return fmt.Errorf("reading the SASL outcome: %w", err)
 	}
-	if err := session.Verify(final); err != nil {
+	if err := session.Verify(protoBytes(final, 2)); err != nil {
 		return err
 	}
 	if session.Qop == digestmd5.QopAuth {
 		c.r, c.w = c.Conn, c.Conn
 		return nil
 	}
-	in, err := session.Integrity()
+	layer, err := session.Layer()
 	if err != nil {
 		return err
 	}
-	c.r, c.w = digestmd5.NewReader(c.Conn, in), digestmd5.NewWriter(c.Conn, in)
+	if option := protoBytes(final, 4); session.Qop == digestmd5.QopPrivacy && option != nil {
+		return c.useAES(option, layer)
+	}
+	c.r, c.w = digestmd5.NewReader(c.Conn, layer), digestmd5.NewWriter(c.Conn, layer)
 	return nil
+}
+
+// cipherAES is CipherSuiteProto AES_CTR_NOPADDING.
+const cipherAES = 2
+
+// useAES sets r and w to the AES/CTR streams of the CipherOptionProto the
+// DataNode agreed to (suite 1, inKey 2, inIv 3, outKey 4, outIv 5), its
+// keys sealed by the handshake's layer, inKey first (Hadoop's
+// DataTransferSaslUtil.wrap): the client encrypts with inKey and inIv
+// and decrypts with outKey and outIv.
+func (c *digestConn) useAES(option []byte, layer digestmd5.Layer) error {
+	if suite := protoVarint(option, 1); suite != cipherAES {
+		return fmt.Errorf("the DataNode chose cipher suite %d, not AES/CTR/NoPadding", suite)
+	}
+	inKey, err := layer.Unwrap(append([]byte{}, protoBytes(option, 2)...))
+	if err != nil {
+		return fmt.Errorf("unsealing the AES key: %w", err)
+	}
+	inKey = append([]byte{}, inKey...)
+	outKey, err := layer.Unwrap(append([]byte{}, protoBytes(option, 4)...))
+	if err != nil {
+		return fmt.Errorf("unsealing the AES key: %w", err)
+	}
+	enc, err := aesCTR(inKey, protoBytes(option, 3))
+	if err != nil {
+		return err
+	}
+	dec, err := aesCTR(outKey, protoBytes(option, 5))
+	if err != nil {
+		return err
+	}
+	c.r = cipher.StreamReader{S: dec, R: c.Conn}
+	c.w = cipher.StreamWriter{S: enc, W: c.Conn}
+	return nil
+}
+
+// aesCTR is AES in counter mode from key and iv.
+func aesCTR(key, iv []byte) (cipher.Stream, error) {
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("the DataNode's AES key: %w", err)
+	}
+	if len(iv) != aes.BlockSize {
+		return nil, fmt.Errorf("the DataNode's AES IV has %d bytes, not %d", len(iv), aes.BlockSize)
+	}
+	return cipher.NewCTR(b, iv), nil
 }
 
 // privilegedPort reports whether c's remote port is below 1024.
@@ -241,21 +305,25 @@ func blockToken(req []byte) (id, password []byte, complete bool, err error) {
 	return protoBytes(token, 1), protoBytes(token, 2), true, nil
 }
 
-// saslMessage is a DataTransferEncryptorMessageProto with status SUCCESS
-// and payload, varint-delimited.
-func saslMessage(payload []byte) []byte {
+// saslMessage is a DataTransferEncryptorMessageProto with status SUCCESS,
+// payload and, when set, one cipher option, varint-delimited.
+func saslMessage(payload, cipherOption []byte) []byte {
 	var m []byte
 	m = protowire.AppendTag(m, 1, protowire.VarintType)
 	m = protowire.AppendVarint(m, 0)
 	m = protowire.AppendTag(m, 2, protowire.BytesType)
 	m = protowire.AppendBytes(m, payload)
+	if cipherOption != nil {
+		m = protowire.AppendTag(m, 4, protowire.BytesType)
+		m = protowire.AppendBytes(m, cipherOption)
+	}
 	return protowire.AppendBytes(nil, m)
 }
 
 // readSaslMessage reads one varint-delimited
-// DataTransferEncryptorMessageProto and returns its payload, or the
-// DataNode's error (status 1 unknown key, 2 error; message in field 3,
-// accessTokenError in field 6).
+// DataTransferEncryptorMessageProto (payload in field 2, cipher option
+// in 4), or returns the DataNode's error (status 1 unknown key, 2 error;
+// message in field 3, accessTokenError in field 6).
 func readSaslMessage(r io.Reader) ([]byte, error) {
 	size, err := readVarint(r)
 	if err != nil {
@@ -276,7 +344,7 @@ func readSaslMessage(r io.Reader) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("the DataNode answers %s (status %d): %s", what, status, protoBytes(msg, 3))
 	}
-	return protoBytes(msg, 2), nil
+	return msg, nil
 }
 
 // readVarint reads a varint a byte at a time, so nothing after it is
@@ -296,28 +364,4 @@ func readVarint(r io.Reader) (uint64, error) {
 		}
 	}
 	return 0, fmt.Errorf("a malformed length")
-}
-
-// protoVarint returns the first varint field num of msg, or 0.
-func protoVarint(msg []byte, num protowire.Number) uint64 {
-	for len(msg) > 0 {
-		n, typ, k := protowire.ConsumeTag(msg)
-		if k < 0 {
-			return 0
-		}
-		msg = msg[k:]
-		if n == num && typ == protowire.VarintType {
-			v, m := protowire.ConsumeVarint(msg)
-			if m < 0 {
-				return 0
-			}
-			return v
-		}
-		m := protowire.ConsumeFieldValue(n, typ, msg)
-		if m < 0 {
-			return 0
-		}
-		msg = msg[m:]
-	}
-	return 0
 }

@@ -16,9 +16,9 @@ import (
 )
 
 // TestOwnDataNodeQops: rekey runs the handshake exactly when the
-// configured list can settle on integrity, offering the list's qops in
-// its order; privacy first (or dfs.encrypt.data.transfer) and lists
-// without integrity stay the HDFS client's.
+// configured list asks for integrity or privacy, offering the list's qops
+// in its order; lists without either, and dfs.encrypt.data.transfer, stay
+// the HDFS client's.
 func TestOwnDataNodeQops(t *testing.T) {
 	for _, c := range []struct {
 		protection, encrypt string
@@ -27,9 +27,9 @@ func TestOwnDataNodeQops(t *testing.T) {
 		{"integrity", "", "auth-int"},
 		{"Integrity , authentication", "", "auth-int,auth"},
 		{"authentication,integrity", "", "auth,auth-int"},
-		{"integrity,privacy", "", "auth-int"},
-		{"privacy,integrity", "", ""},
-		{"privacy", "", ""},
+		{"integrity,privacy", "", "auth-int,auth-conf"},
+		{"privacy,integrity", "", "auth-conf,auth-int"},
+		{"privacy", "", "auth-conf"},
 		{"authentication", "", ""},
 		{"", "", ""},
 		{"integrity", "true", ""},

@@ -39,8 +39,9 @@ type HDFS struct {
 	probe  sync.Once
 	probed string
 	// dnQops, when set, are the qops of the DataNode SASL handshake rekey
-	// runs itself (ownDataNodeQops).
+	// runs itself (ownDataNodeQops); dnAES asks for AES after privacy.
 	dnQops []string
+	dnAES  bool
 }
 
 // HDFSStats counts an HDFS file system's DataNode connections and what
@@ -158,7 +159,8 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 			return nil, err
 		}
 		if h.dnQops = ownDataNodeQops(conf); h.dnQops != nil {
-			opts.DataTransferProtection = "" // the client's integrity layer misreads; digestConn does it
+			opts.DataTransferProtection = "" // the client's DIGEST-MD5 layers misread; digestConn does it
+			h.dnAES = wantAES(conf)
 		}
 	}
 	if h.nnWait <= 0 {
@@ -205,7 +207,7 @@ func (h *HDFS) countingDial(dial func(ctx context.Context, network, addr string)
 		if h.dnQops == nil {
 			return g, nil
 		}
-		return &digestConn{Conn: cc, guard: g, addr: addr, qops: h.dnQops}, nil
+		return &digestConn{Conn: cc, guard: g, addr: addr, qops: h.dnQops, aes: h.dnAES}, nil
 	}
 }
 

@@ -35,6 +35,7 @@ type Client struct {
 // what the server's final message must prove.
 type Session struct {
 	Qop     string
+	Cipher  string // with qop auth-conf: the cipher, rc4
 	hA1     [md5.Size]byte
 	rspauth string
 	maxbuf  int
@@ -62,6 +63,12 @@ func (c *Client) Respond(ch *Challenge) ([]byte, *Session, error) {
 	}
 	uri := c.Service + "/" + c.Host
 	s := &Session{Qop: qop, maxbuf: ch.Maxbuf}
+	if qop == QopPrivacy {
+		if chooseQop([]string{CipherRC4}, ch.Ciphers) == "" {
+			return nil, nil, fmt.Errorf("digestmd5: the server offers the ciphers %q for privacy; only %s is spoken here", strings.Join(ch.Ciphers, ","), CipherRC4)
+		}
+		s.Cipher = CipherRC4
+	}
 	s.hA1 = md5.Sum([]byte(a1(c.Username, realm, c.Password, ch.Nonce, cnonce)))
 	const nc = "00000001"
 	response := digest(s.hA1, ch.Nonce, nc, cnonce, qop, "AUTHENTICATE:"+uri)
@@ -77,6 +84,9 @@ func (c *Client) Respond(ch *Challenge) ([]byte, *Session, error) {
 	}
 	fmt.Fprintf(&b, "nonce=%s,nc=%s,cnonce=%s,digest-uri=%s,maxbuf=%d,response=%s,qop=%s",
 		quote(ch.Nonce), nc, quote(cnonce), quote(uri), ReceiveMax, response, qop)
+	if s.Cipher != "" {
+		b.WriteString(",cipher=" + s.Cipher)
+	}
 	return []byte(b.String()), s, nil
 }
 
@@ -103,13 +113,16 @@ func (s *Session) Verify(final []byte) error {
 	return fmt.Errorf("%w: no rspauth in the server's final message", ErrChallenge)
 }
 
-// Integrity returns the integrity layer of a session whose qop is
-// auth-int, as the client's side.
-func (s *Session) Integrity() (*Integrity, error) {
-	if s.Qop != QopIntegrity {
-		return nil, fmt.Errorf("digestmd5: the session's qop is %s, not %s", s.Qop, QopIntegrity)
+// Layer returns the security layer of a session whose qop is auth-int
+// or auth-conf, as the client's side.
+func (s *Session) Layer() (Layer, error) {
+	switch s.Qop {
+	case QopIntegrity:
+		return newIntegrity(s.hA1, true, s.maxbuf), nil
+	case QopPrivacy:
+		return newPrivacy(s.hA1, true, s.maxbuf), nil
 	}
-	return newIntegrity(s.hA1, true, s.maxbuf), nil
+	return nil, fmt.Errorf("digestmd5: the session's qop %s has no security layer", s.Qop)
 }
 
 // chooseQop returns the first of want that offered lists, or "".

@@ -88,6 +88,9 @@ func (in *Integrity) Unwrap(tok []byte) ([]byte, error) {
 	return msg, nil
 }
 
+// SendLimit is SendMax.
+func (in *Integrity) SendLimit() int { return in.SendMax }
+
 // mac is HMAC-MD5(key, seq || msg), its first 10 bytes.
 func mac(h hash.Hash, seq [4]byte, msg []byte) []byte {
 	h.Reset()

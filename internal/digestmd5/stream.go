@@ -17,14 +17,14 @@ const MaxFrame = 16<<20 + 1<<16
 // the bytes of a message are passed on only after its MAC is checked.
 type Reader struct {
 	r       io.Reader
-	in      *Integrity
+	in      Layer
 	buf     []byte
 	pending []byte
 	err     error
 }
 
 // NewReader returns a Reader of r's messages checked by in.
-func NewReader(r io.Reader, in *Integrity) *Reader { return &Reader{r: r, in: in} }
+func NewReader(r io.Reader, in Layer) *Reader { return &Reader{r: r, in: in} }
 
 // Read serves the current message's payload, reading and checking the
 // next message when it is used up. An error is sticky.
@@ -70,21 +70,21 @@ func (r *Reader) next() ([]byte, error) {
 }
 
 // Writer wraps what is written to it into messages of at most
-// Integrity.SendMax bytes each and writes them, length-prefixed, to w.
+// the layer's SendLimit bytes each and writes them, length-prefixed, to w.
 type Writer struct {
 	w   io.Writer
-	in  *Integrity
+	in  Layer
 	out []byte
 }
 
 // NewWriter returns a Writer signing with in onto w.
-func NewWriter(w io.Writer, in *Integrity) *Writer { return &Writer{w: w, in: in} }
+func NewWriter(w io.Writer, in Layer) *Writer { return &Writer{w: w, in: in} }
 
 // Write sends p as one or more messages in a single write to the
 // underlying writer.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.out = w.out[:0]
-	max := w.in.SendMax
+	max := w.in.SendLimit()
 	if max <= 0 {
 		max = len(p)
 	}
