@@ -90,7 +90,8 @@ type digestConn struct {
 	guard *saslGuard
 	addr  string
 	qops  []string
-	aes   bool // ask for AES/CTR after a privacy handshake
+	aes   bool   // ask for AES/CTR after a privacy handshake
+	qop   string // the handshake's outcome
 
 	mode    connMode
 	request []byte
@@ -155,7 +156,7 @@ func (c *digestConn) Read(p []byte) (int, error) {
 	case modeOwn:
 		n, err := c.r.Read(p)
 		if errors.Is(err, digestmd5.ErrIntegrity) {
-			err = fmt.Errorf("vfs: data from DataNode %s fails its integrity check (dfs.data.transfer.protection=integrity): %w", c.addr, err)
+			err = fmt.Errorf("vfs: data from DataNode %s fails its integrity check (SASL qop %s): %w", c.addr, c.qop, err)
 		}
 		return n, err
 	}
@@ -203,6 +204,7 @@ func (c *digestConn) handshake(id, password []byte) error {
 	if err := session.Verify(protoBytes(final, 2)); err != nil {
 		return err
 	}
+	c.qop = session.Qop
 	if session.Qop == digestmd5.QopAuth {
 		c.r, c.w = c.Conn, c.Conn
 		return nil

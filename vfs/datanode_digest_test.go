@@ -87,7 +87,8 @@ func flipOffset(seen []byte) (int, bool) {
 }
 
 // TestSecureDataNodeIntegrityCatchesDamage: on the secure cluster with
-// dfs.data.transfer.protection=integrity, a file HBase wrote
+// dfs.data.transfer.protection integrity or privacy (rc4: testenv's
+// client configuration does not ask for AES), a file HBase wrote
 // (hbase.version under hbase.rootdir) reads through rekey's own DIGEST-MD5
 // layer; when one bit of what the DataNode sends is flipped in flight on
 // every connection, the read fails with the integrity error and returns
