@@ -30,6 +30,12 @@ var saslMagic = []byte{0xDE, 0xAD, 0xBE, 0xEF}
 // The client takes the first QOP the DataNode's challenge lists; the
 // guard reads the same challenge, and for privacy the DataNode's answer,
 // which names the AES cipher it agreed to.
+//
+// With Kerberos and a dfs.data.transfer.protection that asks for
+// integrity or privacy, rekey runs the handshake itself (digestConn) and
+// the client runs none; the guard then watches only the handshakes the
+// client still runs: with dfs.encrypt.data.transfer=true (a data
+// encryption key instead of the block token), or without Kerberos.
 type saslGuard struct {
 	net.Conn
 	addr    string

@@ -84,31 +84,36 @@ func TestParseChallengeErrors(t *testing.T) {
 	}
 }
 
+// testHA1 is the H(A1) of the layer tests' session.
+var testHA1 = [md5.Size]byte([]byte("0123456789abcdef"))
+
 // pair returns the client's and the server's integrity layers of one
 // session.
 func pair(t testing.TB) (client, server *Integrity) {
-	var hA1 [md5.Size]byte
-	copy(hA1[:], "0123456789abcdef")
-	return newIntegrity(hA1, true, 65536), newIntegrity(hA1, false, 65536)
+	return newIntegrity(testHA1, true, 65536), newIntegrity(testHA1, false, 65536)
+}
+
+// clientMAC is RFC 2831's MAC of the client's message number seq:
+// HMAC-MD5(Kic, seq || msg)[:10], Kic = MD5(H(A1) || client signing
+// magic); it returns seq's 4 bytes too.
+func clientMAC(seq uint32, msg []byte) (mac []byte, seqb [4]byte) {
+	kic := md5.Sum([]byte(string(testHA1[:]) + "Digest session key to client-to-server signing key magic constant"))
+	binary.BigEndian.PutUint32(seqb[:], seq)
+	h := hmac.New(md5.New, kic[:])
+	h.Write(seqb[:])
+	h.Write(msg)
+	return h.Sum(nil)[:10], seqb
 }
 
 // TestIntegrityLayout checks a wrapped message against RFC 2831 2.3,
-// written out here: msg, HMAC-MD5(Kc, seq||msg)[:10], 0x0001, seq, with
-// Kic = MD5(H(A1) || client magic).
+// written out here: msg, the MAC (clientMAC), 0x0001, seq.
 func TestIntegrityLayout(t *testing.T) {
 	client, server := pair(t)
-	var hA1 [md5.Size]byte
-	copy(hA1[:], "0123456789abcdef")
-	kic := md5.Sum([]byte(string(hA1[:]) + "Digest session key to client-to-server signing key magic constant"))
 	for seq := uint32(0); seq < 3; seq++ {
 		msg := []byte("message " + string(rune('a'+seq)))
 		tok := client.Wrap(msg)
-		var seqb [4]byte
-		binary.BigEndian.PutUint32(seqb[:], seq)
-		h := hmac.New(md5.New, kic[:])
-		h.Write(seqb[:])
-		h.Write(msg)
-		want := append(append(append(append([]byte{}, msg...), h.Sum(nil)[:10]...), 0, 1), seqb[:]...)
+		mac, seqb := clientMAC(seq, msg)
+		want := append(append(append(append([]byte{}, msg...), mac...), 0, 1), seqb[:]...)
 		if !bytes.Equal(tok, want) {
 			t.Fatalf("seq %d: wrapped %x, want %x", seq, tok, want)
 		}

@@ -2,10 +2,8 @@ package digestmd5
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/md5"
 	"crypto/rc4"
-	"encoding/binary"
 	"errors"
 	"io"
 	"testing"
@@ -14,21 +12,16 @@ import (
 // privacyPair returns the client's and the server's privacy layers of
 // one session.
 func privacyPair(t testing.TB) (client, server *Privacy) {
-	var hA1 [md5.Size]byte
-	copy(hA1[:], "0123456789abcdef")
-	return newPrivacy(hA1, true, 65536), newPrivacy(hA1, false, 65536)
+	return newPrivacy(testHA1, true, 65536), newPrivacy(testHA1, false, 65536)
 }
 
 // TestPrivacyLayout checks sealed messages against RFC 2831 2.4 with the
-// rc4 cipher, written out here: RC4(Kcc, msg || HMAC-MD5(Kic,
-// seq||msg)[:10]) with one RC4 stream across messages, then 0x0001 and
-// seq; Kcc = MD5(H(A1) || client sealing magic), Kic as for integrity.
+// rc4 cipher, written out here: RC4(Kcc, msg || MAC) with one RC4 stream
+// across messages, then 0x0001 and seq; Kcc = MD5(H(A1) || client
+// sealing magic), the MAC the integrity layer's (clientMAC).
 func TestPrivacyLayout(t *testing.T) {
 	client, server := privacyPair(t)
-	var hA1 [md5.Size]byte
-	copy(hA1[:], "0123456789abcdef")
-	kcc := md5.Sum([]byte(string(hA1[:]) + "Digest H(A1) to client-to-server sealing key magic constant"))
-	kic := md5.Sum([]byte(string(hA1[:]) + "Digest session key to client-to-server signing key magic constant"))
+	kcc := md5.Sum([]byte(string(testHA1[:]) + "Digest H(A1) to client-to-server sealing key magic constant"))
 	stream, err := rc4.NewCipher(kcc[:])
 	if err != nil {
 		t.Fatal(err)
@@ -36,12 +29,8 @@ func TestPrivacyLayout(t *testing.T) {
 	for seq := uint32(0); seq < 3; seq++ {
 		msg := bytes.Repeat([]byte{byte('a' + seq)}, 5+int(seq))
 		tok := client.Wrap(msg)
-		var seqb [4]byte
-		binary.BigEndian.PutUint32(seqb[:], seq)
-		h := hmac.New(md5.New, kic[:])
-		h.Write(seqb[:])
-		h.Write(msg)
-		plain := append(append([]byte{}, msg...), h.Sum(nil)[:10]...)
+		mac, seqb := clientMAC(seq, msg)
+		plain := append(append([]byte{}, msg...), mac...)
 		sealed := make([]byte, len(plain))
 		stream.XORKeyStream(sealed, plain)
 		want := append(append(sealed, 0, 1), seqb[:]...)
