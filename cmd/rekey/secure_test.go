@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -41,18 +39,9 @@ func seedSecure(t *testing.T, s *testenv.SecureState) string {
 				{"op": "snapshot", "name": table},
 			},
 		}
-		b, err := json.Marshal(spec)
-		if err != nil {
-			secureSnapshot.err = err
-			return
+		if secureSnapshot.err = seedSpec(t, table, spec); secureSnapshot.err == nil {
+			secureSnapshot.name = table
 		}
-		path := filepath.Join(os.TempDir(), table+".json")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			secureSnapshot.err = err
-			return
-		}
-		testenv.SecureOracle(t, nil, "seed", path)
-		secureSnapshot.name = table
 	})
 	if secureSnapshot.err != nil {
 		t.Fatal(secureSnapshot.err)
