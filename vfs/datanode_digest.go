@@ -134,7 +134,7 @@ func (c *digestConn) Write(p []byte) (int, error) {
 		err = c.handshake(id, password)
 	}
 	if err != nil {
-		c.err = fmt.Errorf("%w: DataNode %s: %v", ErrDataProtection, c.addr, err)
+		c.err = fmt.Errorf("vfs: SASL handshake with DataNode %s (dfs.data.transfer.protection): %w", c.addr, err)
 		return 0, c.err
 	}
 	if !complete {
