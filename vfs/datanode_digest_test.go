@@ -1,9 +1,12 @@
 package vfs
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -169,4 +172,49 @@ func TestDigestConnFindsBlockToken(t *testing.T) {
 	if _, _, _, err := blockToken(req); err == nil {
 		t.Fatal("an unknown op passed")
 	}
+}
+
+// TestSecureDataNodeQopMismatchIsClear: a client configuration asking for
+// privacy against DataNodes that protect with integrity only fails the
+// read with the handshake's error, naming both sides' qops.
+func TestSecureDataNodeQopMismatchIsClear(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	if s.Secure.DataTransferProtection != "integrity" {
+		t.Skipf("the secure cluster runs with protection %s; start it with TESTENV_DATA_PROTECTION=integrity", s.Secure.DataTransferProtection)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"core-site.xml", "hdfs-site.xml"} {
+		b, err := os.ReadFile(filepath.Join(s.Secure.HadoopConfDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "hdfs-site.xml" {
+			old := []byte("<name>dfs.data.transfer.protection</name><value>integrity</value>")
+			if !bytes.Contains(b, old) {
+				t.Fatalf("%s does not set dfs.data.transfer.protection to integrity", name)
+			}
+			b = bytes.Replace(b, old, []byte("<name>dfs.data.transfer.protection</name><value>privacy</value>"), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HADOOP_CONF_DIR", dir)
+	krb.Configure(krb.Options{Keytab: s.Secure.HBaseKeytab, Principal: s.Secure.HBasePrincipal, Krb5Conf: s.Secure.Krb5Conf})
+	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	h, err := DialHDFS(s.NameNode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	got, err := ReadFile(h, strings.TrimPrefix(s.RootDir, "hdfs://"+s.NameNode)+"/hbase.version")
+	if err == nil || len(got) != 0 {
+		t.Fatalf("%d bytes, %v; want the handshake's error", len(got), err)
+	}
+	for _, want := range []string{"SASL handshake with DataNode", "offers qop auth-int", "accepts only auth-conf", "differ"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %v", want, err)
+		}
+	}
+	t.Log(err)
 }
