@@ -30,6 +30,12 @@ var saslMagic = []byte{0xDE, 0xAD, 0xBE, 0xEF}
 // The client takes the first QOP the DataNode's challenge lists; the
 // guard reads the same challenge, and for privacy the DataNode's answer,
 // which names the AES cipher it agreed to.
+//
+// With Kerberos and a dfs.data.transfer.protection that asks for
+// integrity or privacy, rekey runs the handshake itself (digestConn) and
+// the client runs none; the guard then watches only the handshakes the
+// client still runs: with dfs.encrypt.data.transfer=true (a data
+// encryption key instead of the block token), or without Kerberos.
 type saslGuard struct {
 	net.Conn
 	addr    string
@@ -115,20 +121,35 @@ func (g *saslGuard) message(msg []byte) error {
 
 // protoBytes returns the first length-delimited field num of msg, or nil.
 func protoBytes(msg []byte, num protowire.Number) []byte {
+	v, k := protowire.ConsumeBytes(protoField(msg, num, protowire.BytesType))
+	if k < 0 {
+		return nil
+	}
+	return v
+}
+
+// protoVarint returns the first varint field num of msg, or 0.
+func protoVarint(msg []byte, num protowire.Number) uint64 {
+	v, k := protowire.ConsumeVarint(protoField(msg, num, protowire.VarintType))
+	if k < 0 {
+		return 0
+	}
+	return v
+}
+
+// protoField returns msg from the value of its first field num of type
+// typ on, or nil when it has none (or does not parse before it).
+func protoField(msg []byte, num protowire.Number, typ protowire.Type) []byte {
 	for len(msg) > 0 {
-		n, typ, k := protowire.ConsumeTag(msg)
+		n, t, k := protowire.ConsumeTag(msg)
 		if k < 0 {
 			return nil
 		}
 		msg = msg[k:]
-		if n == num && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(msg)
-			if m < 0 {
-				return nil
-			}
-			return v
+		if n == num && t == typ {
+			return msg
 		}
-		m := protowire.ConsumeFieldValue(n, typ, msg)
+		m := protowire.ConsumeFieldValue(n, t, msg)
 		if m < 0 {
 			return nil
 		}

@@ -41,6 +41,10 @@ type HDFS struct {
 	// Kerberos; probed is its answer (simpleRefusal).
 	probe  sync.Once
 	probed string
+	// dnQops, when set, are the qops of the DataNode SASL handshake rekey
+	// runs itself (ownDataNodeQops); dnAES asks for AES after privacy.
+	dnQops []string
+	dnAES  bool
 }
 
 // HDFSStats counts an HDFS file system's DataNode connections and what
@@ -157,6 +161,10 @@ func DialHDFSWith(authority string, o HDFSOptions) (*HDFS, error) {
 		if err := h.kerberize(&opts, conf); err != nil {
 			return nil, err
 		}
+		if h.dnQops = ownDataNodeQops(conf); h.dnQops != nil {
+			opts.DataTransferProtection = "" // the client's DIGEST-MD5 layers misread; digestConn does it
+			h.dnAES = wantAES(conf)
+		}
 	}
 	if h.nnWait <= 0 {
 		h.nnWait = DefaultNameNodeWait
@@ -198,7 +206,11 @@ func (h *HDFS) countingDial(dial func(ctx context.Context, network, addr string)
 		}
 		cc := &countedConn{Conn: c, stats: &h.stats}
 		cc.r = bufio.NewReaderSize(rawReader{cc}, dataNodeReadBuffer)
-		return &saslGuard{Conn: cc, addr: addr}, nil
+		g := &saslGuard{Conn: cc, addr: addr}
+		if h.dnQops == nil {
+			return g, nil
+		}
+		return &digestConn{Conn: cc, guard: g, addr: addr, qops: h.dnQops, aes: h.dnAES}, nil
 	}
 }
 

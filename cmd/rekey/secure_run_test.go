@@ -65,7 +65,9 @@ func secureAdmin(t *testing.T, s *testenv.SecureState) *hbase.Client {
 // TestSecureRunThenVerify: against the secure cluster, found through
 // hbase-site.xml alone, with each protection its servers allow: `rekey
 // run` of the bundled demo snapshot through puts, and through HFiles
-// staged on the kerberized HDFS and bulk loaded, then `rekey verify --all`
+// staged on the kerberized HDFS (written under the DataNode's protection,
+// integrity included) and bulk loaded, whose table the oracle dumps as
+// the demo rule says (requireDemoRule), then `rekey verify --all`
 // of each table, which compares every cell of both sides (the oracle's
 // dump of the bundled snapshot has 31413) and finds none differing.
 func TestSecureRunThenVerify(t *testing.T) {
@@ -79,11 +81,6 @@ func TestSecureRunThenVerify(t *testing.T) {
 	for _, q := range qops {
 		for _, sink := range []string{"puts", "hfiles"} {
 			t.Run(q.String()+"/"+sink, func(t *testing.T) {
-				if sink == "hfiles" && s.Secure.DataTransferProtection == "integrity" {
-					// vfs refuses DataNode integrity, which the HDFS client
-					// misreads (TestSecureInspectSnapshotMatchesOracle).
-					t.Skip("staging on HDFS needs dfs.data.transfer.protection privacy or authentication; start the cluster with TESTENV_DATA_PROTECTION=privacy")
-				}
 				secureConfWith(t, s, q)
 				table := "secure_run_" + sink + "_" + strconv.FormatInt(time.Now().UnixNano(), 36)
 				t.Cleanup(func() {
@@ -98,6 +95,9 @@ func TestSecureRunThenVerify(t *testing.T) {
 				}
 				if code, out, errOut := runRekey(t, args...); code != 0 {
 					t.Fatalf("run: exit %d: %s\n%s", code, errOut, out)
+				}
+				if sink == "hfiles" {
+					requireDemoRule(t, table)
 				}
 				code, out, errOut := runRekey(t, append([]string{"verify", job, "--table", table, "--all", "--json"}, login...)...)
 				if code != exitOK {
