@@ -13,12 +13,12 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -54,18 +54,6 @@ func writeObject(t *testing.T, fsys vfs.WriteFS, name string, data []byte) {
 	}
 }
 
-// onDisk reads what the server stored for key: versitygw's posix backend
-// keeps an object as the file BUCKET/KEY under its folder, so this is the
-// server's own account of the bytes, not ours.
-func onDisk(t *testing.T, st *testenv.S3State, key string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(st.ConfDir), "data", st.Bucket, filepath.FromSlash(strings.TrimPrefix(key, "/"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestS3FileSystem checks the S3 backend against versitygw, opened the way
 // a user opens it (vfs.Open of an s3a:// URL, endpoint and keys from
 // core-site.xml's fs.s3a.* keys): objects written (one PUT, and a
@@ -96,10 +84,10 @@ func TestS3FileSystem(t *testing.T) {
 	if err := fsys.MkdirAll(dir + "/empty"); err != nil {
 		t.Fatal(err)
 	}
-	if got := onDisk(t, st, dir+"/a/small"); !bytes.Equal(got, small) {
+	if got := s3test.Stored(t, st, dir+"/a/small"); !bytes.Equal(got, small) {
 		t.Fatalf("server stored %d bytes for small, want %d", len(got), len(small))
 	}
-	if got := onDisk(t, st, dir+"/a/b/large"); !bytes.Equal(got, large) {
+	if got := s3test.Stored(t, st, dir+"/a/b/large"); !bytes.Equal(got, large) {
 		t.Fatalf("server stored %d bytes for large, want %d", len(got), len(large))
 	}
 
@@ -183,7 +171,7 @@ func TestS3FileSystem(t *testing.T) {
 	if err := w2.Close(); !errors.Is(err, iofs.ErrExist) {
 		t.Errorf("the second exclusive writer's Close: %v, want ErrExist", err)
 	}
-	if got := onDisk(t, st, dir+"/lease"); string(got) != "first" {
+	if got := s3test.Stored(t, st, dir+"/lease"); string(got) != "first" {
 		t.Errorf("lease holds %q, want the first writer's", got)
 	}
 

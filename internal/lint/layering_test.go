@@ -44,6 +44,7 @@ var rules = map[string][]string{
 	"internal/human":    {},
 	"internal/krb":      {},
 	"internal/testenv":  {"cell"},
+	"internal/s3test":   {"vfs", "internal/testenv"},
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
 
