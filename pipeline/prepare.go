@@ -341,6 +341,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 			return nil, err
 		}
 		o.Client = c
+		r.warnStaging(o.Staging) // (an offline run names no cluster to compare with)
 	}
 	return stage.New(ctx, o)
 }
