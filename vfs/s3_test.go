@@ -60,7 +60,8 @@ func writeObject(t *testing.T, fsys vfs.WriteFS, name string, data []byte) {
 // multipart upload past the part size) are stored byte for byte; Stat gives
 // size and ETag; ReadDir lists files and directories under a prefix and an
 // empty MkdirAll directory; ranged reads return the stored bytes; Rename
-// moves an object; CreateExclusive refuses a name that exists; Remove and
+// moves an object (in one copy, and in ranged part copies past the copy
+// limit); CreateExclusive refuses a name that exists; Remove and
 // RemoveAll delete.
 func TestS3FileSystem(t *testing.T) {
 	st := testenv.RequireS3(t)
@@ -149,6 +150,24 @@ func TestS3FileSystem(t *testing.T) {
 	}
 	if got, err := vfs.ReadFile(fsys, dir+"/moved"); err != nil || !bytes.Equal(got, small) {
 		t.Errorf("renamed object: %v, %d bytes", err, len(got))
+	}
+
+	// Past the one-request copy limit, Rename copies in ranged parts.
+	restore := vfs.SetS3CopyLimits(6<<20, 5<<20)
+	err = fsys.Rename(dir+"/a/b/large", dir+"/large-moved")
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s3test.Stored(t, st, dir+"/large-moved"); !bytes.Equal(got, large) {
+		t.Errorf("copied in parts: the server stored %d bytes, want the %d written", len(got), len(large))
+	}
+	if _, err := fsys.Stat(dir + "/a/b/large"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("source of the multipart copy still there: %v", err)
+	}
+	// A multipart object's ETag ends in -PARTS: two part copies made it.
+	if fi, err := fsys.Stat(dir + "/large-moved"); err != nil || !strings.HasSuffix(vfs.ETag(fi), `-2"`) {
+		t.Errorf("the copy's ETag %q (%v), want one of a 2-part upload", vfs.ETag(fi), err)
 	}
 
 	ex := fsys.(vfs.ExclusiveFS)

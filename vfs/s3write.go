@@ -20,8 +20,10 @@ import (
 // part is 5 MiB and an upload has at most 10,000 parts: 80 GiB.)
 var s3PartSize = 8 << 20
 
-// s3CopyMax is the largest object one CopyObject copies (S3's limit).
-const s3CopyMax = 5 << 30
+// s3CopyMax is the largest object one CopyObject copies (S3's limit is
+// 5 GiB); a larger one is copied in parts of s3CopyPart by UploadPartCopy.
+// (Variables so a test can copy in parts without writing gigabytes.)
+var s3CopyMax, s3CopyPart int64 = 5 << 30, 1 << 30
 
 var (
 	_ WriteFS     = (*S3)(nil)
@@ -82,8 +84,9 @@ func (s *S3) MkdirAll(name string) error {
 // names tolerate (a leftover temporary is removed or overwritten).
 // What it does not keep: two renames of one source at once can both
 // succeed, so a rename is no lock (see the lease's takeover in
-// docs/objectstores.md). Objects over 5 GiB (one CopyObject's limit) are
-// refused. Directories cannot be renamed.
+// docs/objectstores.md). An object over 5 GiB (one CopyObject's limit) is
+// copied by a multipart upload of ranged part copies, completed only when
+// every part is in. Directories cannot be renamed.
 func (s *S3) Rename(oldname, newname string) error {
 	fi, err := s.head(oldname)
 	if err != nil {
@@ -94,21 +97,48 @@ func (s *S3) Rename(oldname, newname string) error {
 		}
 		return err
 	}
-	if fi.size > s3CopyMax {
-		return &iofs.PathError{Op: "rename", Path: s.name + oldname, Err: fmt.Errorf("%d bytes: S3 copies at most %d bytes in one request", fi.size, int64(s3CopyMax))}
-	}
-	src := s.bucket + "/" + escapeKey(key(oldname))
-	in := &s3.CopyObjectInput{Bucket: &s.bucket, Key: aws.String(key(newname)), CopySource: aws.String(src)}
-	if fi.etag != "" {
-		in.CopySourceIfMatch = aws.String(fi.etag)
-	}
-	if _, err := s.client.CopyObject(context.Background(), in); err != nil {
+	if err := s.copyObject(oldname, newname, fi); err != nil {
 		return s.explain("rename", oldname, err)
 	}
 	if _, err := s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(key(oldname))}); err != nil {
 		return s.explain("rename", oldname, err)
 	}
 	return nil
+}
+
+// copyObject copies the object src (described by fi) to dst on the
+// server, in one request or, past s3CopyMax, in parts.
+func (s *S3) copyObject(src, dst string, fi s3Info) error {
+	ctx := context.Background()
+	from := aws.String(s.bucket + "/" + escapeKey(key(src)))
+	var ifMatch *string
+	if fi.etag != "" {
+		ifMatch = aws.String(fi.etag)
+	}
+	if fi.size <= s3CopyMax {
+		_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{Bucket: &s.bucket, Key: aws.String(key(dst)), CopySource: from, CopySourceIfMatch: ifMatch})
+		return err
+	}
+	up, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: aws.String(key(dst))})
+	if err != nil {
+		return err
+	}
+	var parts []types.CompletedPart
+	for off, num := int64(0), int32(1); off < fi.size; off, num = off+s3CopyPart, num+1 {
+		end := min(off+s3CopyPart, fi.size) - 1
+		out, err := s.client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{Bucket: &s.bucket, Key: aws.String(key(dst)), UploadId: up.UploadId, PartNumber: aws.Int32(num),
+			CopySource: from, CopySourceIfMatch: ifMatch, CopySourceRange: aws.String(fmt.Sprintf("bytes=%d-%d", off, end))})
+		if err != nil {
+			s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: aws.String(key(dst)), UploadId: up.UploadId})
+			return err
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(num)})
+	}
+	_, err = s.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &s.bucket, Key: aws.String(key(dst)), UploadId: up.UploadId, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts}})
+	if err != nil {
+		s.client.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: aws.String(key(dst)), UploadId: up.UploadId})
+	}
+	return err
 }
 
 // escapeKey URL-encodes a key for CopySource, keeping its slashes.
