@@ -219,6 +219,8 @@ type faultProxy struct {
 	cutAfter, cuts int
 	// slowDowns is how many requests to answer 503 SlowDown.
 	slowDowns int
+	// afterCopy, when set, runs once a server-side copy was answered.
+	afterCopy func()
 	// ranges are the Range headers of the GETs seen; answered503 counts.
 	ranges      []string
 	answered503 int
@@ -234,6 +236,9 @@ func newFaultProxy(t *testing.T, endpoint string) *faultProxy {
 	rp.ModifyResponse = func(resp *http.Response) error {
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		if resp.Request.Header.Get("X-Amz-Copy-Source") != "" && p.afterCopy != nil {
+			p.afterCopy()
+		}
 		if resp.Request.Method == http.MethodGet && p.cuts > 0 && resp.StatusCode == http.StatusPartialContent {
 			p.cuts--
 			resp.Body = &cutBody{r: resp.Body, left: p.cutAfter}
@@ -426,5 +431,33 @@ func TestS3SlowDownBacksOff(t *testing.T) {
 	p.set(func(p *faultProxy) { p.slowDowns = 3 })
 	if _, err := g.ReadAt(got, 0); err == nil || !strings.Contains(err.Error(), "SlowDown") {
 		t.Errorf("two attempts against three SlowDowns: %v, want the SlowDown error", err)
+	}
+}
+
+// TestS3RenameKeepsAReplacedSource replaces the source object between
+// Rename's server-side copy and its delete (as another run's fresh lease
+// replaces a stale one): the delete, conditional on the copied ETag, leaves
+// the new object alone, the rename fails, and the copy of the old bytes is
+// taken back.
+func TestS3RenameKeepsAReplacedSource(t *testing.T) {
+	st := testenv.RequireS3(t)
+	direct := s3test.Dial(t, st)
+	p := newFaultProxy(t, st.Endpoint)
+	s := dialThrough(t, st, p, 0)
+	dir := s3Prefix(t)
+	defer direct.RemoveAll(dir)
+	writeObject(t, direct, dir+"/lease", []byte("stale"))
+	p.set(func(p *faultProxy) {
+		p.afterCopy = func() { writeObject(t, direct, dir+"/lease", []byte("fresh")) }
+	})
+	err := s.Rename(dir+"/lease", dir+"/aside")
+	if err == nil || !errors.Is(err, iofs.ErrExist) {
+		t.Errorf("Rename of a source replaced mid-way: %v, want a failed precondition", err)
+	}
+	if got := s3test.Stored(t, st, dir+"/lease"); string(got) != "fresh" {
+		t.Errorf("the source holds %q, want the replacement kept", got)
+	}
+	if _, err := direct.Stat(dir + "/aside"); !errors.Is(err, iofs.ErrNotExist) {
+		t.Errorf("the copy of the replaced bytes is still there: %v", err)
 	}
 }

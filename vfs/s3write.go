@@ -82,9 +82,11 @@ func (s *S3) MkdirAll(name string) error {
 // all (a copy is atomic), and a crash between the copy and the delete
 // leaves both names with the same bytes, which the callers' temporary
 // names tolerate (a leftover temporary is removed or overwritten).
-// What it does not keep: two renames of one source at once can both
-// succeed, so a rename is no lock (see the lease's takeover in
-// docs/objectstores.md). An object over 5 GiB (one CopyObject's limit) is
+// The delete is conditional on the copied ETag (If-Match), so a source
+// replaced between the copy and the delete survives and the rename fails.
+// What it does not keep: two renames of one unchanged source at once can
+// both succeed, so a rename is no lock; the lease's takeover still ends in
+// CreateExclusive, which is (see docs/objectstores.md). An object over 5 GiB (one CopyObject's limit) is
 // copied by a multipart upload of ranged part copies, completed only when
 // every part is in. Directories cannot be renamed.
 func (s *S3) Rename(oldname, newname string) error {
@@ -100,8 +102,20 @@ func (s *S3) Rename(oldname, newname string) error {
 	if err := s.copyObject(oldname, newname, fi); err != nil {
 		return s.explain("rename", oldname, err)
 	}
-	if _, err := s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(key(oldname))}); err != nil {
-		return s.explain("rename", oldname, err)
+	// The delete asks for the ETag that was copied: a source replaced
+	// since (another run's fresh lease where a stale one was) is left
+	// alone, and the copy of the old bytes is taken back.
+	del := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(key(oldname))}
+	if fi.etag != "" {
+		del.IfMatch = aws.String(fi.etag)
+	}
+	if _, err := s.client.DeleteObject(context.Background(), del); err != nil {
+		err = s.explain("rename", oldname, err)
+		if errors.Is(err, iofs.ErrExist) {
+			s.client.DeleteObject(context.Background(), &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(key(newname))})
+			return fmt.Errorf("vfs: %s%s was replaced while it was renamed to %s: %w", s.name, oldname, newname, err)
+		}
+		return err
 	}
 	return nil
 }
