@@ -20,26 +20,18 @@ import (
 )
 
 // filesUnder lists the objects under prefix whose key has a folder named
-// folder in it ("hfiles": the staged HFiles; "runs": spilled runs).
+// folder in it ("hfiles": the staged HFiles; "runs": spilled runs), but
+// not the stage's JSON records, dot files or temporaries (".tmp": not yet
+// committed).
 func filesUnder(t *testing.T, fsys vfs.FS, prefix, folder string) []string {
 	t.Helper()
 	var out []string
-	var walk func(string)
-	walk = func(d string) {
-		ents, err := fsys.ReadDir(d)
-		if err != nil {
-			t.Fatalf("listing %s: %v", d, err)
-		}
-		for _, e := range ents {
-			p := path.Join(d, e.Name())
-			if e.IsDir() {
-				walk(p)
-			} else if strings.Contains(p, "/"+folder+"/") && !strings.HasPrefix(e.Name(), ".") && !strings.HasSuffix(e.Name(), ".json") {
-				out = append(out, p)
-			}
+	for _, p := range s3test.Files(t, fsys, prefix) {
+		name := path.Base(p)
+		if strings.Contains(p, "/"+folder+"/") && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".tmp") {
+			out = append(out, p)
 		}
 	}
-	walk(prefix)
 	return out
 }
 

@@ -14,39 +14,20 @@ import (
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// fixtureNames lists the committed snapshot fixtures (each NAME has the
-// oracle's NAME.cells beside its root dir).
-func fixtureNames(t *testing.T, dir string) []string {
-	t.Helper()
-	dumps, _ := filepath.Glob(filepath.Join(dir, "*.cells"))
-	var names []string
-	for _, d := range dumps {
-		if !strings.HasSuffix(d, ".raw.cells") {
-			names = append(names, strings.TrimSuffix(filepath.Base(d), ".cells"))
-		}
-	}
-	if len(names) == 0 {
-		t.Fatalf("no snapshot fixtures under %s", dir)
-	}
-	return names
-}
-
 // TestS3Fixtures copies every committed fixture snapshot (written by the
 // mini cluster's HBase) byte for byte into the testenv S3 server's bucket
 // and reads it back from its s3a:// root: the cells equal the oracle's
 // dumps, normal and raw, whole and cut into splits, read through the
 // read-ahead streams S3 files get by default and with read-ahead off.
 func TestS3Fixtures(t *testing.T) {
-	st := testenv.RequireS3(t)
-	st.UseS3Conf(t)
-	fsys := s3test.Dial(t, st)
+	st, fsys := s3test.Setup(t)
 	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(repo, "testdata", "snapshots")
 	prefix := s3test.Prefix(t, fsys, "snapshot-fixtures")
-	for _, name := range fixtureNames(t, dir) {
+	for _, name := range hbase1Names(t, dir) {
 		t.Run(name, func(t *testing.T) {
 			dst := path.Join(prefix, name)
 			s3test.Upload(t, st, fsys, filepath.Join(dir, name), dst)
@@ -73,28 +54,17 @@ func TestS3Fixtures(t *testing.T) {
 	}
 }
 
-// storeFiles lists the HFiles of a snapshot root on S3 (keys under
-// data/, outside .hbase-snapshot).
+// storeFiles lists the HFiles of a snapshot root on S3: the objects at
+// data/NS/TABLE/REGION/FAMILY/ (not the region's own dot files).
 func storeFiles(t *testing.T, fsys vfs.FS, dir string) []string {
 	t.Helper()
 	var out []string
-	var walk func(string)
-	walk = func(d string) {
-		ents, err := fsys.ReadDir(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			p := path.Join(d, e.Name())
-			switch {
-			case e.IsDir() && !strings.HasPrefix(e.Name(), "."):
-				walk(p)
-			case !e.IsDir() && !strings.HasPrefix(e.Name(), ".") && strings.Count(strings.TrimPrefix(p, dir+"/data/"), "/") == 4:
-				out = append(out, p) // ns/table/region/family/hfile
-			}
+	for _, p := range s3test.Files(t, fsys, dir+"/data") {
+		rel := strings.TrimPrefix(p, dir+"/data/")
+		if strings.Count(rel, "/") == 4 && !strings.Contains(rel, "/.") {
+			out = append(out, p)
 		}
 	}
-	walk(dir + "/data")
 	if len(out) == 0 {
 		t.Fatalf("no store files under %s/data", dir)
 	}
@@ -107,9 +77,7 @@ func storeFiles(t *testing.T, fsys vfs.FS, dir string) []string {
 // with ErrNotFound naming its key, and one whose size is not the
 // manifest's fails with ErrCorrupt naming both sizes.
 func TestS3SnapshotConsistency(t *testing.T) {
-	st := testenv.RequireS3(t)
-	st.UseS3Conf(t)
-	fsys := s3test.Dial(t, st)
+	st, fsys := s3test.Setup(t)
 	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

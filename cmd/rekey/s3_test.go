@@ -1,14 +1,12 @@
 package main
 
 import (
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/internal/s3test"
-	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
 // TestInspectSnapshotS3 copies the split_refs fixture (written by HBase,
@@ -18,29 +16,12 @@ import (
 // Reference file alone may go: the manifest carries references) it fails
 // naming the key, with a non-zero exit code.
 func TestInspectSnapshotS3(t *testing.T) {
-	st := testenv.RequireS3(t)
-	st.UseS3Conf(t)
-	fsys := s3test.Dial(t, st)
+	st, fsys := s3test.Setup(t)
 	dir := fixtureDir(t, "split_refs")
 	prefix := s3test.Prefix(t, fsys, "inspect")
 	s3test.Upload(t, st, fsys, filepath.Join(dir, "split_refs"), prefix)
 	root := "s3a://" + st.Bucket + prefix
-	for _, mode := range []struct {
-		file string
-		args []string
-	}{
-		{"split_refs.cells", nil},
-		{"split_refs.raw.cells", []string{"--raw"}},
-	} {
-		want, err := os.ReadFile(filepath.Join(dir, mode.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		code, out, errOut := runInspectSnapshotCLI(t, append([]string{root, "split_refs", "--cells"}, mode.args...)...)
-		if code != 0 || out != string(want) {
-			t.Errorf("%s: exit %d, %d bytes (want %d identical to the oracle's dump); stderr %s", mode.file, code, len(out), len(want), errOut)
-		}
-	}
+	inspectMatchesOracle(t, root, dir)
 
 	// The split parent's HFile, which both daughters' references (carried
 	// in the manifest) point at.

@@ -91,3 +91,33 @@ func Upload(t testing.TB, s *testenv.S3State, fsys vfs.WriteFS, dir, dst string)
 	}
 	return n
 }
+
+// Files lists every object under dir ("/…"), depth first in name order,
+// leaving out directory markers.
+func Files(t testing.TB, fsys vfs.FS, dir string) []string {
+	t.Helper()
+	ents, err := fsys.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("listing %s: %v", dir, err)
+	}
+	var out []string
+	for _, e := range ents {
+		p := path.Join(dir, e.Name())
+		if e.IsDir() {
+			out = append(out, Files(t, fsys, p)...)
+		} else {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Setup is what an object-store test starts with: the S3 server (or a
+// skip), HADOOP_CONF_DIR pointing at its core-site.xml (so s3a:// URLs
+// resolve as on a Hadoop client), and the bucket opened.
+func Setup(t *testing.T) (*testenv.S3State, *vfs.S3) {
+	t.Helper()
+	st := testenv.RequireS3(t)
+	st.UseS3Conf(t)
+	return st, Dial(t, st)
+}
