@@ -139,3 +139,27 @@ func securityFromSite() (*Kerberos, error) {
 	}
 	return kerberosFromSite(props, p)
 }
+
+// SiteRootDir returns hbase.rootdir of $HBASE_CONF_DIR/hbase-site.xml and
+// that file's path, or "" and why not: the region servers' root dir is
+// in their configuration, which no RPC reports, so this file (when it is
+// the cluster's) is what a client can know of it.
+func SiteRootDir() (rootDir, from string) {
+	dir := os.Getenv("HBASE_CONF_DIR")
+	if dir == "" {
+		return "", "HBASE_CONF_DIR is not set"
+	}
+	p := filepath.Join(dir, "hbase-site.xml")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", err.Error()
+	}
+	props, err := siteProps(b, p)
+	if err != nil {
+		return "", err.Error()
+	}
+	if props["hbase.rootdir"] == "" {
+		return "", p + " has no hbase.rootdir"
+	}
+	return props["hbase.rootdir"], p
+}

@@ -341,6 +341,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 			return nil, err
 		}
 		o.Client = c
+		r.warnStaging(o.Staging) // (an offline run names no cluster to compare with)
 	}
 	// Not `return stage.New(ctx, o)`: a nil *stage.Sink in the sink.Sink
 	// interface is not a nil interface, and the run would close it.

@@ -9,7 +9,7 @@ import (
 )
 
 // ErrUnsupportedScheme is returned by Open for a URL scheme rekey cannot
-// read or write (s3://, gs://, ...).
+// read or write (gs://, abfs://, ...).
 var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
 
 // ErrBadLocation is matched by Open's errors for a location that is
@@ -18,8 +18,8 @@ var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
 var ErrBadLocation = errors.New("vfs: malformed location")
 
 // Location is a file system and an absolute, slash-separated path in it,
-// resolved from what a user wrote: a local path, a file:// URL or an
-// hdfs:// URL.
+// resolved from what a user wrote: a local path, a file:// URL, an
+// hdfs:// URL or an s3a:// (s3://) URL.
 type Location struct {
 	FS   WriteFS
 	Path string
@@ -41,8 +41,9 @@ func (l *Location) Close() error {
 // absolute against the working directory. A file:// URL's host must be
 // empty or localhost (file://tmp/x is a mistake for file:///tmp/x and is
 // refused rather than read as the relative path tmp/x). An hdfs:// URL
-// dials the NameNode (see DialHDFS for nameservices and users). Any other
-// scheme is ErrUnsupportedScheme.
+// dials the NameNode (see DialHDFS for nameservices and users). An s3a:// or
+// s3:// URL names a bucket and a key prefix (see DialS3 for endpoints and
+// credentials). Any other scheme is ErrUnsupportedScheme.
 func Open(where string) (*Location, error) {
 	if where == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrBadLocation)
@@ -75,6 +76,16 @@ func Open(where string) (*Location, error) {
 			return nil, err
 		}
 		return &Location{FS: Local{}, Path: filepath.ToSlash(abs), URL: where}, nil
+	case "s3a", "s3":
+		s, err := DialS3(u.Host)
+		if err != nil {
+			return nil, err
+		}
+		p := u.Path
+		if p == "" {
+			p = "/"
+		}
+		return &Location{FS: s, Path: p, URL: where, close: s.Close}, nil
 	case "hdfs":
 		h, err := DialHDFS(u.Host)
 		if err != nil {
@@ -86,6 +97,6 @@ func Open(where string) (*Location, error) {
 		}
 		return &Location{FS: h, Path: p, URL: where, close: h.Close}, nil
 	default:
-		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file:// or hdfs://)", ErrUnsupportedScheme, where, u.Scheme)
+		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file://, hdfs://, s3a:// or s3://)", ErrUnsupportedScheme, where, u.Scheme)
 	}
 }

@@ -31,6 +31,13 @@ func fixtureDir(t *testing.T, name string) string {
 
 func TestInspectSnapshotCellsMatchOracle(t *testing.T) {
 	dir := fixtureDir(t, "split_refs")
+	inspectMatchesOracle(t, filepath.Join(dir, "split_refs"), dir)
+}
+
+// inspectMatchesOracle checks that `rekey inspect snapshot ROOT split_refs
+// --cells` (and --raw) prints the oracle's dumps in dir byte for byte.
+func inspectMatchesOracle(t *testing.T, root, dir string) {
+	t.Helper()
 	for _, mode := range []struct {
 		file string
 		args []string
@@ -42,7 +49,7 @@ func TestInspectSnapshotCellsMatchOracle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code, out, errOut := runInspectSnapshotCLI(t, append([]string{filepath.Join(dir, "split_refs"), "split_refs", "--cells"}, mode.args...)...)
+		code, out, errOut := runInspectSnapshotCLI(t, append([]string{root, "split_refs", "--cells"}, mode.args...)...)
 		if code != 0 || out != string(want) {
 			t.Errorf("%s: exit %d, %d bytes (want %d identical to the oracle's dump); stderr %s", mode.file, code, len(out), len(want), errOut)
 		}

@@ -49,6 +49,7 @@ var rules = map[string][]string{
 	// DIGEST-MD5 for DataNode connections the HDFS library misreads.
 	"internal/digestmd5": {},
 	"internal/testenv":   {"cell"},
+	"internal/s3test":    {"vfs", "internal/testenv"},
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
 

@@ -1,0 +1,149 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/s3test"
+	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// filesUnder lists the objects under prefix whose key has a folder named
+// folder in it ("hfiles": the staged HFiles; "runs": spilled runs), but
+// not the stage's JSON records, dot files or temporaries (".tmp": not yet
+// committed).
+func filesUnder(t *testing.T, fsys vfs.FS, prefix, folder string) []string {
+	t.Helper()
+	var out []string
+	for _, p := range s3test.Files(t, fsys, prefix) {
+		name := path.Base(p)
+		if strings.Contains(p, "/"+folder+"/") && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".tmp") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestS3StagingKillNineThenResume stages a run's HFiles on the testenv S3
+// server: the run is killed with SIGKILL twice mid-spill and resumed with
+// --resume each time (--no-load: the mini cluster's region servers have no
+// S3 client), and the final resume finishes. The staged HFiles, copied out
+// of the bucket and read by HBase's own HFile reader (the oracle's
+// dump-hfile), hold exactly the preset's rule applied to the seeded cells,
+// each once. Every run says, before it stages anything, that the staging
+// is not on the file system of the cluster's hbase.rootdir (named by the
+// hbase-site.xml in HBASE_CONF_DIR).
+func TestS3StagingKillNineThenResume(t *testing.T) {
+	st := testenv.Require(t)
+	s3 := testenv.RequireS3(t)
+	fsys := s3test.Dial(t, s3)
+	bin := rekeyBinary(t)
+	src, dst := uniq(t, "s3kill_src"), uniq(t, "s3kill_dst")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	testenv.DropAfter(t, dst, "")
+	p := presets["wide_to_bucketed"]
+	// Ten source regions, so splits commit (and their runs stay in the
+	// bucket) between the kills.
+	var keys []string
+	for s := 3; s <= 27; s += 3 {
+		keys = append(keys, fmt.Sprintf("s%03d", s))
+	}
+	source := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snap, Families: p.families, SplitKeys: keys, Versions: 1}, bigWide(30, 800))
+	want := expect(p, source)
+	dir := t.TempDir()
+	jobPath := writeJobFile(t, st, snap, dst, dir)
+	site := filepath.Join(dir, "hbase-conf")
+	os.MkdirAll(site, 0o755)
+	if err := os.WriteFile(filepath.Join(site, "hbase-site.xml"), []byte("<configuration><property><name>hbase.rootdir</name><value>"+st.RootDir+"</value></property></configuration>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prefix := s3test.Prefix(t, fsys, "staging")
+	staging := "s3a://" + s3.Bucket + prefix
+	env := append(os.Environ(), "HADOOP_CONF_DIR="+s3.ConfDir, "HBASE_CONF_DIR="+site, "AWS_EC2_METADATA_DISABLED=true")
+	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--no-load", "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "4MiB"}
+	const warning = "the region servers will copy every staged HFile at load time"
+	for k, d := range []time.Duration{3 * time.Second, 2500 * time.Millisecond} {
+		cmd := exec.Command(bin, append(args, "--max-cells-per-sec", "4000")...)
+		cmd.Env = env
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(d)
+		cmd.Process.Signal(syscall.SIGKILL)
+		err := cmd.Wait()
+		t.Logf("kill %d after %v: exit %d", k, d, exitCode(err))
+		if exitCode(err) >= 0 {
+			t.Fatalf("run %d ended before the kill (exit %d): nothing was tested; stderr %s", k, exitCode(err), stderr.String())
+		}
+		if k == 0 {
+			t.Logf("stderr: %s", stderr.String())
+		}
+		if !strings.Contains(stderr.String(), warning) {
+			t.Errorf("run %d said nothing of the staging's file system; stderr %s", k, stderr.String())
+		}
+	}
+	if n := len(filesUnder(t, fsys, prefix, "hfiles")); n != 0 {
+		t.Fatalf("%d HFiles were staged before the last kill: the kills came after the spill", n)
+	}
+	if len(filesUnder(t, fsys, prefix, "runs")) == 0 {
+		t.Fatal("no spilled run in the bucket after the kills: they came before the spill")
+	}
+	cmd := exec.Command(bin, append(args, "--json")...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("final resume: exit %d: %s", exitCode(err), stderr.String())
+	}
+	var sum struct {
+		Finished bool  `json:"finished"`
+		Written  int64 `json:"cells_written"`
+	}
+	json.Unmarshal(out, &sum)
+	if !sum.Finished {
+		t.Fatalf("final resume did not finish: %s", out)
+	}
+
+	files := filesUnder(t, fsys, prefix, "hfiles")
+	if len(files) == 0 {
+		t.Fatalf("no staged HFiles under %s", staging)
+	}
+	local := t.TempDir()
+	var dumps [][]string
+	for i, f := range files {
+		b, err := vfs.ReadFile(fsys, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := filepath.Join(local, strings.ReplaceAll(strings.TrimPrefix(f, prefix+"/"), "/", "_")+"-"+string(rune('a'+i%26)))
+		if err := os.WriteFile(lp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		dumps = append(dumps, []string{"dump-hfile", lp})
+	}
+	var got []cell.Cell
+	for _, d := range testenv.OracleDumps(t, dumps) {
+		cells, err := testenv.ParseDump(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, cells...)
+	}
+	testenv.SortCells(got)
+	sameCells(t, "staged HFiles on S3 after kills and resume, read by HBase", got, want)
+}

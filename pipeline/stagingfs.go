@@ -1,0 +1,64 @@
+package pipeline
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/rekeyhq/rekey/hbase"
+)
+
+// stagingWarning returns what to say, before anything is staged, when the
+// staging folder is not on the file system of the cluster's hbase.rootdir
+// ("" when it is, or when nothing useful can be said). A bulk load from
+// another file system is no rename: each region server copies every staged
+// HFile into its root dir, which for S3 staging means reading it all back
+// over the network. rootDir is the cluster's root dir as far as rekey
+// knows it ("" when it does not, with why in from).
+func stagingWarning(staging, rootDir, from string) string {
+	sfs := fileSystemOf(staging)
+	if rootDir == "" {
+		if sfs == "" || strings.HasPrefix(sfs, "hdfs://") {
+			return "" // the documented layout: staging on the cluster's HDFS
+		}
+		return fmt.Sprintf("the staging folder %s is on %s, and rekey cannot learn the cluster's hbase.rootdir (%s; set HBASE_CONF_DIR to the folder of the cluster's hbase-site.xml): unless the root dir is on %s, the region servers will copy every staged HFile at load time instead of moving it", staging, sfs, from, sfs)
+	}
+	rfs := fileSystemOf(rootDir)
+	if sfs == "" || rfs == "" || sfs == rfs {
+		return ""
+	}
+	return fmt.Sprintf("the staging folder %s is on %s, but the cluster's hbase.rootdir %s (from %s) is on %s: the region servers will copy every staged HFile at load time instead of moving it; stage under %s to load by rename", staging, sfs, rootDir, from, rfs, rfs)
+}
+
+// fileSystemOf names the file system of a location: "scheme://authority"
+// with the S3 schemes as one ("s3://bucket"), "local" for a path or a
+// file:// URL, "" when it cannot tell (an hdfs:/// URL takes its NameNode
+// from the configuration).
+func fileSystemOf(where string) string {
+	if !strings.Contains(where, "://") {
+		return "local"
+	}
+	u, err := url.Parse(where)
+	if err != nil {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	switch scheme {
+	case "file":
+		return "local"
+	case "s3a", "s3n":
+		scheme = "s3"
+	}
+	if u.Host == "" {
+		return ""
+	}
+	return scheme + "://" + strings.ToLower(u.Host)
+}
+
+// warnStaging logs stagingWarning for the job's staging folder.
+func (r *Run) warnStaging(staging string) {
+	root, from := hbase.SiteRootDir()
+	if msg := stagingWarning(staging, root, from); msg != "" {
+		r.logf("warning: %s", msg)
+	}
+}

@@ -1,0 +1,33 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStagingWarning checks when a run warns that its staging folder is
+// not on the cluster's root dir's file system: S3 staging against an HDFS
+// root dir, or against another bucket, warns; the same bucket under either
+// S3 scheme, or the same NameNode, does not; with the root dir unknown only
+// staging off HDFS warns, saying that rekey could not learn it.
+func TestStagingWarning(t *testing.T) {
+	for _, c := range []struct {
+		staging, root, want string
+	}{
+		{"s3a://b/stage", "hdfs://nn:8020/hbase", "is on hdfs://nn:8020"},
+		{"s3a://b/stage", "s3a://other/hbase", "is on s3://other"},
+		{"s3a://b/stage", "s3://b/hbase", ""},
+		{"s3://B/stage", "s3a://b/hbase", ""},
+		{"hdfs://nn:8020/tmp/x", "hdfs://nn:8020/hbase", ""},
+		{"hdfs://nn2:8020/tmp/x", "hdfs://nn:8020/hbase", "is on hdfs://nn:8020"},
+		{"/tmp/stage", "hdfs://nn:8020/hbase", "is on local"},
+		{"hdfs:///tmp/x", "hdfs://nn:8020/hbase", ""},
+		{"s3a://b/stage", "", "cannot learn the cluster's hbase.rootdir"},
+		{"hdfs://nn:8020/tmp/x", "", ""},
+	} {
+		got := stagingWarning(c.staging, c.root, "test")
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("staging %s, root %q: %q, want %q", c.staging, c.root, got, c.want)
+		}
+	}
+}
