@@ -38,7 +38,9 @@ go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$ev
 scripts/test_skips.py "$events" || status=1
 
 # The secure suite: the kerberized cluster (KDC, Kerberos for HDFS and
-# HBase, DataNode privacy) after the plain one, which is stopped first when
+# HBase, DataNodes accepting integrity or privacy: the client's default
+# configuration settles on integrity, and the inspect test asks for each
+# in turn, privacy also with AES) after the plain one, which is stopped first when
 # this script started it (two clusters do not fit the 2 cores well). Its
 # tests are named Secure*; in the plain pass above they skipped, loudly.
 if [ "$started" = 1 ]; then
@@ -54,7 +56,7 @@ else
 	# offers only authentication meets no common protection
 	# (TestSecureNoCommonProtection). Authentication alone (no wrap) is
 	# the secure cluster's default: TESTENV_RPC_PROTECTION=authentication.
-	SECURE=1 TESTENV_DATA_PROTECTION=privacy TESTENV_RPC_PROTECTION=privacy,integrity TESTENV_TICKET_LIFETIME=60s testenv/bin/up
+	SECURE=1 TESTENV_DATA_PROTECTION=integrity,privacy TESTENV_RPC_PROTECTION=privacy,integrity TESTENV_TICKET_LIFETIME=60s testenv/bin/up
 	secure_started=1
 	echo "test: secure cluster up in $(($(date +%s) - secure_t0))s"
 fi

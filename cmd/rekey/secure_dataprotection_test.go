@@ -88,34 +88,10 @@ func intField(t *testing.T, s string) int64 {
 	return v
 }
 
-// TestSecureInspectSnapshotAESMatchesOracle: with privacy on the
-// DataNodes and a client configuration that asks for AES
-// (dfs.encrypt.data.transfer.cipher.suites=AES/CTR/NoPadding, which the
-// DataNodes of testenv accept), `rekey inspect snapshot --cells` reads
-// through AES/CTR keyed by rekey's own handshake and prints exactly the
-// oracle's dump. (TestSecureInspectSnapshotMatchesOracle, with testenv's
-// client configuration, which does not ask, reads through rc4.)
-func TestSecureInspectSnapshotAESMatchesOracle(t *testing.T) {
-	s := testenv.RequireSecure(t)
-	if !strings.HasPrefix(s.Secure.DataTransferProtection, "privacy") {
-		// A list led by integrity settles on integrity (the client's
-		// order decides), which asks for no cipher.
-		t.Skipf("the secure cluster runs with protection %s; start it with TESTENV_DATA_PROTECTION=privacy", s.Secure.DataTransferProtection)
-	}
-	snap := seedSecure(t, s)
-	secureClientEnv(t, s)
-	t.Setenv("HADOOP_CONF_DIR", confWithAES(t, s.Secure.HadoopConfDir))
-	want := string(testenv.SecureOracle(t, nil, "dump-snapshot", s.RootDir, snap))
-	code, out, errOut := runRekey(t, "inspect", "snapshot", s.RootDir, snap, "--cells",
-		"--keytab", s.Secure.HBaseKeytab, "--principal", s.Secure.HBasePrincipal)
-	if code != 0 || out != want || len(want) == 0 {
-		t.Fatalf("exit %d, %d bytes (want %d identical to the oracle's dump); stderr %s", code, len(out), len(want), errOut)
-	}
-}
-
-// confWithAES copies the client configuration in dir into a new folder,
-// hdfs-site.xml asking for the AES cipher suite.
-func confWithAES(t *testing.T, dir string) string {
+// confWith copies the client configuration in dir into a new folder,
+// with props set in its hdfs-site.xml (added after the file's own, so
+// they win: the last value of a property counts).
+func confWith(t *testing.T, dir string, props map[string]string) string {
 	t.Helper()
 	out := t.TempDir()
 	for _, name := range []string{"core-site.xml", "hdfs-site.xml", "hbase-site.xml"} {
@@ -128,7 +104,11 @@ func confWithAES(t *testing.T, dir string) string {
 			if !bytes.Contains(b, []byte(end)) {
 				t.Fatalf("%s has no %s", name, end)
 			}
-			b = bytes.Replace(b, []byte(end), []byte("<property><name>dfs.encrypt.data.transfer.cipher.suites</name><value>AES/CTR/NoPadding</value></property>\n"+end), 1)
+			var add strings.Builder
+			for k, v := range props {
+				fmt.Fprintf(&add, "<property><name>%s</name><value>%s</value></property>\n", k, v)
+			}
+			b = bytes.Replace(b, []byte(end), []byte(add.String()+end), 1)
 		}
 		if err := os.WriteFile(filepath.Join(out, name), b, 0o644); err != nil {
 			t.Fatal(err)
