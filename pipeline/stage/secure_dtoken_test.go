@@ -12,6 +12,7 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
@@ -24,8 +25,13 @@ func secureClient(t *testing.T, s *testenv.SecureState, keytab, principal string
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The protections the cluster was started with (hbase.rpc.protection).
+	qops, err := sasl.ParseProtection(s.Secure.RPCProtection)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := hbase.NewClient(hbase.Config{ZKQuorum: s.ZKQuorum, ZNodeParent: s.ZNodeParent, OperationTimeout: time.Minute,
-		Kerberos: &hbase.Kerberos{Login: l, MasterPrincipal: s.Secure.ServicePattern, RegionServerPrincipal: s.Secure.ServicePattern}})
+		Kerberos: &hbase.Kerberos{Login: l, MasterPrincipal: s.Secure.ServicePattern, RegionServerPrincipal: s.Secure.ServicePattern, Protection: qops}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +73,6 @@ func superHDFS(t *testing.T, s *testenv.SecureState) *hdfs.Client {
 // cancelled the token it obtained (cancelling it again is refused).
 func TestSecureStageLoadWithDelegationToken(t *testing.T) {
 	s := testenv.RequireSecure(t)
-	if s.Secure.DataTransferProtection == "integrity" {
-		// vfs refuses DataNode integrity, which the HDFS client misreads.
-		t.Skip("staging on HDFS needs dfs.data.transfer.protection privacy or authentication; start the cluster with TESTENV_DATA_PROTECTION=privacy")
-	}
 	ctx := context.Background()
 	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
 	t.Setenv("KRB5_CONFIG", s.Secure.Krb5Conf)
