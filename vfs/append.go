@@ -47,5 +47,5 @@ func (h *HDFS) Append(name string) (WriteFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hdfsWriter{w: w, name: name}, nil
+	return &hdfsWriter{h: h, w: w, name: name}, nil
 }

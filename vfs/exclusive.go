@@ -46,7 +46,7 @@ func (h *HDFS) CreateExclusive(name string) (WriteFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hdfsWriter{w: w, name: name}, nil
+	return &hdfsWriter{h: h, w: w, name: name}, nil
 }
 
 // CreateExclusive implements ExclusiveFS. The name is taken at once (an
