@@ -1,0 +1,163 @@
+package stage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
+)
+
+// durableLog records the IDs a sink reports durable, and checks at each
+// report that what makes them durable is on disk already: the split's
+// record, and for a split with no runs, finish.json saying Written.
+type durableLog struct {
+	t   *testing.T
+	s   *Sink
+	dir string
+	mu  sync.Mutex
+	ids []string
+}
+
+func (d *durableLog) report(ids []string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, id := range ids {
+		var rec splitRecord
+		found, err := readJSON(d.s.fs, filepath.Join(d.dir, splitsDir, splitKey(id)+".json"), &rec)
+		if err != nil || !found {
+			d.t.Errorf("split %s reported durable with no record (found %v, err %v)", id, found, err)
+			continue
+		}
+		if len(rec.Runs) == 0 {
+			var st finishState
+			if ok, _ := readJSON(d.s.fs, filepath.Join(d.dir, finishFile), &st); !ok || !st.Written {
+				d.t.Errorf("split %s reported durable from HFiles before finish.json says them written", id)
+			}
+		}
+	}
+	d.ids = append(d.ids, ids...)
+	return nil
+}
+
+func (d *durableLog) reported() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.ids)
+}
+
+// TestStageKeptSplits: splits that fit in the memory budget are kept in
+// their sort buffers (Ack.Held, no run, no record) and written to HFiles
+// straight from memory; a split that needs memory the kept ones hold
+// makes the largest of them spill, and each is reported durable only once
+// its record (and, for the ones written from memory, the HFiles) are on
+// disk. Duplicates and collisions across kept and spilled splits collapse
+// as between runs, the first split's cell kept; the HFiles read back hold
+// exactly the expected cells.
+func TestStageKeptSplits(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("g"), []byte("n"), []byte("t")},
+		Memory: 2 << 20, Workers: 2, HFileSize: 64 << 10, MaxFiles: 4}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	log := &durableLog{t: t, s: s, dir: dir}
+	s.OnDurable(log.report)
+
+	cells := genCells(3, 24000)
+	a, b, c, d := cells[:3000], cells[3000:6000], cells[6000:9000], cells[9000:]
+	for _, sp := range []struct {
+		id    string
+		cells []cell.Cell
+	}{{"a", a}, {"b", b}} {
+		if ack := writeSplit(t, s, sp.id, sp.cells); !ack.Held || ack.Cells != int64(len(sp.cells)) {
+			t.Errorf("split %s: ack %+v; want its %d cells held", sp.id, ack, len(sp.cells))
+		}
+	}
+	// Split c repeats 20 of a's cells (duplicates) and 5 of a's keys with
+	// other values (collisions: a's kept, as a sorts first).
+	extra := slices.Clone(c)
+	collide := map[string]bool{}
+	for i := 0; i < 20; i++ {
+		extra = append(extra, a[i*5])
+	}
+	for i := 0; i < 5; i++ {
+		x := a[i*5+1].Clone()
+		x.Value = append(x.Value, 0xEE)
+		extra = append(extra, x)
+		collide[string(cell.AppendDump(nil, &a[i*5+1]))] = true
+	}
+	writeSplit(t, s, "c", extra)
+	if got := log.reported(); len(got) != 0 {
+		t.Errorf("splits %v reported durable while all three fit in memory", got)
+	}
+	if recs, _ := readSplits(s.fs, dir); len(recs) != 0 {
+		t.Errorf("%d split records on disk for splits held in memory", len(recs))
+	}
+	// Split d is larger than its share: it spills runs of its own, and the
+	// memory it needs makes kept splits spill.
+	if ack := writeSplit(t, s, "d", d); ack.Held {
+		t.Error("split d spilled runs, yet its ack says held")
+	}
+	spilled := log.reported()
+	if len(spilled) == 0 || len(spilled) == 3 {
+		t.Errorf("reported durable while d was written: %v; want some of the kept splits, not all", spilled)
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	all := log.reported()
+	slices.Sort(all)
+	if !slices.Equal(all, []string{"a", "b", "c"}) {
+		t.Errorf("reported durable: %v; want a, b and c once each", all)
+	}
+	st := s.Stats()
+	t.Logf("stats: %+v", st)
+	if want := int64(3 - len(spilled)); st.SplitsInMemory != want {
+		t.Errorf("%d splits written from memory, want %d", st.SplitsInMemory, want)
+	}
+	if st.PeakMemory > o.Memory {
+		t.Errorf("peak sort memory %d over the budget %d", st.PeakMemory, o.Memory)
+	}
+	if st.Duplicates != 20 || st.Collisions != 5 {
+		t.Errorf("duplicates %d collisions %d, want 20 and 5", st.Duplicates, st.Collisions)
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	equalDumps(t, got, sorted(cells))
+	for _, line := range dump(got) {
+		delete(collide, line)
+	}
+	if len(collide) != 0 {
+		t.Errorf("%d collided cells lost split a's value", len(collide))
+	}
+	if recs, _ := readSplits(s.fs, dir); len(recs) != 4 {
+		t.Errorf("%d split records after Finish, want 4", len(recs))
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, runsDir)); len(ents) != 0 {
+		t.Errorf("%d entries left under runs/", len(ents))
+	}
+}
+
+// TestStageNothingKeptWithoutOnDurable: a caller that never said it
+// records held splits gets every split spilled and recorded at Commit.
+func TestStageNothingKeptWithoutOnDurable(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 2 << 20, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ack := writeSplit(t, s, "a", genCells(4, 500)); ack.Held {
+		t.Error("split held though no OnDurable was given")
+	}
+	if recs, _ := readSplits(s.fs, dir); len(recs) != 1 {
+		t.Errorf("%d split records, want 1", len(recs))
+	}
+}
