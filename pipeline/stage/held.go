@@ -261,3 +261,48 @@ func (m *memCursor) next() bool {
 func (m *memCursor) at() *cell.Cell { return &m.c }
 func (m *memCursor) fail() error    { return nil }
 func (m *memCursor) close() error   { return nil }
+
+// A process can die after Finish recorded the kept splits and their HFiles
+// Written but before the runner recorded those splits: the resumed run
+// redoes them, though their cells are in the HFiles already. Such a redo
+// (a split whose record has no runs, in a folder whose HFiles are Written
+// for exactly the records there) is only counted, and checked against the
+// record: the same cells in number and bytes, else it fails.
+
+// noteWritten remembers, at open, the splits whose cells are in HFiles
+// recorded Written for exactly the folder's records.
+func (s *Sink) noteWritten(recs []*splitRecord, st *finishState) {
+	if s.task.Phase != PhaseAll || !st.Written || st.Splits != fingerprint(recs) {
+		return
+	}
+	for _, r := range recs {
+		if len(r.Runs) == 0 && r.Cells > 0 {
+			if s.written == nil {
+				s.written = map[string]*splitRecord{}
+			}
+			s.written[r.ID] = r
+		}
+	}
+}
+
+// writtenSplit is the redo of a split whose cells the HFiles hold: it
+// counts what the split gives and checks it against the record.
+type writtenSplit struct {
+	rec          *splitRecord
+	cells, bytes int64
+}
+
+func (w *writtenSplit) Write(_ context.Context, c *cell.Cell) error {
+	w.cells++
+	w.bytes += cell.Size(c)
+	return nil
+}
+
+func (w *writtenSplit) Commit(context.Context) (sink.Ack, error) {
+	if w.cells != w.rec.Cells || w.bytes != w.rec.Bytes {
+		return sink.Ack{}, fmt.Errorf("stage: split %s redone with %d cells (%d bytes), but the HFiles written for it hold %d (%d bytes): the source or the job changed since; stage into a fresh folder", w.rec.ID, w.cells, w.bytes, w.rec.Cells, w.rec.Bytes)
+	}
+	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
+}
+
+func (w *writtenSplit) Abort() {}

@@ -62,6 +62,9 @@ type Sink struct {
 	kept      []*splitSink
 	keptBytes atomic.Int64
 	onDurable func(ids []string) error
+	// written holds the splits whose cells are in HFiles recorded Written
+	// (noteWritten): a redo of one only counts its cells.
+	written map[string]*splitRecord
 
 	closeOnce sync.Once
 	closeErr  error
@@ -131,6 +134,7 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.addStaged(kept)
+	s.noteWritten(recs, &st)
 	if s.task.Phase == PhaseSpill {
 		return s.recordSpillTask()
 	}
@@ -276,6 +280,9 @@ func (s *Sink) url(p string) string {
 func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, error) {
 	if !s.task.spills() {
 		return nil, fmt.Errorf("stage: split %s: a %s task reads no splits", si.ID, s.task)
+	}
+	if rec := s.written[si.ID]; rec != nil {
+		return &writtenSplit{rec: rec}, nil
 	}
 	key := splitKey(si.ID)
 	dir := path.Join(s.root, s.spill, runsDir, key)
