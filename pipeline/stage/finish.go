@@ -240,11 +240,11 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 		}
 	}
 	for _, w := range kept {
-		keptParts(w, func(region int, family string, mp memPart, bytes int64) {
-			pt := get(region, family)
-			pt.kept = append(pt.kept, keptPart{mp: mp, order: w.info.ID})
-			pt.bytes += bytes
-		})
+		for _, r := range w.ranges {
+			pt := get(r.region, r.family)
+			pt.kept = append(pt.kept, keptPart{mp: r.mp, order: w.info.ID})
+			pt.bytes += r.bytes
+		}
 	}
 	return out, nil
 }

@@ -56,6 +56,7 @@ func (s *Sink) mayKeep(w *splitSink) bool {
 // checkpoint does not hold, so that attempt is no longer part of the job.
 func (w *splitSink) keep() (sink.Ack, error) {
 	w.sort()
+	w.ranges = rangesOf(w)
 	var old splitRecord
 	name := w.recordName()
 	hadOld, err := readJSON(w.s.fs, name, &old)
@@ -208,32 +209,42 @@ type memPart struct {
 	lo, hi int
 }
 
-// keptParts finds each partition's range in the sorted buffer of w and
-// calls fn with it and its cells' bytes (cell.Size).
-func keptParts(w *splitSink, fn func(region int, family string, mp memPart, bytes int64)) {
+// keptRange is one partition's cells in a kept split's sorted buffer.
+type keptRange struct {
+	region int
+	family string
+	mp     memPart
+	bytes  int64 // the cells' cell.Size
+}
+
+// rangesOf cuts w's sorted buffer into its partitions' ranges. Kept
+// splits do it at Commit, in their workers, rather than Finish alone.
+func rangesOf(w *splitSink) []keptRange {
+	var out []keptRange
 	var c cell.Cell
 	lo := 0
 	var size int64
+	cut := func(hi int) {
+		w.view(&w.ents[lo], &c)
+		out = append(out, keptRange{region: int(w.ents[lo].region), family: string(c.Family), mp: memPart{w: w, lo: lo, hi: hi}, bytes: size})
+	}
 	for i := range w.ents {
-		w.view(&w.ents[i], &c)
 		if i > lo && !samePart(w, &w.ents[lo], &w.ents[i]) {
-			var f cell.Cell
-			w.view(&w.ents[lo], &f)
-			fn(int(w.ents[lo].region), string(f.Family), memPart{w: w, lo: lo, hi: i}, size)
+			cut(i)
 			lo, size = i, 0
 		}
+		w.view(&w.ents[i], &c)
 		size += cell.Size(&c)
 	}
 	if lo < len(w.ents) {
-		var f cell.Cell
-		w.view(&w.ents[lo], &f)
-		fn(int(w.ents[lo].region), string(f.Family), memPart{w: w, lo: lo, hi: len(w.ents)}, size)
+		cut(len(w.ents))
 	}
+	return out
 }
 
 // samePart says entries a and b of w lie in one partition.
 func samePart(w *splitSink, a, b *entry) bool {
-	if a.region != b.region {
+	if a.region != b.region || a.fam != b.fam {
 		return false
 	}
 	var ca, cb cell.Cell

@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"os"
 	"path/filepath"
@@ -221,4 +222,55 @@ func TestStageKeptRedoneAfterWritten(t *testing.T) {
 		t.Errorf("reported %v durable: nothing was held", reported)
 	}
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+}
+
+// TestMergeKeptAllocs: merging kept buffers allocates per merge, never per
+// cell: the same few allocations for 5,000 cells as for 50.
+func TestMergeKeptAllocs(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: t.TempDir(), Table: "t", Memory: 8 << 20, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.OnDurable(func([]string) error { return nil })
+	allocs := func(n int) float64 {
+		cells := genCells(int64(n), 2*n)
+		var kept []keptPart
+		for i, id := range []string{"a", "b"} {
+			w, err := s.Begin(ctx, sink.SplitInfo{ID: fmt.Sprintf("%s%d", id, n)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range cells[i*n : (i+1)*n] {
+				if err := w.Write(ctx, &cells[i*n+j]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			ss := w.(*splitSink)
+			kept = append(kept, keptPart{mp: memPart{w: ss, lo: 0, hi: len(ss.ents)}, order: id})
+		}
+		var seen int
+		a := testing.AllocsPerRun(5, func() {
+			m, err := newMerger(s.fs, nil, kept)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen = 0
+			m.each(func(*cell.Cell) error { seen++; return nil })
+			m.close()
+		})
+		if seen != 2*n {
+			t.Fatalf("merged %d cells, want %d", seen, 2*n)
+		}
+		return a
+	}
+	small, large := allocs(25), allocs(2500)
+	t.Logf("allocations per merge: %v for 50 cells, %v for 5,000", small, large)
+	if large > small {
+		t.Errorf("%v allocations merging 5,000 kept cells, %v merging 50: the merge allocates per cell", large, small)
+	}
 }

@@ -330,8 +330,9 @@ type splitSink struct {
 	chunks [][]byte
 	held   int64 // bytes accounted in s.held
 
-	runs   []runFile // spilled, still named .tmp
-	sorted bool      // ents are in sort order (a kept split's)
+	runs   []runFile   // spilled, still named .tmp
+	sorted bool        // ents are in sort order (a kept split's)
+	ranges []keptRange // a kept split's partitions in ents
 	cells  int64
 	bytes  int64
 	done   bool
@@ -440,6 +441,7 @@ func (w *splitSink) release() {
 	w.ents = nil
 	w.chunks = nil
 	w.sorted = false
+	w.ranges = nil
 }
 
 // spill sorts the buffer and writes it as one run file.
