@@ -77,11 +77,13 @@ func (w *splitSink) keep() (sink.Ack, error) {
 	return sink.Ack{Cells: w.cells, Bytes: w.bytes, Held: true}, nil
 }
 
-// makeRoom spills kept splits, the largest first, until need more bytes
-// fit within Options.Memory beside what every buffer holds, and reports
-// them durable.
-func (s *Sink) makeRoom(ctx context.Context, need int64) error {
-	if need <= 0 || s.keptBytes.Load() == 0 || s.held.Load()+need <= s.o.Memory {
+// reserve accounts need more bytes of sort buffer, spilling kept splits
+// first, the largest first, until they fit within Options.Memory beside
+// every buffer (the spilled ones are reported durable). Every growth of a
+// buffer is reserved under heldMu, so two Writes cannot both take the
+// last room; it happens once a chunk or an entries growth, not per cell.
+func (s *Sink) reserve(ctx context.Context, need int64) error {
+	if need <= 0 {
 		return nil
 	}
 	s.heldMu.Lock()
@@ -94,6 +96,7 @@ func (s *Sink) makeRoom(ctx context.Context, need int64) error {
 			return err
 		}
 	}
+	s.hold(need)
 	return nil
 }
 

@@ -274,3 +274,59 @@ func TestMergeKeptAllocs(t *testing.T) {
 		t.Errorf("%v allocations merging 5,000 kept cells, %v merging 50: the merge allocates per cell", large, small)
 	}
 }
+
+// TestStageKeptConcurrent: splits written at once, some kept, some made to
+// spill by the others' Writes, each reported durable exactly once, and the
+// HFiles hold every cell (run with -race).
+func TestStageKeptConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")}, Memory: 3 << 20, Workers: 4}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	log := &durableLog{t: t, s: s, dir: dir}
+	s.OnDurable(log.report)
+	cells := genCells(7, 32000)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < 4; k++ {
+				lo := (g*4 + k) * 2000
+				w, err := s.Begin(ctx, sink.SplitInfo{ID: fmt.Sprintf("s%02d", g*4+k)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i := range cells[lo : lo+2000] {
+					if err := w.Write(ctx, &cells[lo+i]); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+				if _, err := w.Commit(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	ids := log.reported()
+	slices.Sort(ids)
+	if len(slices.Compact(slices.Clone(ids))) != len(ids) || len(ids) != 16 {
+		t.Errorf("reported durable: %v; want each of the 16 splits once", ids)
+	}
+	st := s.Stats()
+	t.Logf("%d splits written from memory, %d runs", st.SplitsInMemory, st.Runs)
+	if st.PeakMemory > o.Memory {
+		t.Errorf("peak sort memory %d over the budget %d", st.PeakMemory, o.Memory)
+	}
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+}

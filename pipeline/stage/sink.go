@@ -380,7 +380,9 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		}
 		chunk, grow = w.needs(n)
 	}
-	if err := w.s.makeRoom(ctx, int64(chunk)+grow); err != nil {
+	// The memory is taken here, as one reservation (reserve), so that the
+	// buffers of all splits, kept ones included, stay within the budget.
+	if err := w.s.reserve(ctx, int64(chunk)+grow); err != nil {
 		return err
 	}
 	if chunk > 0 {
@@ -391,7 +393,6 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		// was accounted.
 		ents := make([]entry, len(w.ents), cap(w.ents)+int(grow/entrySize))
 		copy(ents, w.ents)
-		w.s.hold(-int64(cap(w.ents)) * entrySize)
 		w.held -= int64(cap(w.ents)) * entrySize
 		grow = int64(cap(ents)) * entrySize
 		w.ents = ents
@@ -412,8 +413,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		region: int32(w.s.plan.locate(c.Row)),
 		row:    uint16(len(c.Row)), tags: uint16(len(c.Tags)), fam: uint8(len(c.Family)), typ: c.Type,
 	})
-	w.held += cost
-	w.s.hold(cost)
+	w.held += cost // reserved above: chunk + grow is cost less the old entries
 	w.cells++
 	w.bytes += cell.Size(c)
 	return nil
