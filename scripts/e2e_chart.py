@@ -108,8 +108,13 @@ def contender(s, y, scale):
     if "wall_s" not in s:
         out.append(text(LEFT + 4, y + BAR - 2, "not measured: no round ran ok", 11, color="#a33"))
         return out
-    for i, (key, what, color) in enumerate((("wall_s", "wall", WALL_COLOR), ("cpu_s", "CPU", CPU_COLOR))):
-        v = s[key]
+    return out + bars(y, scale, s["wall_s"], s["cpu_s"])
+
+
+def bars(y, scale, wall, cpu):
+    """A wall and a CPU bar from y down, each labelled with its seconds."""
+    out = []
+    for i, (v, what, color) in enumerate(((wall, "wall", WALL_COLOR), (cpu, "CPU", CPU_COLOR))):
         by = y + i * (BAR + GAP)
         w = v * scale
         out.append(f'<rect x="{LEFT}" y="{by}" width="{w:.1f}" height="{BAR}" fill="{color}"/>')

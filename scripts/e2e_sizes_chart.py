@@ -15,7 +15,7 @@ is e2e_chart.py's.
 import math
 
 import e2e_chart
-from e2e_chart import BAR, CPU_COLOR, FONT, GAP, LEFT, NAMES, RIGHT, WALL_COLOR, WIDTH, axis, text, tick_step
+from e2e_chart import BAR, CPU_COLOR, FONT, LEFT, NAMES, RIGHT, WALL_COLOR, WIDTH, axis, bars, text, tick_step
 
 TOP = 80     # below the title and the legend
 ROW = 40     # one contender: two bars and the gap under them
@@ -41,12 +41,7 @@ def group(size, y, scale):
         rekey = r["contender"].startswith("rekey-")
         out.append(text(LEFT - 10, y + BAR - 2, NAMES.get(r["contender"], r["contender"]), 12, "end",
                         "bold" if rekey else "normal"))
-        for i, (key, what, color) in enumerate((("wall_s_per_m", "wall", WALL_COLOR), ("cpu_s_per_m", "CPU", CPU_COLOR))):
-            v = r[key]
-            by = y + i * (BAR + GAP)
-            w = v * scale
-            out.append(f'<rect x="{LEFT}" y="{by}" width="{w:.1f}" height="{BAR}" fill="{color}"/>')
-            out.append(text(f"{LEFT + w + 5:.1f}", by + BAR - 3, f"{v:g} s {what}", 11))
+        out += bars(y, scale, r["wall_s_per_m"], r["cpu_s_per_m"])
         y += ROW
     return out, y
 

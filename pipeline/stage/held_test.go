@@ -47,6 +47,21 @@ func (d *durableLog) report(ids []string) error {
 	return nil
 }
 
+// newKept opens a sink on a fresh folder that keeps splits, its reports
+// of durable splits going to a durableLog.
+func newKept(t *testing.T, o Options) (*Sink, *durableLog) {
+	t.Helper()
+	o.Staging = t.TempDir()
+	s, err := New(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	log := &durableLog{t: t, s: s, dir: o.Staging}
+	s.OnDurable(log.report)
+	return s, log
+}
+
 func (d *durableLog) reported() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -62,17 +77,11 @@ func (d *durableLog) reported() []string {
 // as between runs, the first split's cell kept; the HFiles read back hold
 // exactly the expected cells.
 func TestStageKeptSplits(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("g"), []byte("n"), []byte("t")},
+	o := Options{Table: "t", SplitKeys: [][]byte{[]byte("g"), []byte("n"), []byte("t")},
 		Memory: 2 << 20, Workers: 2, HFileSize: 64 << 10, MaxFiles: 4}
-	s, err := New(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	log := &durableLog{t: t, s: s, dir: dir}
-	s.OnDurable(log.report)
+	s, log := newKept(t, o)
+	dir := log.dir
 
 	cells := genCells(3, 24000)
 	a, b, c, d := cells[:3000], cells[3000:6000], cells[6000:9000], cells[9000:]
@@ -279,16 +288,10 @@ func TestMergeKeptAllocs(t *testing.T) {
 // spill by the others' Writes, each reported durable exactly once, and the
 // HFiles hold every cell (run with -race).
 func TestStageKeptConcurrent(t *testing.T) {
-	dir := t.TempDir()
 	ctx := context.Background()
-	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")}, Memory: 3 << 20, Workers: 4}
-	s, err := New(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	log := &durableLog{t: t, s: s, dir: dir}
-	s.OnDurable(log.report)
+	o := Options{Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")}, Memory: 3 << 20, Workers: 4}
+	s, log := newKept(t, o)
+	dir := log.dir
 	cells := genCells(7, 32000)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
