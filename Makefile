@@ -5,7 +5,7 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build yarn-jar test unit demo bench bench-e2e lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build yarn-jar test unit demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
@@ -15,6 +15,7 @@ help:
 	@echo "demo          run the demo job on the bundled snapshot"
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
+	@echo "bench-sizes   bench-e2e at SIZES (default small default large), cost per 1M cells, the staged job beside its parts"
 	@echo "lint          gofmt check and go vet"
 	@echo "fuzz          every fuzz target briefly (FUZZTIME, default 10s), the damage targets longer (LONG_FUZZTIME, default 2m)"
 	@echo "compat        the HBase-judged suites on HBase 2.6.1 and 3.0.0-alpha-4, and HBase 1.7.2's snapshots (docs/compat.md)"
@@ -49,6 +50,9 @@ bench: build
 
 bench-e2e: build
 	scripts/bench-e2e.sh
+
+bench-sizes: build
+	scripts/bench-sizes.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -72,6 +72,7 @@ type Run struct {
 	sketch   *entity.Sketch
 	examples []string
 	warnings []string
+	held     map[string]heldSplit // done splits the sink holds in memory only
 
 	// live counters, for progress
 	read, written, rejected, collided, failed atomic.Int64
@@ -310,6 +311,7 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		return sum, err
 	}
 
+	r.deferDurability()
 	// Progress, push-back and the workers.
 	stopAux := r.startAux(ctx, len(items))
 	g, gctx := errgroup.WithContext(ctx)
@@ -360,6 +362,10 @@ func (r *Run) finishSink(ctx context.Context) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if n := len(r.held); n > 0 {
+		// Recording the sink finished would skip these splits for good.
+		return fmt.Errorf("%s sink: finished, but %d splits it held in memory were never reported durable", r.sink.Name(), n)
+	}
 	r.state.SinkFinished = true
 	return r.compactLocked()
 }

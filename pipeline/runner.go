@@ -11,6 +11,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -105,10 +106,19 @@ func (r *Run) runSplit(ctx context.Context, w work) error {
 	}
 	r.mu.Lock()
 	r.state.Splits[w.id] = st
-	if st.Done {
-		r.sketch.Merge(sketch)
+	var serr error
+	if h, early := r.held[w.id]; st.Done && st.held && !(early && h.st == nil) {
+		// Done for this run, but only in the sink's memory: the checkpoint
+		// (and the sketch it saves) learns of it when the sink says the
+		// split is durable (durable); a crash before that redoes it.
+		r.held[w.id] = heldSplit{st: st, sketch: sketch}
+	} else {
+		delete(r.held, w.id)
+		if st.Done {
+			r.sketch.Merge(sketch)
+		}
+		serr = r.recordLocked(st, sketch)
 	}
-	serr := r.recordLocked(st, sketch)
 	r.mu.Unlock()
 	if st.Done {
 		r.doneSplits.Add(1)
@@ -169,7 +179,63 @@ func (r *Run) compactLocked() error {
 	}
 	r.state.Entities = buf.Bytes()
 	r.state.Updated = r.now().UTC()
-	return r.ckpt.compact(r.state)
+	return r.ckpt.compact(r.durableStateLocked())
+}
+
+// heldSplit is a split done in this run whose cells the sink holds in
+// memory only (sink.Ack.Held), with its entity sketch, both kept out of
+// the checkpoint until the sink reports the split durable. With no st, it
+// marks a split the sink reported durable before its Ack reached the run.
+type heldSplit struct {
+	st     *SplitStats
+	sketch *entity.Sketch
+}
+
+// deferDurability gives a Deferring sink the run's way to record held
+// splits once they are durable.
+func (r *Run) deferDurability() {
+	r.held = map[string]heldSplit{}
+	if d, ok := r.sink.(sink.Deferring); ok {
+		d.OnDurable(r.durable)
+	}
+}
+
+// durable records the held splits ids done in the checkpoint, merging
+// their sketches into the run's in the order they are recorded.
+func (r *Run) durable(ids []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		h, ok := r.held[id]
+		if !ok || h.st == nil {
+			// Made durable before runSplit took the Ack (another worker's
+			// Write spilled it): runSplit records it at once.
+			r.held[id] = heldSplit{}
+			continue
+		}
+		delete(r.held, id)
+		r.sketch.Merge(h.sketch)
+		if err := r.recordLocked(h.st, h.sketch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// durableStateLocked is the state a checkpoint base may hold: r.state
+// without the held splits, which are not durable yet; r.mu is held.
+func (r *Run) durableStateLocked() *Checkpoint {
+	if len(r.held) == 0 {
+		return r.state
+	}
+	c := *r.state
+	c.Splits = make(map[string]*SplitStats, len(r.state.Splits))
+	for id, st := range r.state.Splits {
+		if _, held := r.held[id]; !held {
+			c.Splits[id] = st
+		}
+	}
+	return &c
 }
 
 // shortCell names a cell in messages, values left out.

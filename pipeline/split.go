@@ -238,6 +238,6 @@ func (sr *splitReader) acknowledged(ack sink.Ack) error {
 	if ack.Cells != sr.emitted {
 		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given", r.sink.Name(), ack.Cells, sr.emitted)
 	}
-	st.Done = true
+	st.Done, st.held = true, ack.Held
 	return nil
 }

@@ -39,6 +39,8 @@ type SplitStats struct {
 	Attempts int `json:"attempts"`
 	// Error is why the split did not finish, if it did not.
 	Error string `json:"error,omitempty"`
+	// held: done, but the sink holds the cells in memory only (runner.go).
+	held bool
 }
 
 // Summary is what a run did.

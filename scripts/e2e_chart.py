@@ -83,18 +83,19 @@ def header(doc):
     return out
 
 
-def axis(top, scale, bottom):
-    """Vertical grid lines with their seconds under the rows."""
+def axis(top, scale, bottom, note="seconds, whole process as a user starts it (JVM start included)", first=TOP):
+    """Vertical grid lines from the first row's y to under the rows, with
+    their seconds, and note."""
     out = []
     step = tick_step(top)
     n = 0
     while n * step <= top + 1e-9:
         v = n * step
         x = LEFT + v * scale
-        out.append(f'<line x1="{x:.1f}" y1="{TOP - 4}" x2="{x:.1f}" y2="{bottom}" stroke="#ddd"/>')
+        out.append(f'<line x1="{x:.1f}" y1="{first - 4}" x2="{x:.1f}" y2="{bottom}" stroke="#ddd"/>')
         out.append(text(f"{x:.1f}", bottom + 14, f"{v:g}", 10, "middle", color="#555"))
         n += 1
-    out.append(text(LEFT, bottom + 30, "seconds, whole process as a user starts it (JVM start included)", 10, color="#555"))
+    out.append(text(LEFT, bottom + 30, note, 10, color="#555"))
     return out
 
 
@@ -107,8 +108,13 @@ def contender(s, y, scale):
     if "wall_s" not in s:
         out.append(text(LEFT + 4, y + BAR - 2, "not measured: no round ran ok", 11, color="#a33"))
         return out
-    for i, (key, what, color) in enumerate((("wall_s", "wall", WALL_COLOR), ("cpu_s", "CPU", CPU_COLOR))):
-        v = s[key]
+    return out + bars(y, scale, s["wall_s"], s["cpu_s"])
+
+
+def bars(y, scale, wall, cpu):
+    """A wall and a CPU bar from y down, each labelled with its seconds."""
+    out = []
+    for i, (v, what, color) in enumerate(((wall, "wall", WALL_COLOR), (cpu, "CPU", CPU_COLOR))):
         by = y + i * (BAR + GAP)
         w = v * scale
         out.append(f'<rect x="{LEFT}" y="{by}" width="{w:.1f}" height="{BAR}" fill="{color}"/>')
@@ -137,13 +143,15 @@ def chart(doc):
     return "\n".join(out) + "\n"
 
 
-def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else "bench/results/latest.json"
-    dst = sys.argv[2] if len(sys.argv) > 2 else "docs/e2e.svg"
+def main(draw=None, src="bench/results/latest.json", dst="docs/e2e.svg"):
+    """Draws the record named by the first argument (default src) into the
+    file named by the second (default dst) with draw (default chart)."""
+    src = sys.argv[1] if len(sys.argv) > 1 else src
+    dst = sys.argv[2] if len(sys.argv) > 2 else dst
     with open(src) as f:
         doc = json.load(f)
     with open(dst, "w") as f:
-        f.write(chart(doc))
+        f.write((draw or chart)(doc))
     print(f"chart of {src}: {dst}")
 
 

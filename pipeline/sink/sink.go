@@ -54,7 +54,9 @@ type SplitSink interface {
 	// call, so a SplitSink that keeps the cell copies it.
 	Write(ctx context.Context, c *cell.Cell) error
 	// Commit returns nil only when everything the split wrote is durable
-	// (puts acknowledged by HBase; run files synced and renamed).
+	// (puts acknowledged by HBase; run files synced and renamed), or, with
+	// Ack.Held, kept by the sink until it reports the split durable
+	// (Deferring).
 	Commit(ctx context.Context) (Ack, error)
 	// Abort drops what the split wrote that is not durable, after an error
 	// or an interrupt. It must be safe to call after a failed Commit.
@@ -80,6 +82,23 @@ type Ack struct {
 	Failed int64
 	// FailedExamples describes a few of the failed cells and why.
 	FailedExamples []string
+	// Held says the cells are accepted but only in the sink's memory (a
+	// Deferring sink): the split is not durable, and the run must not
+	// record it done until the sink reports it so. A split whose process
+	// dies before that is redone.
+	Held bool
+}
+
+// Deferring is a Sink whose Commit may hold a split's cells in memory
+// (Ack.Held) and make them durable later: when its memory fills, or in
+// Finish once the files holding them are written. The run gives it, before
+// the first Begin, the function it calls with the IDs of held splits that
+// became durable; an error from it (the run could not record them) fails
+// what the sink was doing.
+type Deferring interface {
+	Sink
+	// OnDurable sets the function told of held splits made durable.
+	OnDurable(func(ids []string) error)
 }
 
 // Reporter receives progress lines during a sink's Finish.

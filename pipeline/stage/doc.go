@@ -15,11 +15,16 @@
 //     IPC file with LZ4 or ZSTD buffers whose record batches each hold one
 //     partition. Commit syncs and renames the split's runs and records them
 //     in splits/SPLIT.json (atomically); until then they do not count, and
-//     reopening the folder removes them.
+//     reopening the folder removes them. A split that spilled nothing is
+//     kept in memory instead, sorted (held.go): its Ack says Held, and it
+//     is recorded (and reported durable through OnDurable) only once its
+//     cells are on disk, spilled when other buffers need the memory or in
+//     HFiles that Finish recorded written. In one process only: a spill
+//     task always spills.
 //
 //  2. Merge (Finish). For each region and family (Options.Workers of them
-//     at once, the largest first), a k-way merge over its
-//     batches in every committed run (in passes, if there are more runs than
+//     at once, the largest first), a k-way merge over the kept buffers and
+//     its batches in every committed run (in passes, if there are more runs than
 //     the memory budget lets one pass open) writes HFiles with hfile.Writer
 //     under hfiles/REGION/FAMILY/. Cells with equal keys collapse: a
 //     duplicate if value and tags agree (a split staged twice), a collision

@@ -41,11 +41,18 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	// The kept splits count as the records they get once their HFiles are
+	// written, so a Finish that dies first leaves finish.json of other
+	// splits than the resumed run's (those splits are redone).
+	kept := s.takeKept()
+	recs = keptRecords(recs, kept)
 	st, err := s.finishState(recs)
 	if err != nil {
 		return err
 	}
-	if err := s.mergeAll(ctx, rep, recs, st); err != nil {
+	err = s.mergeAll(ctx, rep, recs, kept, st)
+	s.releaseKept()
+	if err != nil {
 		return err
 	}
 	if s.o.Client == nil || s.o.NoLoad {
@@ -55,13 +62,13 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	return s.timedLoad(ctx, rep, st)
 }
 
-// mergeAll merges the partitions of recs this sink merges (all of them in
-// one process, its part's in a merge task) unless st records them
-// written, then accounts the job's figures.
-func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
+// mergeAll merges the partitions of recs and of the kept splits this sink
+// merges (all of them in one process, its part's in a merge task) unless
+// st records them written, then accounts the job's figures.
+func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, kept []*splitSink, st *finishState) error {
 	if !st.Written {
 		began := time.Now()
-		err := s.writeAll(ctx, rep, recs, st)
+		err := s.writeAll(ctx, rep, recs, kept, st)
 		s.mu.Lock()
 		s.stats.MergeSeconds = time.Since(began).Seconds()
 		s.mu.Unlock()
@@ -195,40 +202,52 @@ func (s *Sink) saveFinish(st *finishState) error {
 	return writeJSON(s.fs, path.Join(s.root, s.state), st)
 }
 
-// partition is one region and family of the plan, with the runs that
-// hold its cells and their bytes.
+// partition is one region and family of the plan, with the runs and the
+// kept splits' buffers that hold its cells, and their bytes.
 type partition struct {
 	region int
 	family string
 	bytes  int64
 	runs   []partRun
+	kept   []keptPart
 }
 
-// partitions gathers every partition of the committed runs, in the order
-// the records name them.
-func (s *Sink) partitions(recs []*splitRecord) ([]*partition, error) {
+// partitions gathers every partition of the committed runs and the kept
+// splits, in the order the records name them.
+func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition, error) {
 	type pk struct {
 		region int
 		family string
 	}
 	byKey := map[pk]*partition{}
 	var out []*partition
+	get := func(region int, family string) *partition {
+		k := pk{region, family}
+		pt := byKey[k]
+		if pt == nil {
+			pt = &partition{region: region, family: family}
+			byKey[k] = pt
+			out = append(out, pt)
+		}
+		return pt
+	}
 	for _, r := range recs {
-		for _, f := range r.Runs {
+		for i, f := range r.Runs {
 			for _, p := range f.Parts {
 				if p.Region < 0 || p.Region >= len(s.plan.Regions) {
 					return nil, fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
 				}
-				k := pk{p.Region, p.Family}
-				pt := byKey[k]
-				if pt == nil {
-					pt = &partition{region: p.Region, family: p.Family}
-					byKey[k] = pt
-					out = append(out, pt)
-				}
-				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), part: p})
+				pt := get(p.Region, p.Family)
+				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
 				pt.bytes += p.Bytes
 			}
+		}
+	}
+	for _, w := range kept {
+		for _, r := range w.ranges {
+			pt := get(r.region, r.family)
+			pt.kept = append(pt.kept, keptPart{mp: r.mp, order: w.info.ID})
+			pt.bytes += r.bytes
 		}
 	}
 	return out, nil
@@ -254,8 +273,8 @@ func bySize(ps []*partition) {
 // region and family folder), so the merge phase scales with the workers
 // like the spill phase; the biggest partitions start first so one large
 // partition does not run alone at the end.
-func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, st *finishState) error {
-	all, err := s.partitions(recs)
+func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, kept []*splitSink, st *finishState) error {
+	all, err := s.partitions(recs, kept)
 	if err != nil {
 		return err
 	}
@@ -265,9 +284,19 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	if err := s.mergePartitions(ctx, rep, all, st); err != nil {
 		return err
 	}
+	// The kept splits' records go before Written: a record without
+	// Written is redone (its split is not in the run's checkpoint), but
+	// Written without the records would be HFiles of splits the folder
+	// does not know.
+	if err := s.writeKept(kept); err != nil {
+		return s.full(err, "recording the splits written from memory")
+	}
 	st.Written = true
 	if err := s.saveFinish(st); err != nil {
 		return s.full(err, "recording the merged HFiles")
+	}
+	if err := s.keptDurable(kept); err != nil {
+		return err
 	}
 	if s.task.Phase != PhaseAll {
 		return nil // other parts still read the runs; the load removes them
@@ -305,7 +334,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 	bySize(todo)
 	workers := max(min(s.o.Workers, len(todo)), 1)
 	// The merge's memory bound holds over all workers together.
-	fan := s.o.mergeFanIn(workers)
+	fan := s.o.mergeFanIn(workers, s.keptBytes.Load())
 	doneBefore := len(parts) - len(todo)
 	var finished int
 	g, gctx := errgroup.WithContext(ctx)
@@ -316,7 +345,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		}
 		ps := st.Parts[partKey(p.region, p.family)]
 		g.Go(func() error {
-			if err := s.writePartition(gctx, st, ps, p.runs, fan); err != nil {
+			if err := s.writePartition(gctx, st, ps, p, fan); err != nil {
 				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[p.region].Dir, p.family))
 			}
 			s.finMu.Lock()

@@ -5,6 +5,8 @@ import (
 	"container/heap"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/vfs"
@@ -14,28 +16,52 @@ import (
 type partRun struct {
 	name string // path in the staging folder's file system
 	part RunPart
+	// order places the run among the partition's sources (split ID, run
+	// index): a collision keeps the cell of the first.
+	order string
 }
 
-// merger is a k-way merge over run cursors in cell order; cells with
-// equal keys come out in cursor order (seq), so which one a collision
-// keeps does not depend on timing.
+// keptPart is one kept split's share of a partition, in memory.
+type keptPart struct {
+	mp    memPart
+	order string // the split's ID
+}
+
+// cursor is one sorted source of a merge: a run's partition or a kept
+// split's. at is the current cell, valid until the next call of next.
+type cursor interface {
+	next() bool
+	at() *cell.Cell
+	fail() error
+	close() error
+}
+
+// head is a cursor in the merge's heap, with its current cell.
+type head struct {
+	c   *cell.Cell
+	seq int
+	src cursor
+}
+
+// merger is a k-way merge over cursors in cell order; cells with equal
+// keys come out in source order (seq), so which one a collision keeps
+// does not depend on timing.
 type merger struct {
 	h   cursorHeap
-	all []*runCursor
-	err error
+	all []cursor
 }
 
-type cursorHeap []*runCursor
+type cursorHeap []head
 
 func (h cursorHeap) Len() int { return len(h) }
 func (h cursorHeap) Less(i, j int) bool {
-	if c := cell.Compare(&h[i].c, &h[j].c); c != 0 {
+	if c := cell.Compare(h[i].c, h[j].c); c != 0 {
 		return c < 0
 	}
 	return h[i].seq < h[j].seq
 }
 func (h cursorHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(*runCursor)) }
+func (h *cursorHeap) Push(x any)   { *h = append(*h, x.(head)) }
 func (h *cursorHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -43,20 +69,46 @@ func (h *cursorHeap) Pop() any {
 	return x
 }
 
-func newMerger(fsys vfs.FS, runs []partRun) (*merger, error) {
+// source is a merge input not opened yet: a run or a kept part.
+type source struct {
+	run   *partRun
+	kept  *keptPart
+	order string
+}
+
+// sources orders runs and kept parts by their order keys.
+func sources(runs []partRun, kept []keptPart) []source {
+	out := make([]source, 0, len(runs)+len(kept))
+	for i := range runs {
+		out = append(out, source{run: &runs[i], order: runs[i].order})
+	}
+	for i := range kept {
+		out = append(out, source{kept: &kept[i], order: kept[i].order})
+	}
+	slices.SortStableFunc(out, func(a, b source) int { return strings.Compare(a.order, b.order) })
+	return out
+}
+
+func newMerger(fsys vfs.FS, runs []partRun, kept []keptPart) (*merger, error) {
 	m := &merger{}
-	for i, r := range runs {
-		rc, err := openCursor(fsys, r.name, r.part, i)
-		if err != nil {
+	for i, src := range sources(runs, kept) {
+		var cur cursor
+		if src.run != nil {
+			rc, err := openCursor(fsys, src.run.name, src.run.part, i)
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			cur = rc
+		} else {
+			cur = &memCursor{mp: src.kept.mp}
+		}
+		m.all = append(m.all, cur)
+		if cur.next() {
+			m.h = append(m.h, head{c: cur.at(), seq: i, src: cur})
+		} else if err := cur.fail(); err != nil {
 			m.close()
 			return nil, err
-		}
-		m.all = append(m.all, rc)
-		if rc.next() {
-			m.h = append(m.h, rc)
-		} else if rc.err != nil {
-			m.close()
-			return nil, rc.err
 		}
 	}
 	heap.Init(&m.h)
@@ -67,15 +119,15 @@ func newMerger(fsys vfs.FS, runs []partRun) (*merger, error) {
 // call only.
 func (m *merger) each(fn func(c *cell.Cell) error) error {
 	for len(m.h) > 0 {
-		top := m.h[0]
-		if err := fn(&top.c); err != nil {
+		top := m.h[0].src
+		if err := fn(m.h[0].c); err != nil {
 			return err
 		}
 		if top.next() {
 			heap.Fix(&m.h, 0)
 		} else {
-			if top.err != nil {
-				return top.err
+			if err := top.fail(); err != nil {
+				return err
 			}
 			heap.Pop(&m.h)
 		}
@@ -84,8 +136,8 @@ func (m *merger) each(fn func(c *cell.Cell) error) error {
 }
 
 func (m *merger) close() {
-	for _, rc := range m.all {
-		rc.close()
+	for _, c := range m.all {
+		c.close()
 	}
 	m.all, m.h = nil, nil
 }
@@ -107,6 +159,7 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 			}
 			name := path.Join(s.root, mergeDir, fmt.Sprintf("%d-%x-p%d-%d%s", region, family, pass, i/fan, runSuffix))
 			pr, size, err := s.mergeToRun(group, name, region)
+			pr.order = group[0].order
 			if err != nil {
 				return nil, made, err
 			}
@@ -130,7 +183,7 @@ func (s *Sink) mergeToRun(runs []partRun, name string, region int) (partRun, int
 	if err := s.fs.MkdirAll(path.Dir(name)); err != nil {
 		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", path.Dir(name), err)
 	}
-	m, err := newMerger(s.fs, runs)
+	m, err := newMerger(s.fs, runs, nil)
 	if err != nil {
 		return partRun{}, 0, err
 	}

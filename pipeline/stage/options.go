@@ -120,9 +120,10 @@ func (o *Options) splitBudget() int64 {
 
 // mergeFanIn is how many runs one partition's merge reads at once when
 // workers partitions merge side by side: each open run holds about one
-// decoded batch and its compressed body, and all workers share Memory.
-func (o *Options) mergeFanIn(workers int) int {
-	return max(int(o.Memory/(2*o.BatchBytes*int64(max(workers, 1)))), 2)
+// decoded batch and its compressed body, and all workers share Memory
+// less the kept splits' buffers (kept bytes), which the merge reads too.
+func (o *Options) mergeFanIn(workers int, kept int64) int {
+	return max(int(max(o.Memory-kept, 0)/(2*o.BatchBytes*int64(max(workers, 1)))), 2)
 }
 
 // Stats is what the sink did, for the run's summary.
@@ -132,6 +133,10 @@ type Stats struct {
 	RunBytes    int64 `json:"run_bytes"`    // bytes of those run files
 	CellsStaged int64 `json:"cells_staged"` // cells written to runs
 	PeakMemory  int64 `json:"peak_memory"`  // most bytes held in sort buffers at once
+	// SplitsInMemory and CellsInMemory count the splits (and their cells)
+	// written to HFiles straight from their sort buffers, never spilled.
+	SplitsInMemory int64 `json:"splits_in_memory"`
+	CellsInMemory  int64 `json:"cells_in_memory"`
 	// Merge phase.
 	MergePasses int64    `json:"merge_passes"` // extra passes for partitions with too many runs
 	HFiles      int64    `json:"hfiles"`

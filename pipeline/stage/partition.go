@@ -20,17 +20,17 @@ import (
 // Partitions merge in parallel: ps is this call's own, but finish.json
 // holds every partition, so changes to ps that others may save (and the
 // save itself) happen under finMu.
-func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, runs []partRun, fan int) error {
-	w, err := s.newPartWriter(st, ps, runs)
+func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, p *partition, fan int) error {
+	w, err := s.newPartWriter(st, ps, p.bytes)
 	if err != nil {
 		return err
 	}
-	runs, made, err := s.reduce(runs, ps.Region, ps.Family, fan)
+	runs, made, err := s.reduce(p.runs, ps.Region, ps.Family, fan)
 	defer s.removeMerged(made)
 	if err != nil {
 		return err
 	}
-	m, err := newMerger(s.fs, runs)
+	m, err := newMerger(s.fs, runs, p.kept)
 	if err != nil {
 		return err
 	}
@@ -80,9 +80,9 @@ type partWriter struct {
 // newPartWriter prepares the partition's folder (removing what a crash
 // left that no record names) and the writer that continues after the
 // files already recorded.
-func (s *Sink) newPartWriter(st *finishState, ps *partState, runs []partRun) (*partWriter, error) {
+func (s *Sink) newPartWriter(st *finishState, ps *partState, total int64) (*partWriter, error) {
 	w := &partWriter{s: s, st: st, ps: ps, reg: &s.plan.Regions[ps.Region],
-		opts: s.familyOptions(ps.Family), limit: s.fileLimit(runs)}
+		opts: s.familyOptions(ps.Family), limit: s.fileLimit(total)}
 	w.rel = path.Join(hfilesDir, w.reg.Dir, ps.Family)
 	if err := s.clearUnrecorded(path.Join(s.root, w.rel), ps.Files); err != nil {
 		return nil, err
@@ -114,15 +114,11 @@ func (s *Sink) clearUnrecorded(dir string, files []hfileInfo) error {
 }
 
 // fileLimit is the size at which a partition's HFile rolls: HFileSize,
-// raised so that at most MaxFiles files hold the partition's runs, or no
-// limit when MaxFiles is 1.
-func (s *Sink) fileLimit(runs []partRun) int64 {
+// raised so that at most MaxFiles files hold the partition's total bytes
+// of cells, or no limit when MaxFiles is 1.
+func (s *Sink) fileLimit(total int64) int64 {
 	if s.o.MaxFiles <= 1 {
 		return 1<<63 - 1
-	}
-	var total int64
-	for _, r := range runs {
-		total += r.part.Bytes
 	}
 	// Every file but the last holds at least the limit, so at most
 	// MaxFiles files are written.

@@ -402,7 +402,7 @@ func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
-	all, err := s.partitions(recs)
+	all, err := s.partitions(recs, nil)
 	if err != nil {
 		return err
 	}
@@ -414,7 +414,7 @@ func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
 	if err := s.recordTask(taskRecord{Partitions: len(mine), Bytes: bytes}); err != nil {
 		return err
 	}
-	if err := s.mergeAll(ctx, rep, recs, st); err != nil {
+	if err := s.mergeAll(ctx, rep, recs, nil, st); err != nil {
 		return err
 	}
 	rep.Printf("hfiles: merge part %d/%d done: %d partitions, %d HFiles; once every part is done, load with rekey load", s.task.Index, s.task.Count, len(mine), len(allFiles(st)))

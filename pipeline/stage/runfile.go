@@ -281,6 +281,9 @@ func (rc *runCursor) load(b int) bool {
 	return true
 }
 
+func (rc *runCursor) at() *cell.Cell { return &rc.c }
+func (rc *runCursor) fail() error    { return rc.err }
+
 func (rc *runCursor) close() error {
 	if rc.rec != nil {
 		rc.rec.Release()

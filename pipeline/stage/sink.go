@@ -56,6 +56,16 @@ type Sink struct {
 	// every partState change and every save of the file.
 	finMu sync.Mutex
 
+	// Splits committed into memory (held.go): kept sorted in their
+	// buffers until the memory fills or Finish writes them.
+	heldMu    sync.Mutex
+	kept      []*splitSink
+	keptBytes atomic.Int64
+	onDurable func(ids []string) error
+	// written holds the splits whose cells are in HFiles recorded Written
+	// (noteWritten): a redo of one only counts its cells.
+	written map[string]*splitRecord
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -127,6 +137,7 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.addStaged(kept)
+	s.noteWritten(recs, &st)
 	if s.task.Phase == PhaseSpill {
 		return s.recordSpillTask()
 	}
@@ -323,6 +334,9 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 	if !s.task.spills() {
 		return nil, fmt.Errorf("stage: split %s: a %s task reads no splits", si.ID, s.task)
 	}
+	if rec := s.written[si.ID]; rec != nil {
+		return &writtenSplit{rec: rec}, nil
+	}
 	key := splitKey(si.ID)
 	dir := path.Join(s.root, s.spill, runsDir, key)
 	if err := s.fs.MkdirAll(dir); err != nil {
@@ -369,10 +383,12 @@ type splitSink struct {
 	chunks [][]byte
 	held   int64 // bytes accounted in s.held
 
-	runs  []runFile // spilled, still named .tmp
-	cells int64
-	bytes int64
-	done  bool
+	runs   []runFile   // spilled, still named .tmp
+	sorted bool        // ents are in sort order (a kept split's)
+	ranges []keptRange // a kept split's partitions in ents
+	cells  int64
+	bytes  int64
+	done   bool
 }
 
 // view points c's byte fields at e's bytes in the arena.
@@ -417,6 +433,11 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		}
 		chunk, grow = w.needs(n)
 	}
+	// The memory is taken here, as one reservation (reserve), so that the
+	// buffers of all splits, kept ones included, stay within the budget.
+	if err := w.s.reserve(ctx, int64(chunk)+grow); err != nil {
+		return err
+	}
 	if chunk > 0 {
 		w.chunks = append(w.chunks, make([]byte, 0, chunk))
 	}
@@ -425,7 +446,6 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		// was accounted.
 		ents := make([]entry, len(w.ents), cap(w.ents)+int(grow/entrySize))
 		copy(ents, w.ents)
-		w.s.hold(-int64(cap(w.ents)) * entrySize)
 		w.held -= int64(cap(w.ents)) * entrySize
 		grow = int64(cap(ents)) * entrySize
 		w.ents = ents
@@ -446,8 +466,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		region: int32(w.s.plan.locate(c.Row)),
 		row:    uint16(len(c.Row)), tags: uint16(len(c.Tags)), fam: uint8(len(c.Family)), typ: c.Type,
 	})
-	w.held += cost
-	w.s.hold(cost)
+	w.held += cost // reserved above: chunk + grow is cost less the old entries
 	w.cells++
 	w.bytes += cell.Size(c)
 	return nil
@@ -474,6 +493,8 @@ func (w *splitSink) release() {
 	w.held = 0
 	w.ents = nil
 	w.chunks = nil
+	w.sorted = false
+	w.ranges = nil
 }
 
 // spill sorts the buffer and writes it as one run file.
@@ -488,18 +509,9 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var ca, cb cell.Cell
-	slices.SortFunc(w.ents, func(a, b entry) int {
-		if a.region != b.region {
-			return int(a.region) - int(b.region)
-		}
-		w.view(&a, &ca)
-		w.view(&b, &cb)
-		if c := bytes.Compare(ca.Family, cb.Family); c != 0 {
-			return c
-		}
-		return cell.Compare(&ca, &cb)
-	})
+	if !w.sorted {
+		w.sort()
+	}
 	rel := path.Join(w.s.spill, runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
 	name := path.Join(w.s.root, rel) + tmpSuffix
 	f, err := w.s.fs.Create(name)
@@ -536,10 +548,29 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 	return nil
 }
 
+// sort orders the buffer by (region, family, cell.Compare).
+func (w *splitSink) sort() {
+	var ca, cb cell.Cell
+	slices.SortFunc(w.ents, func(a, b entry) int {
+		if a.region != b.region {
+			return int(a.region) - int(b.region)
+		}
+		w.view(&a, &ca)
+		w.view(&b, &cb)
+		if c := bytes.Compare(ca.Family, cb.Family); c != 0 {
+			return c
+		}
+		return cell.Compare(&ca, &cb)
+	})
+	w.sorted = true
+}
+
 // Commit implements sink.SplitSink: it spills what is buffered,
 // renames the split's runs from .tmp, and records them in
 // splits/SPLIT.json. A split committed before (a redo) has its record
-// replaced and its old runs removed.
+// replaced and its old runs removed. A split that spilled nothing and
+// fits in the sink's memory is kept there instead (keep, held.go): its
+// Ack says Held, and it is recorded once its cells are on disk.
 func (w *splitSink) Commit(ctx context.Context) (sink.Ack, error) {
 	ack, err := w.commit(ctx)
 	return ack, w.s.full(err, "spilling split "+w.info.ID)
@@ -549,38 +580,44 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	if w.done {
 		return sink.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
 	}
+	if w.s.mayKeep(w) {
+		return w.keep()
+	}
 	if err := w.spill(ctx); err != nil {
 		return sink.Ack{}, err
 	}
 	w.release()
+	if err := w.record(); err != nil {
+		return sink.Ack{}, err
+	}
+	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
+}
+
+// record renames the split's runs from .tmp and writes its record,
+// replacing (and removing the runs of) an earlier attempt's.
+func (w *splitSink) record() error {
 	for _, r := range w.runs {
 		final := path.Join(w.s.root, r.Name)
 		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
-			return sink.Ack{}, fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
+			return fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
 	}
-	recName := path.Join(w.s.root, w.s.spill, splitsDir, w.key+".json")
+	recName := w.recordName()
 	var old splitRecord
 	hadOld, err := readJSON(w.s.fs, recName, &old)
 	if err != nil {
-		return sink.Ack{}, err
+		return err
 	}
 	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes}
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}
 	if err := writeJSON(w.s.fs, recName, &rec); err != nil {
-		return sink.Ack{}, fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
 	w.done = true
 	if hadOld && old.Attempt != w.attempt {
-		// The old attempt's runs are no longer part of the job. Failing to
-		// remove one is harmless: the next New removes strays.
-		for _, r := range old.Runs {
-			if w.s.fs.Remove(path.Join(w.s.root, r.Name)) == nil {
-				w.s.staged.Add(-r.Size)
-			}
-		}
+		w.s.removeRuns(&old)
 	}
 	w.s.mu.Lock()
 	w.s.stats.Runs += int64(len(w.runs))
@@ -589,7 +626,22 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	}
 	w.s.stats.CellsStaged += w.cells
 	w.s.mu.Unlock()
-	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
+	return nil
+}
+
+// recordName is the split's record, splits/SPLIT.json.
+func (w *splitSink) recordName() string {
+	return path.Join(w.s.root, w.s.spill, splitsDir, w.key+".json")
+}
+
+// removeRuns removes the runs of rec, an attempt no longer part of the
+// job. Failing to remove one is harmless: the next New removes strays.
+func (s *Sink) removeRuns(rec *splitRecord) {
+	for _, r := range rec.Runs {
+		if s.fs.Remove(path.Join(s.root, r.Name)) == nil {
+			s.staged.Add(-r.Size)
+		}
+	}
 }
 
 // Abort implements sink.SplitSink: it drops the buffer and removes
