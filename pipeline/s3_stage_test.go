@@ -72,7 +72,9 @@ func TestS3StagingKillNineThenResume(t *testing.T) {
 	prefix := s3test.Prefix(t, fsys, "staging")
 	staging := "s3a://" + s3.Bucket + prefix
 	env := append(os.Environ(), "HADOOP_CONF_DIR="+s3.ConfDir, "HBASE_CONF_DIR="+site, "AWS_EC2_METADATA_DISABLED=true")
-	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--no-load", "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "4MiB"}
+	// A budget far below the cells, so the splits spill runs into the
+	// bucket: splits that fit in memory are kept there until Finish.
+	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--no-load", "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "1MiB"}
 	const warning = "the region servers will copy every staged HFile at load time"
 	for k, d := range []time.Duration{3 * time.Second, 2500 * time.Millisecond} {
 		cmd := exec.Command(bin, append(args, "--max-cells-per-sec", "4000")...)
