@@ -83,8 +83,8 @@ func (r *Run) settle(o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = j.Run.WorkersOrDefault()
 	}
-	if o.SplitBytes <= 0 {
-		o.SplitBytes = j.Run.SplitBytes
+	if o.SplitBytes == 0 {
+		o.SplitBytes = j.Run.SplitBytes // 0 still: chooseWork takes the snapshot's default
 	}
 	if o.Shard.Count > 1 && (o.Shard.Index < 0 || o.Shard.Index >= o.Shard.Count) {
 		return fmt.Errorf("%w: shard %s: the index must be in [0, %d)", ErrInvalid, o.Shard, o.Shard.Count)
@@ -187,9 +187,17 @@ func (r *Run) openSource(ctx context.Context) error {
 	return nil
 }
 
-// chooseWork cuts the splits, clips them to Only, orders them largest
-// first and keeps this shard's.
+// chooseWork settles the split size, cuts the splits, clips them to Only,
+// orders them largest first and keeps this shard's.
 func (r *Run) chooseWork() error {
+	switch {
+	case r.o.SplitBytes == 0:
+		// Settled before the checkpoint's fingerprint is taken, from the
+		// snapshot alone, so a resume and every shard cut alike.
+		r.o.SplitBytes = r.snap.DefaultSplitBytes()
+	case r.o.SplitBytes < 0:
+		r.o.SplitBytes = 0 // off: one split per region
+	}
 	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes})
 	if err != nil {
 		return err

@@ -16,6 +16,52 @@ type SplitOptions struct {
 	TargetBytes int64
 }
 
+// MinDefaultSplitBytes is the smallest piece DefaultSplitBytes cuts: a
+// piece costs a split's fixed work (its scanners, its sink's writer, its
+// checkpoint record), so a small table is not cut into pieces that cost
+// more to start than to read.
+const MinDefaultSplitBytes = 8 << 20
+
+// defaultPieces is how many pieces the whole snapshot is cut into at most
+// by DefaultSplitBytes: two pieces a worker for up to 8 workers, so that the
+// last pieces, read while other workers are idle, are small.
+const defaultPieces = 16
+
+// DefaultSplitBytes is the TargetBytes a run cuts by when its job sets
+// none: the mean region's bytes, but at most 1/defaultPieces of the
+// snapshot and at least MinDefaultSplitBytes, so that a region far larger
+// than the others becomes pieces the size of the others (or smaller) and
+// no one worker reads it alone while the rest sit idle. It depends only on
+// the snapshot's store file sizes (not on the worker count, which may
+// change between a run and its resume), and it is 0 when no region is
+// larger than it: then nothing would be cut, and the splits and their IDs
+// are exactly those of TargetBytes 0.
+func (s *Snapshot) DefaultSplitBytes() int64 {
+	sizes := make([]int64, len(s.regions))
+	for i := range s.regions {
+		sizes[i] = s.regions[i].Bytes()
+	}
+	return defaultSplitBytes(sizes, MinDefaultSplitBytes)
+}
+
+// defaultSplitBytes is DefaultSplitBytes' rule over region sizes, with the
+// floor given (tests lower it to reach small fixtures).
+func defaultSplitBytes(sizes []int64, floor int64) int64 {
+	if len(sizes) == 0 {
+		return 0
+	}
+	var total, largest int64
+	for _, b := range sizes {
+		total += b
+		largest = max(largest, b)
+	}
+	target := max(floor, min(total/int64(len(sizes)), total/defaultPieces))
+	if largest <= target {
+		return 0
+	}
+	return target
+}
+
 // Split is a unit of work: a row range of one region. Splits are made by
 // Snapshot.Splits and scanned with the same Snapshot's NewScanner.
 type Split struct {
