@@ -1,6 +1,12 @@
 package snapshot
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rekeyhq/rekey/snapshot/manifest"
+)
 
 // TestDefaultSplitBytesRule checks the default cut's rule on region sizes:
 // the mean region, at most 1/16 of the snapshot, at least the floor, and 0
@@ -39,4 +45,63 @@ func even(n int, size int64) []int64 {
 		out[i] = size
 	}
 	return out
+}
+
+// TestSplitsCutAroundHugeRow cuts a region whose row "c" holds most of its
+// cells: the pieces tile the region and read every cell once, and the
+// piece holding "c" is estimated the largest, at least half the region, so
+// a run's largest-first order starts it first (an even share per piece
+// would put it last among equals).
+func TestSplitsCutAroundHugeRow(t *testing.T) {
+	var cells []string
+	want := 0
+	for _, r := range "abcdefghijklmnopqrst" {
+		n := 20
+		if r == 'c' {
+			n = 600
+		}
+		for i := 0; i < n; i++ {
+			cells = append(cells, fmt.Sprintf("%c/f:q%04d/1/Put=v", r, i))
+		}
+		want += n
+	}
+	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("f")}, []testRegion{{enc: "aaaa", files: []testFile{{family: "f", cells: strings.Join(cells, " ")}}}})
+	s, err := Open(t.Context(), root, "snap", OpenOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	whole := s.Regions()[0].Bytes()
+	splits, err := s.Splits(SplitOptions{TargetBytes: whole / 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, heavy := 0, -1
+	for i, sp := range splits {
+		sc, err := s.NewScanner(t.Context(), sp, ScanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sc.Next() {
+			got++
+			if string(sc.Cell().Row) == "c" {
+				heavy = i
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		sc.Close()
+	}
+	if got != want || heavy < 0 || len(splits) < 3 {
+		t.Fatalf("%d splits read %d cells (row c in split %d), want %d cells in 3 or more", len(splits), got, heavy, want)
+	}
+	for i, sp := range splits {
+		if i != heavy && sp.Bytes >= splits[heavy].Bytes {
+			t.Errorf("split %s estimated %d bytes, not below %s's %d, which holds row c", sp.ID, sp.Bytes, splits[heavy].ID, splits[heavy].Bytes)
+		}
+	}
+	if b := splits[heavy].Bytes; b < whole/2 {
+		t.Errorf("the piece holding row c estimated %d bytes of %d, want half or more", b, whole)
+	}
 }
