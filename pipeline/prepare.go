@@ -302,12 +302,21 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 		return NewPuts(c, j.Target.Table, PutsOptions{
 			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 			CallsPerServer: j.Run.MaxCallsPerServer, Workers: r.o.Workers,
-			BufferBytes: r.budget.SinkPerWorker(),
+			BufferBytes: min(r.budget.SinkPerWorker(), maxPutsBufferBytes),
 		}), nil
 	default:
 		return r.buildStaged(ctx)
 	}
 }
+
+// maxPutsBufferBytes caps what one worker's puts writer holds unacknowledged
+// (hbase.WriterConfig.MaxBufferedBytes, in memory held): enough for the
+// calls in flight to a dozen region servers (a 5,000-cell call of small
+// cells holds about 1.3 MB, and each server has a few in flight and one
+// filling), while more only queues cells behind a busy server, which
+// speeds nothing and, at 1 GiB with 2 workers, pushed the live heap to the
+// budget and the GC into thrashing (issue 28).
+const maxPutsBufferBytes = 64 << 20
 
 // buildStaged builds the staged-HFiles sink: against the live table, or
 // offline from split keys (the job's, or planned from a sample of the
