@@ -65,12 +65,7 @@ func TestSplitsCutAroundHugeRow(t *testing.T) {
 		}
 		want += n
 	}
-	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("f")}, []testRegion{{enc: "aaaa", files: []testFile{{family: "f", cells: strings.Join(cells, " ")}}}})
-	s, err := Open(t.Context(), root, "snap", OpenOptions{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := oneRegion(t, cells)
 	whole := s.Regions()[0].Bytes()
 	splits, err := s.Splits(SplitOptions{TargetBytes: whole / 6})
 	if err != nil {
@@ -104,4 +99,18 @@ func TestSplitsCutAroundHugeRow(t *testing.T) {
 	if b := splits[heavy].Bytes; b < whole/2 {
 		t.Errorf("the piece holding row c estimated %d bytes of %d, want half or more", b, whole)
 	}
+}
+
+// oneRegion opens a snapshot of one region (encoded name aaaa) with one
+// store file of family f holding cells (in joinCells' notation); the test
+// closes it at its end.
+func oneRegion(t *testing.T, cells []string) *Snapshot {
+	t.Helper()
+	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("f")}, []testRegion{{enc: "aaaa", files: []testFile{{family: "f", cells: strings.Join(cells, " ")}}}})
+	s, err := Open(t.Context(), root, "snap", OpenOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
