@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -29,8 +30,10 @@ type WriterConfig struct {
 	// InFlightPerServer is the Multi calls in flight to one region server
 	// at once [2].
 	InFlightPerServer int
-	// MaxBufferedBytes bounds the bytes of cells written but not yet
-	// acknowledged or failed; Write blocks beyond it [64 MiB].
+	// MaxBufferedBytes bounds the memory the Writer holds for cells written
+	// but not yet acknowledged or failed (each cell's copy and its place in
+	// its mutation, its encoding for the call, each mutation's own
+	// structures: see heldBytes); Write blocks beyond it [64 MiB].
 	MaxBufferedBytes int
 	// RetryTimeout is how long a mutation is retried, from its first send,
 	// before it is reported failed [2 min].
@@ -101,7 +104,7 @@ type WriterStats struct {
 	Failed   uint64 // cells reported failed
 	Calls    uint64 // Multi calls sent
 	Retries  uint64 // mutation retries
-	Buffered int    // bytes written but not yet acknowledged or failed
+	Buffered int    // memory held for cells written but not yet acknowledged or failed (see MaxBufferedBytes)
 }
 
 // Writer batches puts like Java's BufferedMutator: cells are grouped into
@@ -133,7 +136,7 @@ type Writer struct {
 	servers     map[string]*serverBuf
 	retryQ      []*mutation
 	outstanding int // mutations routed and not yet finished
-	buffered    int // bytes of those
+	buffered    int // memory held for those (mutation.held)
 	idle        chan struct{}
 	space       chan struct{}
 	failures    []Failure
@@ -150,7 +153,9 @@ type mutation struct {
 	row     []byte
 	del     bool // delete markers (a Delete mutation) rather than puts
 	cells   []cell.Cell
-	bytes   int
+	bytes   int       // encoded cell bytes (rpc.CellBlockLen), for the call limits
+	copied  int       // bytes of the cells' copies, row left out (shared)
+	held    int       // memory the mutation holds, set when it is admitted
 	first   time.Time // first send
 	attempt int
 	due     time.Time // when a retry is due
@@ -231,6 +236,9 @@ func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 		cp.Row = w.cur.row
 		w.cur.cells = append(w.cur.cells, cp)
 		w.cur.bytes += rpc.CellBlockLen(cl)
+		// Clone's one allocation, rounded up as the allocator's size
+		// classes round it (16-byte steps for small objects).
+		w.cur.copied += (len(cl.Row) + len(cl.Family) + len(cl.Qualifier) + len(cl.Value) + len(cl.Tags) + 15) &^ 15
 		if len(w.cur.cells) >= w.cfg.MaxCellsPerCall || w.cur.bytes >= w.cfg.MaxBytesPerCall {
 			// A huge row goes out in slices: memory stays bounded and no
 			// call outgrows its limits. The slices are separate mutations,
@@ -248,10 +256,31 @@ func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 	return nil
 }
 
+// The parts of heldBytes: a cell.Cell in a mutation's slice (144 bytes on
+// 64-bit), and a mutation with the Action and MutationProto a call builds
+// for it (the protobuf pair allocates 204 bytes, measured with
+// runtime.MemStats over 100,000 of them; 256 leaves room for the request's
+// slices).
+const (
+	heldCell     = int(unsafe.Sizeof(cell.Cell{}))
+	heldMutation = int(unsafe.Sizeof(mutation{})) + 256
+)
+
+// heldBytes is the memory m holds from Write to its settling: its cells'
+// structs (the slice's capacity), their copies (Clone copies the row too,
+// though the cell then points at the mutation's), the row, the cells'
+// encoding into a call's cell block and the mutation's own structures.
+// Counting only the encoded bytes (m.bytes) undercounts small cells
+// several times over: a 40-byte cell holds about 250 bytes.
+func heldBytes(m *mutation) int {
+	return heldMutation + 2*len(m.row) + cap(m.cells)*heldCell + m.copied + m.bytes
+}
+
 // admit waits for buffer space, then routes m.
 func (w *Writer) admit(ctx context.Context, m *mutation) error {
+	m.held = heldBytes(m)
 	w.mu.Lock()
-	for w.buffered > 0 && w.buffered+m.bytes > w.cfg.MaxBufferedBytes {
+	for w.buffered > 0 && w.buffered+m.held > w.cfg.MaxBufferedBytes {
 		ch := w.space
 		w.mu.Unlock()
 		select {
@@ -270,7 +299,7 @@ func (w *Writer) admit(ctx context.Context, m *mutation) error {
 		w.idle = make(chan struct{})
 	}
 	w.outstanding++
-	w.buffered += m.bytes
+	w.buffered += m.held
 	m.first = time.Now()
 	w.mu.Unlock()
 	w.route(ctx, m)
@@ -488,7 +517,7 @@ func (w *Writer) finish(m *mutation, err error) {
 		w.stats.Written += uint64(len(m.cells))
 	}
 	w.outstanding--
-	w.buffered -= m.bytes
+	w.buffered -= m.held
 	close(w.space)
 	w.space = make(chan struct{})
 	if w.outstanding == 0 {

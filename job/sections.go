@@ -71,8 +71,9 @@ type Sink struct {
 type Run struct {
 	// Workers is the number of splits read at once (0 = the number of CPUs).
 	Workers int
-	// SplitBytes cuts regions larger than this into pieces (0 = one split
-	// per region).
+	// SplitBytes cuts regions larger than this into pieces: 0 (not set) =
+	// the snapshot's default cut (snapshot.Snapshot.DefaultSplitBytes),
+	// SplitBytesOff (split_bytes: off) = one split per region.
 	SplitBytes int64
 	// Checkpoint is where the run records done splits (local or hdfs://);
 	// empty = StateDir()/checkpoint.json.
@@ -245,7 +246,7 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 func (d *decoder) run(n *yaml.Node, p string, r *Run) {
 	d.mapping(n, p, map[string]func(*yaml.Node, string){
 		"workers":              func(n *yaml.Node, p string) { r.Workers = int(d.positive(n, p, 4096)) },
-		"split_bytes":          func(n *yaml.Node, p string) { r.SplitBytes = d.size(n, p) },
+		"split_bytes":          func(n *yaml.Node, p string) { r.SplitBytes = d.splitBytes(n, p) },
 		"checkpoint":           func(n *yaml.Node, p string) { r.Checkpoint = d.nonEmpty(n, p, "a checkpoint file path") },
 		"memory":               func(n *yaml.Node, p string) { r.Memory = d.size(n, p) },
 		"max_cells_per_sec":    func(n *yaml.Node, p string) { r.MaxCellsPerSec = d.rate(n, p) },
@@ -344,6 +345,27 @@ func (d *decoder) size(n *yaml.Node, p string) int64 {
 		d.errorf(n, p, "%v", err)
 	}
 	return v
+}
+
+// SplitBytesOff is run.split_bytes written as "off": one split per
+// region, nothing cut.
+const SplitBytesOff = -1
+
+// ParseSplitBytes reads run.split_bytes or --split-bytes: "off"
+// (SplitBytesOff) or a size; 0 asks for the default cut like no value.
+func ParseSplitBytes(s string) (int64, error) {
+	if strings.TrimSpace(s) == "off" {
+		return SplitBytesOff, nil
+	}
+	return ParseSize(s)
+}
+
+// splitBytes reads run.split_bytes (ParseSplitBytes).
+func (d *decoder) splitBytes(n *yaml.Node, p string) int64 {
+	if n.Kind == yaml.ScalarNode && strings.TrimSpace(n.Value) == "off" {
+		return SplitBytesOff
+	}
+	return d.size(n, p)
 }
 
 // ParseSize reads a byte count written as a number or with a unit: KB, MB,

@@ -107,3 +107,23 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitBytesOff checks run.split_bytes: off (one split per region) and
+// that --split-bytes' parser reads the same word, sizes and 0.
+func TestSplitBytesOff(t *testing.T) {
+	j, err := Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, "split_bytes: 64MiB", "split_bytes: off", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Run.SplitBytes != SplitBytesOff {
+		t.Errorf("split_bytes: off read as %d, want %d", j.Run.SplitBytes, SplitBytesOff)
+	}
+	for in, want := range map[string]int64{"off": SplitBytesOff, "0": 0, "32MiB": 32 << 20} {
+		if got, err := ParseSplitBytes(in); err != nil || got != want {
+			t.Errorf("ParseSplitBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	if _, err := ParseSplitBytes("of"); err == nil {
+		t.Error(`ParseSplitBytes("of") gave no error`)
+	}
+}

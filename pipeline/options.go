@@ -26,7 +26,9 @@ type Options struct {
 	// else job.DefaultWorkers: GOMAXPROCS]. The sink's buffers are sized
 	// for the same number.
 	Workers int
-	// SplitBytes cuts regions larger than this into pieces [run.split_bytes].
+	// SplitBytes cuts regions larger than this into pieces [run.split_bytes;
+	// 0 there too = the snapshot's DefaultSplitBytes]; job.SplitBytesOff
+	// (or any negative value) = one split per region.
 	SplitBytes int64
 	// Checkpoint is the checkpoint file, local or hdfs:// [run.checkpoint,
 	// else Job.CheckpointPath()].

@@ -83,8 +83,8 @@ func (r *Run) settle(o Options) error {
 	if o.Workers <= 0 {
 		o.Workers = j.Run.WorkersOrDefault()
 	}
-	if o.SplitBytes <= 0 {
-		o.SplitBytes = j.Run.SplitBytes
+	if o.SplitBytes == 0 {
+		o.SplitBytes = j.Run.SplitBytes // 0 still: chooseWork takes the snapshot's default
 	}
 	if o.Shard.Count > 1 && (o.Shard.Index < 0 || o.Shard.Index >= o.Shard.Count) {
 		return fmt.Errorf("%w: shard %s: the index must be in [0, %d)", ErrInvalid, o.Shard, o.Shard.Count)
@@ -187,9 +187,17 @@ func (r *Run) openSource(ctx context.Context) error {
 	return nil
 }
 
-// chooseWork cuts the splits, clips them to Only, orders them largest
-// first and keeps this shard's.
+// chooseWork settles the split size, cuts the splits, clips them to Only,
+// orders them largest first and keeps this shard's.
 func (r *Run) chooseWork() error {
+	switch {
+	case r.o.SplitBytes == 0:
+		// Settled before the checkpoint's fingerprint is taken, from the
+		// snapshot alone, so a resume and every shard cut alike.
+		r.o.SplitBytes = r.snap.DefaultSplitBytes()
+	case r.o.SplitBytes < 0:
+		r.o.SplitBytes = 0 // off: one split per region
+	}
 	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes})
 	if err != nil {
 		return err
@@ -294,12 +302,22 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 		return NewPuts(c, j.Target.Table, PutsOptions{
 			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 			CallsPerServer: j.Run.MaxCallsPerServer, Workers: r.o.Workers,
-			BufferBytes: r.budget.SinkPerWorker(),
+			BufferBytes: min(r.budget.SinkPerWorker(), maxPutsBufferBytes),
 		}), nil
 	default:
 		return r.buildStaged(ctx)
 	}
 }
+
+// maxPutsBufferBytes caps what one worker's puts writer holds unacknowledged
+// (hbase.WriterConfig.MaxBufferedBytes, in memory held): enough for the
+// calls in flight to a dozen region servers (a 5,000-cell call of small
+// cells holds about 1.1 MB, 219 bytes a cell in TestWriterHoldsWhatItCounts,
+// and each server has a few in flight and one filling), while more only
+// queues cells behind a busy server, which speeds nothing and, at 1 GiB
+// with 2 workers, pushed the live heap to the budget and the GC into
+// thrashing (issue 28).
+const maxPutsBufferBytes = 64 << 20
 
 // buildStaged builds the staged-HFiles sink: against the live table, or
 // offline from split keys (the job's, or planned from a sample of the

@@ -195,6 +195,7 @@ func (r *Run) fill(sum *Summary, items []work) {
 		sum.Failed += st.Failed
 		sum.Bytes += st.Bytes
 	}
+	sum.SplitTimes = splitTimes(sum.PerSplit)
 	sum.BytesRead = r.bytesRead.Load()
 	if h := r.sketch.Heaviest(entity.ByCells); len(h) > 0 {
 		sum.Heaviest = h[:min(len(h), 3)]

@@ -285,7 +285,7 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	j, o, items := r.j, r.o, r.items
 	sum := &Summary{
 		Job: j.Path, Snapshot: j.Source.Name, Table: j.Target.Table, Sink: r.sink.Name(),
-		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget,
+		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget, SplitBytes: o.SplitBytes,
 		CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
 	}
 	var todo []work

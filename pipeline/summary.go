@@ -53,6 +53,9 @@ type Summary struct {
 	// memory budget was divided between them and the sink.
 	Workers int        `json:"workers"`
 	Budget  job.Budget `json:"memory_budget"`
+	// SplitBytes is the piece size regions were cut by (0 = one split per
+	// region): the job's or --split-bytes, else the snapshot's default.
+	SplitBytes int64 `json:"split_bytes"`
 	// Splits counts every split of the run; Done those finished (also in
 	// earlier runs); Skipped those an earlier run had finished.
 	Splits  int `json:"splits"`
@@ -96,6 +99,46 @@ type Summary struct {
 	Rejects  string         `json:"rejects_file,omitempty"`
 	Error    string         `json:"error,omitempty"`
 	PerSplit []SplitStats   `json:"per_split"`
+	// SplitTimes compares the slowest finished split with the mean one,
+	// so a bench can read how evenly the work was cut.
+	SplitTimes SplitTimes `json:"split_times"`
+}
+
+// SplitTimes is the spread of the finished splits' times (SplitStats.Seconds,
+// each the time of the split's last attempt, in this run or the one that
+// finished it).
+type SplitTimes struct {
+	// Splits counts the finished splits measured.
+	Splits int `json:"splits"`
+	// MeanSeconds and MaxSeconds are their mean and largest time; Slowest
+	// is the ID of the split that took MaxSeconds.
+	MeanSeconds float64 `json:"mean_seconds"`
+	MaxSeconds  float64 `json:"max_seconds"`
+	Slowest     string  `json:"slowest,omitempty"`
+	// MaxToMean is MaxSeconds / MeanSeconds (0 when nothing was measured):
+	// 1 for perfectly even splits, and issue 28's goal is at most 2.
+	MaxToMean float64 `json:"max_to_mean"`
+}
+
+// splitTimes measures the spread of the finished splits among per.
+func splitTimes(per []SplitStats) SplitTimes {
+	var t SplitTimes
+	var sum float64
+	for _, st := range per {
+		if !st.Done {
+			continue // an unfinished split's time is not a split's time
+		}
+		t.Splits++
+		sum += st.Seconds
+		if t.Slowest == "" || st.Seconds > t.MaxSeconds {
+			t.MaxSeconds, t.Slowest = st.Seconds, st.ID
+		}
+	}
+	if t.Splits > 0 && sum > 0 {
+		t.MeanSeconds = sum / float64(t.Splits)
+		t.MaxToMean = t.MaxSeconds / t.MeanSeconds
+	}
+	return t
 }
 
 // Problems reports whether the run finished with something to report:

@@ -331,12 +331,7 @@ func TestSplitsCutLargeRegions(t *testing.T) {
 	for _, r := range "abcdefghijklmnopqrst" {
 		cells = append(cells, string(r)+"/f:q/1/Put=v")
 	}
-	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("f")}, []testRegion{{enc: "aaaa", files: []testFile{{family: "f", cells: strings.Join(cells, " ")}}}})
-	s, err := Open(t.Context(), root, "snap", OpenOptions{FS: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := oneRegion(t, cells)
 	whole := s.Regions()[0].Bytes()
 	splits, err := s.Splits(SplitOptions{TargetBytes: whole / 4})
 	if err != nil {

@@ -16,6 +16,52 @@ type SplitOptions struct {
 	TargetBytes int64
 }
 
+// MinDefaultSplitBytes is the smallest piece DefaultSplitBytes cuts: a
+// piece costs a split's fixed work (its scanners, its sink's writer, its
+// checkpoint record), so a small table is not cut into pieces that cost
+// more to start than to read.
+const MinDefaultSplitBytes = 8 << 20
+
+// defaultPieces is how many pieces the whole snapshot is cut into at most
+// by DefaultSplitBytes: two pieces a worker for up to 8 workers, so that the
+// last pieces, read while other workers are idle, are small.
+const defaultPieces = 16
+
+// DefaultSplitBytes is the TargetBytes a run cuts by when its job sets
+// none: the mean region's bytes, but at most 1/defaultPieces of the
+// snapshot and at least MinDefaultSplitBytes, so that a region far larger
+// than the others becomes pieces the size of the others (or smaller) and
+// no one worker reads it alone while the rest sit idle. It depends only on
+// the snapshot's store file sizes (not on the worker count, which may
+// change between a run and its resume), and it is 0 when no region is
+// larger than it: then nothing would be cut, and the splits and their IDs
+// are exactly those of TargetBytes 0.
+func (s *Snapshot) DefaultSplitBytes() int64 {
+	sizes := make([]int64, len(s.regions))
+	for i := range s.regions {
+		sizes[i] = s.regions[i].Bytes()
+	}
+	return defaultSplitBytes(sizes, MinDefaultSplitBytes)
+}
+
+// defaultSplitBytes is DefaultSplitBytes' rule over region sizes, with the
+// floor given (tests lower it to reach small fixtures).
+func defaultSplitBytes(sizes []int64, floor int64) int64 {
+	if len(sizes) == 0 {
+		return 0
+	}
+	var total, largest int64
+	for _, b := range sizes {
+		total += b
+		largest = max(largest, b)
+	}
+	target := max(floor, min(total/int64(len(sizes)), total/defaultPieces))
+	if largest <= target {
+		return 0
+	}
+	return target
+}
+
 // Split is a unit of work: a row range of one region. Splits are made by
 // Snapshot.Splits and scanned with the same Snapshot's NewScanner.
 type Split struct {
@@ -52,35 +98,55 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		rows, err := s.cutRows(r, opts.TargetBytes)
+		cuts, err := s.cutRows(r, opts.TargetBytes)
 		if err != nil {
 			return nil, err
 		}
-		if len(rows) == 0 {
+		if len(cuts) == 0 {
 			out = append(out, whole)
 			continue
 		}
-		bounds := append(append([][]byte{r.StartKey}, rows...), r.EndKey)
-		per := whole.Bytes / int64(len(bounds)-1)
-		n := len(bounds) - 1
-		for k := 0; k < n; k++ {
-			out = append(out, Split{
-				ID:       fmt.Sprintf("%s_p%dof%d_t%d", r.EncodedName, k+1, n, opts.TargetBytes),
-				Region:   *r,
-				StartRow: bounds[k],
-				EndRow:   bounds[k+1],
-				Bytes:    per,
-				snap:     s,
-			})
-		}
+		out = append(out, pieces(s, r, cuts, whole.Bytes, opts.TargetBytes)...)
 	}
 	return out, nil
+}
+
+// cut is a row a region is cut at, with the share of the region's bytes
+// before it (from 0 to 1), as the chosen store file's offsets say.
+type cut struct {
+	row    []byte
+	before float64
+}
+
+// pieces makes the splits of region r cut at cuts: each piece's Bytes is
+// its share of the region's bytes, so the run's largest-first order puts a
+// piece that holds a huge row first.
+func pieces(s *Snapshot, r *Region, cuts []cut, bytes, target int64) []Split {
+	n := len(cuts) + 1
+	out := make([]Split, 0, n)
+	start, from := r.StartKey, 0.0
+	for k := 0; k < n; k++ {
+		end, to := r.EndKey, 1.0
+		if k < len(cuts) {
+			end, to = cuts[k].row, cuts[k].before
+		}
+		out = append(out, Split{
+			ID:       fmt.Sprintf("%s_p%dof%d_t%d", r.EncodedName, k+1, n, target),
+			Region:   *r,
+			StartRow: start,
+			EndRow:   end,
+			Bytes:    max(1, int64(float64(bytes)*(to-from))),
+			snap:     s,
+		})
+		start, from = end, to
+	}
+	return out
 }
 
 // cutRows picks rows that cut region r into pieces of about target bytes,
 // from the data index of its largest store file (block first keys, whose
 // offsets say how far into the file each lies).
-func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
+func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 	var best *StoreFile
 	var bestFam []byte
 	for _, ff := range r.Families {
@@ -102,6 +168,7 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 		return nil, err
 	}
 	idx, err := rd.dataIndex()
+	end := rd.dataEnd() // moved below to where the region's rows end in the file
 	s.release(rf)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
@@ -129,7 +196,11 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 		if cell.ParseKey(e.Key, &c) != nil {
 			continue
 		}
-		if bytes.Compare(c.Row, lo) <= 0 || (len(hi) > 0 && bytes.Compare(c.Row, hi) >= 0) {
+		if len(hi) > 0 && bytes.Compare(c.Row, hi) >= 0 {
+			end = min(end, e.Offset) // the blocks from here on are past the region
+			continue
+		}
+		if bytes.Compare(c.Row, lo) <= 0 {
 			continue
 		}
 		cands = append(cands, cand{append([]byte(nil), c.Row...), e.Offset})
@@ -138,29 +209,37 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([][]byte, error) {
 		return nil, nil
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].off < cands[j].off })
-	first, last := cands[0].off, cands[len(cands)-1].off
-	total := r.Bytes()
-	pieces := (total + target - 1) / target
+	pieces := (r.Bytes() + target - 1) / target
 	if pieces < 2 {
 		return nil, nil
 	}
-	// Offsets in the chosen file scale to the region's bytes.
-	span := last - first
-	var rows [][]byte
-	j := 0
-	for k := int64(1); k < pieces; k++ {
-		want := first + span*k/pieces
-		for j < len(cands) && cands[j].off < want {
-			j++
+	// Offsets in the chosen file scale to the region's bytes: a piece is
+	// about unit bytes of the file. Greedy, from the region's first block:
+	// cut at the first block a unit past the last cut that starts a row
+	// after the last cut's. A row longer than a unit (no block boundary
+	// after it in reach) stays whole in one piece, and the pieces after it
+	// are cut afresh from where it ends, not crammed into the little left.
+	first := cands[0].off
+	if end <= first {
+		end = cands[len(cands)-1].off + 1
+	}
+	unit := (end - first) / pieces
+	var cuts []cut
+	last, rowAt := first, first
+	for i, c := range cands {
+		if i == 0 || !bytes.Equal(c.row, cands[i-1].row) {
+			rowAt = c.off // the row starts about here (its first block)
 		}
-		if j >= len(cands) {
-			break
-		}
-		row := cands[j].row
-		if len(rows) > 0 && bytes.Compare(row, rows[len(rows)-1]) <= 0 {
+		if c.off-last < unit || (len(cuts) > 0 && bytes.Compare(c.row, cuts[len(cuts)-1].row) <= 0) {
 			continue
 		}
-		rows = append(rows, row)
+		if end-rowAt < unit/2 {
+			break // a last piece of less than half a unit joins the one before
+		}
+		// The cut is where the row starts, so a row of many blocks counts
+		// whole in the piece it begins.
+		cuts = append(cuts, cut{row: c.row, before: float64(rowAt-first) / float64(end-first)})
+		last = rowAt
 	}
-	return rows, nil
+	return cuts, nil
 }

@@ -106,7 +106,7 @@ interrupted, resumable.`,
 	fl.BoolVar(&f.offline, "offline", false, "hfiles sink: no cluster: plan the target regions from target.create.split_keys or the snapshot, and do not load")
 	fl.StringVar(&f.stagingMax, "staging-max", "", "hfiles sink: fail rather than put more than this in the staging folder, e.g. 500GiB")
 	fl.IntVar(&f.workers, "workers", 0, "splits read at once (job: run.workers; default the number of CPUs)")
-	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB (job: run.split_bytes)")
+	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB; off = one split per region; default: cut the regions far above the mean (job: run.split_bytes)")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file, local or hdfs:// (job: run.checkpoint; default JOB.rekey/checkpoint.json beside the job file)")
 	fl.BoolVar(&f.resume, "resume", false, "skip the splits the checkpoint records done (starts fresh when there is none)")
 	fl.BoolVar(&f.fresh, "fresh", false, "discard an existing checkpoint and start over")
@@ -305,7 +305,11 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		if s.v == "" {
 			continue
 		}
-		n, err := job.ParseSize(s.v)
+		parse := job.ParseSize
+		if s.flag == "--split-bytes" {
+			parse = job.ParseSplitBytes // also "off"
+		}
+		n, err := parse(s.v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.flag, err)
 		}
@@ -448,6 +452,9 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p("%s: %d cells, %.1f KB\n", h.Name, h.Cells, float64(h.Bytes)/1e3)
 	}
 	p("  time      %.1f s, %s cells/s, %.1f MB/s read, peak RSS %d MB\n", s.Seconds, human.Rate(s.CellsPerSec), s.MBPerSec, s.PeakRSS>>20)
+	if t := s.SplitTimes; t.Splits > 1 {
+		p("  splits    %d: mean %.1f s, slowest %.1f s (%.1fx the mean, %s)\n", t.Splits, t.MeanSeconds, t.MaxSeconds, t.MaxToMean, t.Slowest)
+	}
 	if b := s.Budget; b.Total > 0 {
 		p("  memory    %d workers, budget %d MiB: %d MiB sink buffers, %d MiB read-ahead, %d MiB collision sets\n", s.Workers, b.Total>>20, b.Sink>>20, b.ReadAhead>>20, b.Collisions>>20)
 	}
