@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Errors a caller can match (errors.Is) to tell the user's situations
@@ -55,6 +56,16 @@ func explainLogin(err error, principal, source, confPath string) error {
 		return fmt.Errorf("%w for %s (the kdc lines of %s): %v", ErrKDCUnreachable, principal, confPath, err)
 	}
 	return fmt.Errorf("krb: logging in as %s from %s: %w", principal, source, err)
+}
+
+// skewBy is the clock-skew error when the KDC's clock is known to be d
+// ahead of this host's (behind when negative).
+func skewBy(principal string, d time.Duration) error {
+	where := "ahead of"
+	if d < 0 {
+		where, d = "behind", -d
+	}
+	return fmt.Errorf("%w: the KDC's clock is %v %s this host's, beyond the allowed skew (krb5.conf clockskew, 5 minutes by default), so it refused the login of %s; synchronise the clocks (NTP)", ErrClockSkew, d.Round(time.Second), where, principal)
 }
 
 func skew(principal string) error {

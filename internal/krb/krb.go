@@ -149,7 +149,15 @@ func keytabLogin(o Options, conf *config.Config, confPath string) (*Login, error
 	}
 	cl := client.NewWithKeytab(name, realm, kt, conf, client.DisablePAFXFAST(true))
 	if err := cl.Login(); err != nil {
-		return nil, explainLogin(err, full, "keytab "+o.Keytab, confPath)
+		err = explainLogin(err, full, "keytab "+o.Keytab, confPath)
+		if errors.Is(err, ErrBadKey) {
+			// A refused key and a clock out of the KDC's skew look alike
+			// from some KDCs: ask the KDC its time.
+			if d, far := skewOf(conf, realm, name); far {
+				return nil, skewBy(full, d)
+			}
+		}
+		return nil, err
 	}
 	return &Login{Client: cl, Principal: full, Source: "keytab " + o.Keytab, Renews: true}, nil
 }

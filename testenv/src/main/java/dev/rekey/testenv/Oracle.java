@@ -58,6 +58,7 @@ public final class Oracle {
   private static final String USAGE = String.join("\n",
       "usage: testenv/bin/oracle COMMAND ARGS",
       "  seed SPEC.json...                    per spec: create a table, write generated cells, run the steps",
+      "  kdc DIR                      a KDC of its own (realm EXAMPLE.COM) with principal skew: keytab and krb5.conf in DIR; serves until stdin closes",
       "  kinit KRB5CONF PRINCIPAL KEYTAB CCACHE  log in from a keytab, write the ticket to a cache file",
       "  dump-snapshot ROOTDIR NAME [SCAN] [--now MS]  cells of a snapshot (TableSnapshotScanner)",
       "  dump-table TABLE [SCAN]              cells of a live table (scan)",
@@ -282,6 +283,10 @@ public final class Oracle {
 
   private static void run(String cmd, String[] a) throws Exception {
     switch (cmd) {
+      case "kdc":
+        need(a, 1, 1, "kdc DIR");
+        StandaloneKdc.run(a[0]);
+        break;
       case "kinit":
         need(a, 4, 4, "kinit KRB5CONF PRINCIPAL KEYTAB CCACHE");
         Kinit.run(a[0], a[1], a[2], a[3]);
