@@ -2,8 +2,6 @@ package snapshot_test
 
 import (
 	"errors"
-	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,49 +9,19 @@ import (
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
-	"github.com/rekeyhq/rekey/vfs"
 )
 
 // TestGCSFixtures copies every committed fixture snapshot (written by the
 // mini cluster's HBase) byte for byte into a bucket of the GCS emulator
 // (fake-gcs-server, found through STORAGE_EMULATOR_HOST as the GCS library
 // finds it) and reads it back from its gs:// root: the cells equal the
-// oracle's dumps, normal and raw, whole and cut into splits, with
-// read-ahead on (the default for object stores) and off.
+// oracle's dumps (see fixturesMatchOracle).
 func TestGCSFixtures(t *testing.T) {
 	g := s3test.StartGCS(t)
 	g.UseEmulatorEnv(t)
 	fsys := g.Dial(t)
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(repo, "testdata", "snapshots")
-	for _, name := range hbase1Names(t, dir) {
-		t.Run(name, func(t *testing.T) {
-			dst := path.Join("/snapshot-fixtures", name)
-			g.Upload(t, fsys, filepath.Join(dir, name), dst)
-			root := "gs://" + g.Bucket + dst
-			for _, mode := range dumpModes(name) {
-				want, err := os.ReadFile(filepath.Join(dir, mode.file))
-				if os.IsNotExist(err) {
-					continue
-				} else if err != nil {
-					t.Fatal(err)
-				}
-				if d := diffDumps(dumpSnapshot(t, root, name, mode.opts), want); d != "" {
-					t.Errorf("%s: %s", mode.file, d)
-				}
-				if d := diffDumps(dumpSplits(t, root, name, mode.opts, snapshot.SplitOptions{TargetBytes: 16 << 10}), want); d != "" {
-					t.Errorf("%s, 16 KiB splits: %s", mode.file, d)
-				}
-				off := snapshot.OpenOptions{ReadAhead: vfs.ReadAheadOptions{Off: true}}
-				if d := diffDumps(dumpWith(t, root, name, off, mode.opts, snapshot.SplitOptions{}), want); d != "" {
-					t.Errorf("%s, read-ahead off: %s", mode.file, d)
-				}
-			}
-		})
-	}
+	fixturesMatchOracle(t, func(t *testing.T, local, dst string) { g.Upload(t, fsys, local, dst) },
+		func(dst string) string { return "gs://" + g.Bucket + dst })
 }
 
 // TestGCSSnapshotMissingStoreFile removes from the bucket a store file the

@@ -53,7 +53,13 @@ func TestGCSFileSystem(t *testing.T) {
 	if loc.Path != dir || fsys.String() != "gs://"+g.Bucket {
 		t.Fatalf("path %q on %s, want %q on gs://%s", loc.Path, fsys, dir, g.Bucket)
 	}
+	checkObjectStore(t, fsys, dir, func(name string) []byte { return g.Stored(t, name) })
+}
 
+// checkObjectStore runs the checks TestGCSFileSystem and
+// TestAzureFileSystem share on the store fsys under dir; stored gives the
+// server's own account of an object's bytes.
+func checkObjectStore(t *testing.T, fsys vfs.WriteFS, dir string, stored func(name string) []byte) {
 	small := randomBytes(1000, 1)
 	large := randomBytes(9<<20+17, 2) // past the 8 MiB chunk: two uploads
 	writeObject(t, fsys, dir+"/a/small", small)
@@ -61,10 +67,10 @@ func TestGCSFileSystem(t *testing.T) {
 	if err := fsys.MkdirAll(dir + "/empty"); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.Stored(t, dir+"/a/small"); !bytes.Equal(got, small) {
+	if got := stored(dir + "/a/small"); !bytes.Equal(got, small) {
 		t.Fatalf("server stored %d bytes for small, want %d", len(got), len(small))
 	}
-	if got := g.Stored(t, dir+"/a/b/large"); !bytes.Equal(got, large) {
+	if got := stored(dir + "/a/b/large"); !bytes.Equal(got, large) {
 		t.Fatalf("server stored %d bytes for large, want %d", len(got), len(large))
 	}
 
@@ -116,7 +122,7 @@ func TestGCSFileSystem(t *testing.T) {
 	if _, err := fsys.Stat(dir + "/a/small"); !errors.Is(err, iofs.ErrNotExist) {
 		t.Errorf("renamed source still there: %v", err)
 	}
-	if got := g.Stored(t, dir+"/moved"); !bytes.Equal(got, small) {
+	if got := stored(dir + "/moved"); !bytes.Equal(got, small) {
 		t.Errorf("renamed object: the server holds %d bytes, want the %d written", len(got), len(small))
 	}
 	if err := fsys.Rename(dir+"/a/b", dir+"/b"); err == nil || !strings.Contains(err.Error(), "directory") {
@@ -143,7 +149,7 @@ func TestGCSFileSystem(t *testing.T) {
 	if err := w2.Close(); !errors.Is(err, iofs.ErrExist) {
 		t.Errorf("the second exclusive writer's Close: %v, want ErrExist", err)
 	}
-	if got := g.Stored(t, dir+"/lease"); string(got) != "first" {
+	if got := stored(dir + "/lease"); string(got) != "first" {
 		t.Errorf("lease holds %q, want the first writer's", got)
 	}
 
