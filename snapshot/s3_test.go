@@ -85,29 +85,7 @@ func TestS3SnapshotConsistency(t *testing.T) {
 	const name = "enc_none"
 	local := filepath.Join(repo, "testdata", "snapshots", name)
 	prefix := s3test.Prefix(t, fsys, "snapshot-consistency")
-	read := func(dst string) error {
-		s, err := snapshot.Open(t.Context(), "s3a://"+st.Bucket+dst, name, snapshot.OpenOptions{})
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		splits, err := s.Splits(snapshot.SplitOptions{})
-		if err != nil {
-			return err
-		}
-		for _, sp := range splits {
-			sc, err := s.NewScanner(t.Context(), sp, snapshot.ScanOptions{})
-			if err != nil {
-				return err
-			}
-			for sc.Next() {
-			}
-			if err := sc.Close(); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
+	read := func(dst string) error { return scanAll(t, "s3a://"+st.Bucket+dst, name) }
 
 	missing := path.Join(prefix, "missing")
 	s3test.Upload(t, st, fsys, local, missing)

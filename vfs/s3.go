@@ -71,12 +71,6 @@ type S3Options struct {
 // may need several backed-off tries while a long scan must not fail.
 const s3DefaultAttempts = 8
 
-// s3ReadRetries is how many times a ranged GET whose body was cut is
-// reissued from the offset reached, without progress in between, before
-// the read fails. (The SDK retries a request that fails; a body that
-// breaks after the answer began is the reader's to resume.)
-const s3ReadRetries = 4
-
 // S3OptionsFromHadoop reads the fs.s3a.* keys of a Hadoop configuration for
 // bucket: fs.s3a.endpoint, fs.s3a.path.style.access, fs.s3a.endpoint.region
 // (else fs.s3a.region), fs.s3a.access.key, fs.s3a.secret.key and

@@ -24,23 +24,17 @@ func (s *S3) Open(name string) (File, error) {
 		}
 		return nil, err
 	}
-	return &s3File{s: s, name: name, key: key(name), size: fi.size, etag: fi.etag}, nil
+	f := &s3File{s: s, name: name, key: key(name), etag: fi.etag}
+	return &objFile{store: s.name, name: name, size: fi.size, get: f.get}, nil
 }
 
-// s3File is an object open for ranged reads.
+// s3File is the state an object's ranged GETs share.
 type s3File struct {
 	s    *S3
 	name string
 	key  string
-	size int64
 	etag string
 }
-
-var _ Streamer = (*s3File)(nil)
-
-func (f *s3File) Size() int64  { return f.size }
-func (f *s3File) Name() string { return f.name }
-func (f *s3File) Close() error { return nil }
 
 // get starts a GET of the bytes from off on: to the end of the object when
 // n < 0, else n bytes.
@@ -62,105 +56,4 @@ func (f *s3File) get(off, n int64) (io.ReadCloser, error) {
 		return nil, err
 	}
 	return out.Body, nil
-}
-
-// ReadAt implements io.ReaderAt with one ranged GET for p. A body cut
-// before its end is asked for again from the offset reached, up to
-// s3ReadRetries times without progress.
-func (f *s3File) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, &iofs.PathError{Op: "readat", Path: f.name, Err: errors.New("negative offset")}
-	}
-	want := p
-	var short error
-	if rest := f.size - off; int64(len(p)) > rest {
-		if rest <= 0 {
-			if len(p) == 0 {
-				return 0, nil
-			}
-			return 0, io.EOF
-		}
-		want, short = p[:rest], io.EOF
-	}
-	got, fails := 0, 0
-	for got < len(want) {
-		body, err := f.get(off+int64(got), int64(len(want)-got))
-		if err != nil {
-			return got, err
-		}
-		n, err := io.ReadFull(body, want[got:])
-		body.Close()
-		got += n
-		if err == nil {
-			break
-		}
-		if n == 0 {
-			fails++
-		} else {
-			fails = 0
-		}
-		if fails > s3ReadRetries {
-			return got, fmt.Errorf("vfs: read %s%s at %d: %w", f.s.name, f.name, off+int64(got), err)
-		}
-	}
-	return got, short
-}
-
-// Stream implements Streamer: one GET from off to the object's end, which
-// vfs.ReadAhead consumes in chunks. A body cut mid-way is reopened from the
-// offset reached.
-func (f *s3File) Stream(off int64) (io.ReadCloser, error) {
-	return &s3Stream{f: f, off: off}, nil
-}
-
-// s3Stream reads an object front to back through as few GETs as the
-// connection allows.
-type s3Stream struct {
-	f     *s3File
-	off   int64
-	body  io.ReadCloser
-	fails int
-}
-
-func (s *s3Stream) Read(p []byte) (int, error) {
-	if s.off >= s.f.size {
-		return 0, io.EOF
-	}
-	if s.body == nil {
-		b, err := s.f.get(s.off, -1)
-		if err != nil {
-			return 0, err
-		}
-		s.body = b
-	}
-	n, err := s.body.Read(p)
-	s.off += int64(n)
-	if n > 0 {
-		s.fails = 0
-	}
-	if err == nil || (err == io.EOF && s.off >= s.f.size) {
-		if err == io.EOF && n > 0 {
-			err = nil // the next Read answers EOF
-		}
-		return n, err
-	}
-	// The body broke (or ended early): drop it and reopen at s.off.
-	s.body.Close()
-	s.body = nil
-	if n == 0 {
-		s.fails++
-	}
-	if s.fails > s3ReadRetries {
-		return n, fmt.Errorf("vfs: stream %s%s at %d: %w", s.f.s.name, s.f.name, s.off, err)
-	}
-	return n, nil
-}
-
-func (s *s3Stream) Close() error {
-	if s.body != nil {
-		err := s.body.Close()
-		s.body = nil
-		return err
-	}
-	return nil
 }

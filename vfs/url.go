@@ -9,7 +9,7 @@ import (
 )
 
 // ErrUnsupportedScheme is returned by Open for a URL scheme rekey cannot
-// read or write (gs://, abfs://, ...).
+// read or write (ftp://, ...).
 var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
 
 // ErrBadLocation is matched by Open's errors for a location that is
@@ -43,7 +43,10 @@ func (l *Location) Close() error {
 // refused rather than read as the relative path tmp/x). An hdfs:// URL
 // dials the NameNode (see DialHDFS for nameservices and users). An s3a:// or
 // s3:// URL names a bucket and a key prefix (see DialS3 for endpoints and
-// credentials). Any other scheme is ErrUnsupportedScheme.
+// credentials). A gs:// URL names a GCS bucket and a prefix (see DialGCS).
+// An abfs:// or wasbs:// URL (and abfss://, wasb://) names an Azure
+// container, account and prefix, CONTAINER@ACCOUNT.dfs.core.windows.net or
+// .blob.core.windows.net (see DialAzure). Any other scheme is ErrUnsupportedScheme.
 func Open(where string) (*Location, error) {
 	if where == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrBadLocation)
@@ -86,6 +89,26 @@ func Open(where string) (*Location, error) {
 			p = "/"
 		}
 		return &Location{FS: s, Path: p, URL: where, close: s.Close}, nil
+	case "gs":
+		g, err := DialGCS(u.Host)
+		if err != nil {
+			return nil, err
+		}
+		p := u.Path
+		if p == "" {
+			p = "/"
+		}
+		return &Location{FS: g, Path: p, URL: where, close: g.Close}, nil
+	case "abfs", "abfss", "wasb", "wasbs":
+		a, err := DialAzure(u.User.Username(), u.Host)
+		if err != nil {
+			return nil, err
+		}
+		p := u.Path
+		if p == "" {
+			p = "/"
+		}
+		return &Location{FS: a, Path: p, URL: where, close: a.Close}, nil
 	case "hdfs":
 		h, err := DialHDFS(u.Host)
 		if err != nil {
@@ -97,6 +120,6 @@ func Open(where string) (*Location, error) {
 		}
 		return &Location{FS: h, Path: p, URL: where, close: h.Close}, nil
 	default:
-		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file://, hdfs://, s3a:// or s3://)", ErrUnsupportedScheme, where, u.Scheme)
+		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file://, hdfs://, s3a://, s3://, gs://, abfs:// or wasbs://)", ErrUnsupportedScheme, where, u.Scheme)
 	}
 }

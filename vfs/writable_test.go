@@ -24,7 +24,7 @@ func TestWritable(t *testing.T) {
 		{"folder is a file", filepath.Join(file, "r.tsv"), "is not a folder"},
 		{"folder under a file", filepath.Join(file, "sub", "r.tsv"), "not a directory"},
 		{"a folder", dir, "is a folder"},
-		{"unsupported scheme", "gs://bucket/r.tsv", "unsupported"},
+		{"unsupported scheme", "ftp://bucket/r.tsv", "unsupported"},
 	} {
 		err := Writable(c.where)
 		switch {

@@ -41,7 +41,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"inspect", "hfile", filepath.Join(dir, "nosuch")}, exitUsage, "no such file"},
 		{[]string{"inspect", "hfile", dir}, exitUsage, "is a directory"},
 		{[]string{"inspect", "hfile", "/dev/null"}, exitUsage, "not a regular file"},
-		{[]string{"inspect", "hfile", "gs://bucket/x"}, exitUsage, `scheme "gs"`},
+		{[]string{"inspect", "hfile", "ftp://bucket/x"}, exitUsage, `scheme "ftp"`},
 		{[]string{"inspect", "hfile", "file://tmp/x"}, exitUsage, "host must be empty or localhost"},
 		{[]string{"inspect", "hfile", "--cells", "--cells-only", hf}, exitUsage, "exclude each other"},
 		{[]string{"inspect", "hfile", "--cells-only", damaged}, exitProblems, "corrupt"},

@@ -55,6 +55,13 @@ func Stored(t testing.TB, s *testenv.S3State, name string) []byte {
 // byte. It returns the number of files.
 func Upload(t testing.TB, s *testenv.S3State, fsys vfs.WriteFS, dir, dst string) int {
 	t.Helper()
+	return UploadChecked(t, fsys, dir, dst, func(name string) []byte { return Stored(t, s, name) })
+}
+
+// UploadChecked is Upload for any store: stored gives the server's own
+// account of the bytes of the object at name.
+func UploadChecked(t testing.TB, fsys vfs.WriteFS, dir, dst string, stored func(name string) []byte) int {
+	t.Helper()
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -80,7 +87,7 @@ func Upload(t testing.TB, s *testenv.S3State, fsys vfs.WriteFS, dir, dst string)
 		if err := w.Close(); err != nil {
 			return err
 		}
-		if !bytes.Equal(Stored(t, s, name), data) {
+		if !bytes.Equal(stored(name), data) {
 			return fmt.Errorf("the server stored other bytes for %s than %s holds", name, p)
 		}
 		n++

@@ -1,0 +1,315 @@
+package vfs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"cloud.google.com/go/storage"
+	"github.com/colinmarc/hdfs/v2/hadoopconf"
+	"github.com/googleapis/gax-go/v2"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
+	"google.golang.org/api/option"
+)
+
+// GCS is one bucket of Google Cloud Storage (or a server speaking its JSON
+// API), as a WriteFS. Paths are object names with a leading slash, and
+// directories are name prefixes ending in "/", as on S3 (see S3): MkdirAll
+// writes an empty marker object "dir/" as Hadoop's GCS connector does.
+//
+// Writes are whole objects, visible at Close and not before (a resumable
+// upload finalized at Close). Every object has a generation, a number GCS
+// changes whenever the object is replaced; the backend uses it where S3's
+// uses the ETag: reads of an opened object ask for its generation, and the
+// delete of Rename is conditional on the generation copied.
+type GCS struct {
+	client *storage.Client
+	bucket *storage.BucketHandle
+	name   string // "gs://bucket" for messages
+}
+
+// GCSOptions configure DialGCSWith. Empty fields mean the library's
+// defaults: Google's endpoint (or STORAGE_EMULATOR_HOST's server, without
+// credentials, when that variable is set) and application default
+// credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's, the metadata
+// server).
+type GCSOptions struct {
+	// Endpoint is the JSON API's base URL
+	// ("http://127.0.0.1:4443/storage/v1/").
+	Endpoint string
+	// Anonymous sends no credentials (an emulator, a public bucket).
+	Anonymous bool
+	// CredentialsFile is a service account's JSON key file.
+	CredentialsFile string
+	// MaxAttempts bounds the library's attempts per request (0 = 8):
+	// throttling (429), server errors (5xx) and broken connections are
+	// retried with exponential back-off.
+	MaxAttempts int
+	// MaxBackoff caps the wait between attempts (0 = the library's 30 s).
+	MaxBackoff time.Duration
+	// HTTPClient, when set, carries the requests (and their credentials,
+	// which the options above then do not add).
+	HTTPClient *http.Client
+}
+
+// gcsDefaultAttempts is the attempt bound unless GCSOptions says otherwise:
+// more than the library's 3, for the same reason as on S3.
+const gcsDefaultAttempts = s3DefaultAttempts
+
+// gcsChunk is the resumable upload's chunk: what a writer holds in memory
+// and sends per request (the library's default is 16 MiB).
+const gcsChunk = 8 << 20
+
+// GCSOptionsFromHadoop reads the keys of Hadoop's GCS connector from a
+// Hadoop configuration: fs.gs.storage.root.url (the API's root, Google's
+// by default) with fs.gs.storage.service.path (default "storage/v1/"),
+// fs.gs.auth.type (UNAUTHENTICATED, SERVICE_ACCOUNT_JSON_KEYFILE, or
+// application default credentials otherwise) and
+// fs.gs.auth.service.account.json.keyfile.
+func GCSOptionsFromHadoop(conf hadoopconf.HadoopConf) GCSOptions {
+	get := func(k string) string { return strings.TrimSpace(conf["fs.gs."+k]) }
+	var o GCSOptions
+	if root := get("storage.root.url"); root != "" {
+		svc := get("storage.service.path")
+		if svc == "" {
+			svc = "storage/v1/"
+		}
+		o.Endpoint = strings.TrimSuffix(root, "/") + "/" + strings.Trim(svc, "/") + "/"
+	}
+	keyfile := get("auth.service.account.json.keyfile")
+	switch strings.ToUpper(get("auth.type")) {
+	case "UNAUTHENTICATED":
+		o.Anonymous = true
+	case "SERVICE_ACCOUNT_JSON_KEYFILE", "":
+		o.CredentialsFile = keyfile
+	}
+	return o
+}
+
+// DialGCS opens bucket with the fs.gs.* keys of the Hadoop configuration in
+// HADOOP_CONF_DIR (or HADOOP_HOME/conf) and the library's defaults for
+// what they leave out (see GCSOptionsFromHadoop).
+func DialGCS(bucket string) (*GCS, error) {
+	conf, err := hadoopconf.LoadFromEnvironment()
+	if err != nil {
+		return nil, fmt.Errorf("vfs: reading Hadoop configuration (HADOOP_CONF_DIR): %w", err)
+	}
+	return DialGCSWith(bucket, GCSOptionsFromHadoop(conf))
+}
+
+// DialGCSWith opens bucket with o, and reads the bucket's metadata so that
+// a wrong endpoint, credential or bucket name fails here and not in the
+// middle of a run.
+func DialGCSWith(bucket string, o GCSOptions) (*GCS, error) {
+	if bucket == "" {
+		return nil, fmt.Errorf("%w: a GCS URL needs a bucket (gs://BUCKET/path)", ErrBadLocation)
+	}
+	ctx := context.Background()
+	// JSON reads: one API for every request, the one emulators implement
+	// fully (the library reads through the XML API by default).
+	opts := []option.ClientOption{storage.WithJSONReads()}
+	switch {
+	case o.HTTPClient != nil:
+		opts = append(opts, option.WithHTTPClient(o.HTTPClient))
+	case o.Anonymous:
+		opts = append(opts, option.WithoutAuthentication())
+	case o.CredentialsFile != "":
+		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, o.CredentialsFile))
+	}
+	if o.Endpoint != "" {
+		opts = append(opts, option.WithEndpoint(o.Endpoint))
+	}
+	client, err := storage.NewClient(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("vfs: GCS client: %w", err)
+	}
+	attempts := o.MaxAttempts
+	if attempts <= 0 {
+		attempts = gcsDefaultAttempts
+	}
+	retry := []storage.RetryOption{storage.WithMaxAttempts(attempts)}
+	if o.MaxBackoff > 0 {
+		retry = append(retry, storage.WithBackoff(gax.Backoff{Initial: o.MaxBackoff / 10, Max: o.MaxBackoff, Multiplier: 2}))
+	}
+	client.SetRetry(retry...)
+	fsys := &GCS{client: client, bucket: client.Bucket(bucket), name: "gs://" + bucket}
+	if _, err := fsys.bucket.Attrs(ctx); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("vfs: GCS bucket %s (endpoint %s): %w", bucket, gcsEndpointName(o.Endpoint), fsys.explain("bucket", "/", err))
+	}
+	return fsys, nil
+}
+
+func gcsEndpointName(e string) string {
+	if e != "" {
+		return e
+	}
+	if h := os.Getenv("STORAGE_EMULATOR_HOST"); h != "" {
+		return h + " (STORAGE_EMULATOR_HOST)"
+	}
+	return "Google default"
+}
+
+// String implements FS.
+func (g *GCS) String() string { return g.name }
+
+// Close releases the client's connections.
+func (g *GCS) Close() error { return g.client.Close() }
+
+// object is the handle of the object at name.
+func (g *GCS) object(name string) *storage.ObjectHandle { return g.bucket.Object(key(name)) }
+
+// explain turns a library error into one that errors.Is matches against
+// fs.ErrNotExist, fs.ErrExist (a failed precondition) or fs.ErrPermission,
+// naming the path.
+func (g *GCS) explain(op, name string, err error) error {
+	wrap := func(kind error) error {
+		return &iofs.PathError{Op: op, Path: g.name + name, Err: fmt.Errorf("%w (%v)", kind, err)}
+	}
+	if errors.Is(err, storage.ErrObjectNotExist) || errors.Is(err, storage.ErrBucketNotExist) {
+		return wrap(iofs.ErrNotExist)
+	}
+	var api *googleapi.Error
+	if errors.As(err, &api) {
+		switch api.Code {
+		case http.StatusNotFound:
+			return wrap(iofs.ErrNotExist)
+		case http.StatusPreconditionFailed:
+			return wrap(iofs.ErrExist)
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return wrap(iofs.ErrPermission)
+		}
+	}
+	return &iofs.PathError{Op: op, Path: g.name + name, Err: err}
+}
+
+// attrs describes the object at name, or fails with fs.ErrNotExist.
+func (g *GCS) attrs(name string) (*storage.ObjectAttrs, error) {
+	a, err := g.object(name).Attrs(context.Background())
+	if err != nil {
+		return nil, g.explain("stat", name, err)
+	}
+	return a, nil
+}
+
+// gcsInfo describes an object as Stat and ReadDir report it; the ETag is
+// GCS's.
+func gcsInfo(name string, a *storage.ObjectAttrs) s3Info {
+	return s3Info{name: name, size: a.Size, mtime: a.Updated, etag: a.Etag}
+}
+
+// isDir reports whether some object lies under name's prefix.
+func (g *GCS) isDir(name string) (bool, error) {
+	it := g.bucket.Objects(context.Background(), &storage.Query{Prefix: dirPrefix(name)})
+	it.PageInfo().MaxSize = 1
+	_, err := it.Next()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, iterator.Done):
+		return false, nil
+	}
+	return false, g.explain("stat", name, err)
+}
+
+// Stat implements FS: the object's metadata, else a listing of the prefix.
+func (g *GCS) Stat(name string) (iofs.FileInfo, error) {
+	if key(name) == "" {
+		return s3Info{name: "/", dir: true}, nil
+	}
+	a, err := g.attrs(name)
+	if err == nil {
+		return gcsInfo(path.Base(name), a), nil
+	}
+	if !errors.Is(err, iofs.ErrNotExist) {
+		return nil, err
+	}
+	dir, derr := g.isDir(name)
+	if derr != nil {
+		return nil, derr
+	}
+	if !dir {
+		return nil, err
+	}
+	return s3Info{name: path.Base(name), dir: true}, nil
+}
+
+// ReadDir implements FS with a delimited listing of the directory's prefix:
+// objects are files, prefixes directories. The directory's own marker is
+// left out. A prefix nothing lies under is fs.ErrNotExist.
+func (g *GCS) ReadDir(name string) ([]iofs.FileInfo, error) {
+	prefix := dirPrefix(name)
+	var out []iofs.FileInfo
+	found := false
+	it := g.bucket.Objects(context.Background(), &storage.Query{Prefix: prefix, Delimiter: "/"})
+	for {
+		a, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			return nil, g.explain("readdir", name, err)
+		}
+		found = true
+		if a.Prefix != "" {
+			if n := strings.TrimSuffix(strings.TrimPrefix(a.Prefix, prefix), "/"); n != "" {
+				out = append(out, s3Info{name: n, dir: true})
+			}
+			continue
+		}
+		if n := strings.TrimPrefix(a.Name, prefix); n != "" { // "" is the marker
+			out = append(out, gcsInfo(n, a))
+		}
+	}
+	if !found && prefix != "" {
+		if _, err := g.attrs(name); err == nil {
+			return nil, &iofs.PathError{Op: "readdir", Path: g.name + name, Err: errors.New("not a directory")}
+		}
+		return nil, &iofs.PathError{Op: "readdir", Path: g.name + name, Err: iofs.ErrNotExist}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// Open implements FS. It takes the object's size and generation from its
+// metadata; every read asks for that generation, so an object replaced
+// while it is read fails the read (the generation is gone) instead of
+// mixing two versions' bytes. An object stored with Content-Encoding gzip
+// is refused: GCS would serve it decompressed (and ignore ranges), so its
+// bytes would not be the stored ones a snapshot's manifest sizes.
+func (g *GCS) Open(name string) (File, error) {
+	a, err := g.attrs(name)
+	if err != nil {
+		if errors.Is(err, iofs.ErrNotExist) {
+			if dir, derr := g.isDir(name); derr == nil && dir {
+				return nil, &iofs.PathError{Op: "open", Path: g.name + name, Err: errors.New("is a directory")}
+			}
+		}
+		return nil, err
+	}
+	if strings.EqualFold(a.ContentEncoding, "gzip") {
+		return nil, &iofs.PathError{Op: "open", Path: g.name + name, Err: errors.New("stored with Content-Encoding gzip, which GCS decompresses on reading: upload it without (gsutil cp without -z/-Z)")}
+	}
+	obj := g.object(name).Generation(a.Generation)
+	get := func(off, n int64) (io.ReadCloser, error) {
+		r, err := obj.NewRangeReader(context.Background(), off, n)
+		if err != nil {
+			err = g.explain("read", name, err)
+			if errors.Is(err, iofs.ErrNotExist) {
+				return nil, fmt.Errorf("vfs: %s%s changed or vanished since it was opened (generation %d): %w", g.name, name, a.Generation, err)
+			}
+			return nil, err
+		}
+		return r, nil
+	}
+	return &objFile{store: g.name, name: name, size: a.Size, get: get}, nil
+}
