@@ -18,6 +18,8 @@ cleanup() {
 trap cleanup EXIT
 
 testenv/bin/build
+# Azurite (npm) for the Azure tests; GCS's emulator runs inside the tests.
+testenv/bin/azurite-install
 if testenv/bin/status >/dev/null 2>&1; then
 	echo "test: reusing the mini cluster that is already up"
 else

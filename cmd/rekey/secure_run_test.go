@@ -110,3 +110,43 @@ func TestSecureRunThenVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestSecureStagedRunOutlivesItsTickets: a staged run on the secure
+// cluster, logged in from a keytab with tickets of krb5-short.conf's
+// short lifetime (not renewable), throttled so that its spill lasts
+// longer than a ticket lives; the load then opens new Kerberos
+// connections (the NameNode's, for the delegation token the bulk load
+// sends), which a login that did not log in again by itself would fail.
+// The target is the demo rule on the oracle's dump.
+func TestSecureStagedRunOutlivesItsTickets(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	qops, err := sasl.ParseProtection(s.Secure.RPCProtection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secureConfWith(t, s, qops[0])
+	admin := secureAdmin(t, s)
+	table := "secure_outlive_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		admin.DisableTable(ctx, table)
+		admin.DeleteTable(ctx, table)
+	})
+	life := time.Duration(s.Secure.ShortLifetimeSeconds) * time.Second
+	// The demo snapshot's 31413 cells over a lifetime and a half.
+	rate := int(31413 / (1.5 * life.Seconds()))
+	staging := fmt.Sprintf("hdfs://%s/user/user/rekey-outlive-%d", s.NameNode, time.Now().UnixNano())
+	began := time.Now()
+	code, out, errOut := runRekey(t, "run", demoJob(t), "--table", table, "--create", "--progress", "none",
+		"--sink", "hfiles", "--staging", staging, "--max-cells-per-sec", strconv.Itoa(rate),
+		"--keytab", s.Secure.HBaseKeytab, "--principal", s.Secure.HBasePrincipal, "--krb5-conf", s.Secure.Krb5ShortConf)
+	took := time.Since(began)
+	if code != 0 {
+		t.Fatalf("run after %v (tickets live %v): exit %d: %s\n%s", took.Round(time.Second), life, code, errOut, out)
+	}
+	if took < life+10*time.Second {
+		t.Fatalf("the run took %v, tickets live %v: it did not outlive its first ticket, nothing was tested", took.Round(time.Second), life)
+	}
+	t.Logf("the run took %v with %v tickets", took.Round(time.Second), life)
+	requireDemoRule(t, table)
+}
