@@ -404,7 +404,7 @@ public final class Oracle {
       case "flush": {
         need(a, 1, 1, "flush TABLE");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
-          admin.flush(TableName.valueOf(a[0]));
+          Seed.flushRegions(admin, TableName.valueOf(a[0]));
         }
         System.out.println("ok");
         return;
@@ -859,7 +859,7 @@ public final class Oracle {
         admin.modifyTable(TableDescriptorBuilder.newBuilder(admin.getDescriptor(tn))
             .setCompactionEnabled(true).build());
       }
-      admin.flush(tn);
+      Seed.flushRegions(admin, tn);
       admin.majorCompact(tn);
       // The request is queued; give it a moment to show up as running,
       // then wait for it to end.

@@ -259,7 +259,7 @@ final class Seed {
         break;
       case "flush":
         try (Admin admin = conn.getAdmin()) {
-          admin.flush(tn);
+          flushRegions(admin, tn);
         }
         break;
       case "split":
@@ -436,7 +436,7 @@ final class Seed {
       // Markers in a newer HFile than the cells they mask; a flush of both
       // together would drop the masked cells.
       try (Admin admin = conn.getAdmin()) {
-        admin.flush(tn);
+        flushRegions(admin, tn);
       }
     }
     long newest = base + (st.versions - 1) * st.ts_step;
@@ -565,7 +565,7 @@ final class Seed {
     }
     if (st.flush_before_deletes) {
       try (Admin admin = conn.getAdmin()) {
-        admin.flush(tn);
+        flushRegions(admin, tn);
       }
     }
     List<Delete> ds = new ArrayList<>();
@@ -633,6 +633,20 @@ final class Seed {
         }
         m.mutate(p);
       }
+    }
+  }
+
+  /**
+   * Flushes every region of tn through its region server. Not
+   * Admin.flush(table): that runs as a master procedure, and a test that
+   * restarts the HMaster meanwhile (they share the cluster) leaves the
+   * flush waiting its full five minutes for a procedure the new master
+   * never heard of. A region flush is one call to the region server,
+   * which returns once the memstore is in a store file.
+   */
+  static void flushRegions(Admin admin, TableName tn) throws IOException {
+    for (org.apache.hadoop.hbase.client.RegionInfo ri : admin.getRegions(tn)) {
+      admin.flushRegion(ri.getRegionName());
     }
   }
 }
