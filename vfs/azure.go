@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -197,26 +196,10 @@ func (a *Azure) isDir(name string) (bool, error) {
 }
 
 // Stat implements FS: the blob's properties, else a listing of the prefix.
-func (a *Azure) Stat(name string) (iofs.FileInfo, error) {
-	if key(name) == "" {
-		return s3Info{name: "/", dir: true}, nil
-	}
-	fi, err := a.props(name)
-	if err == nil {
-		return fi, nil
-	}
-	if !errors.Is(err, iofs.ErrNotExist) {
-		return nil, err
-	}
-	dir, derr := a.isDir(name)
-	if derr != nil {
-		return nil, derr
-	}
-	if !dir {
-		return nil, err
-	}
-	return s3Info{name: path.Base(name), dir: true}, nil
-}
+func (a *Azure) Stat(name string) (iofs.FileInfo, error) { return statObject(name, a.stat, a.isDir) }
+
+// stat is props as an fs.FileInfo.
+func (a *Azure) stat(name string) (iofs.FileInfo, error) { return a.props(name) }
 
 // ReadDir implements FS with a hierarchical listing ("/") of the
 // directory's prefix. The directory's own marker is left out. A prefix
@@ -246,14 +229,7 @@ func (a *Azure) ReadDir(name string) ([]iofs.FileInfo, error) {
 			}
 		}
 	}
-	if !found && prefix != "" {
-		if _, err := a.props(name); err == nil {
-			return nil, &iofs.PathError{Op: "readdir", Path: a.name + name, Err: errors.New("not a directory")}
-		}
-		return nil, &iofs.PathError{Op: "readdir", Path: a.name + name, Err: iofs.ErrNotExist}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, nil
+	return listed(a.name, name, prefix, found, out, a.stat)
 }
 
 // Open implements FS. It takes the blob's size and ETag from its

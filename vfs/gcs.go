@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -222,25 +221,15 @@ func (g *GCS) isDir(name string) (bool, error) {
 }
 
 // Stat implements FS: the object's metadata, else a listing of the prefix.
-func (g *GCS) Stat(name string) (iofs.FileInfo, error) {
-	if key(name) == "" {
-		return s3Info{name: "/", dir: true}, nil
-	}
+func (g *GCS) Stat(name string) (iofs.FileInfo, error) { return statObject(name, g.stat, g.isDir) }
+
+// stat is attrs as an fs.FileInfo.
+func (g *GCS) stat(name string) (iofs.FileInfo, error) {
 	a, err := g.attrs(name)
-	if err == nil {
-		return gcsInfo(path.Base(name), a), nil
-	}
-	if !errors.Is(err, iofs.ErrNotExist) {
+	if err != nil {
 		return nil, err
 	}
-	dir, derr := g.isDir(name)
-	if derr != nil {
-		return nil, derr
-	}
-	if !dir {
-		return nil, err
-	}
-	return s3Info{name: path.Base(name), dir: true}, nil
+	return gcsInfo(path.Base(name), a), nil
 }
 
 // ReadDir implements FS with a delimited listing of the directory's prefix:
@@ -270,14 +259,7 @@ func (g *GCS) ReadDir(name string) ([]iofs.FileInfo, error) {
 			out = append(out, gcsInfo(n, a))
 		}
 	}
-	if !found && prefix != "" {
-		if _, err := g.attrs(name); err == nil {
-			return nil, &iofs.PathError{Op: "readdir", Path: g.name + name, Err: errors.New("not a directory")}
-		}
-		return nil, &iofs.PathError{Op: "readdir", Path: g.name + name, Err: iofs.ErrNotExist}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, nil
+	return listed(g.name, name, prefix, found, out, g.stat)
 }
 
 // Open implements FS. It takes the object's size and generation from its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"path"
+	"sort"
 )
 
 // objReadRetries is how many times a ranged GET whose body was cut is
@@ -131,4 +133,42 @@ func (s *objStream) Close() error {
 		return err
 	}
 	return nil
+}
+
+// statObject is Stat of an object store: the root is a directory; name is
+// the object stat finds (its metadata), else a directory if some object
+// lies under its prefix (isDir), else fs.ErrNotExist as stat said.
+func statObject(name string, stat func(string) (iofs.FileInfo, error), isDir func(string) (bool, error)) (iofs.FileInfo, error) {
+	if key(name) == "" {
+		return s3Info{name: "/", dir: true}, nil
+	}
+	fi, err := stat(name)
+	if err == nil {
+		return fi, nil
+	}
+	if !errors.Is(err, iofs.ErrNotExist) {
+		return nil, err
+	}
+	dir, derr := isDir(name)
+	if derr != nil {
+		return nil, derr
+	}
+	if !dir {
+		return nil, err
+	}
+	return s3Info{name: path.Base(name), dir: true}, nil
+}
+
+// listed ends ReadDir of an object store: a prefix nothing lay under is
+// "not a directory" when name is an object (stat finds it), else
+// fs.ErrNotExist; what was listed comes back sorted by name.
+func listed(fsName, name, prefix string, found bool, out []iofs.FileInfo, stat func(string) (iofs.FileInfo, error)) ([]iofs.FileInfo, error) {
+	if !found && prefix != "" {
+		if _, err := stat(name); err == nil {
+			return nil, &iofs.PathError{Op: "readdir", Path: fsName + name, Err: errors.New("not a directory")}
+		}
+		return nil, &iofs.PathError{Op: "readdir", Path: fsName + name, Err: iofs.ErrNotExist}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -272,26 +271,10 @@ func (s *S3) isDir(name string) (bool, error) {
 }
 
 // Stat implements FS: a HEAD of the object, else a listing of the prefix.
-func (s *S3) Stat(name string) (iofs.FileInfo, error) {
-	if key(name) == "" {
-		return s3Info{name: "/", dir: true}, nil
-	}
-	fi, err := s.head(name)
-	if err == nil {
-		return fi, nil
-	}
-	if !errors.Is(err, iofs.ErrNotExist) {
-		return nil, err
-	}
-	dir, derr := s.isDir(name)
-	if derr != nil {
-		return nil, derr
-	}
-	if !dir {
-		return nil, err
-	}
-	return s3Info{name: path.Base(name), dir: true}, nil
-}
+func (s *S3) Stat(name string) (iofs.FileInfo, error) { return statObject(name, s.stat, s.isDir) }
+
+// stat is head as an fs.FileInfo.
+func (s *S3) stat(name string) (iofs.FileInfo, error) { return s.head(name) }
 
 // ReadDir implements FS with a delimited listing of the directory's prefix:
 // objects are files, common prefixes directories. The directory's own
@@ -322,12 +305,5 @@ func (s *S3) ReadDir(name string) ([]iofs.FileInfo, error) {
 			}
 		}
 	}
-	if !found && prefix != "" {
-		if _, err := s.head(name); err == nil {
-			return nil, &iofs.PathError{Op: "readdir", Path: s.name + name, Err: errors.New("not a directory")}
-		}
-		return nil, &iofs.PathError{Op: "readdir", Path: s.name + name, Err: iofs.ErrNotExist}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out, nil
+	return listed(s.name, name, prefix, found, out, s.stat)
 }
