@@ -142,7 +142,7 @@ func TestOracleCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	// levels is the data index depth of each family's store file.
+	// levels is the deepest data index among each family's store files.
 	levels := map[string]uint32{}
 	for _, reg := range regions {
 		if !reg.IsDir() || strings.HasPrefix(reg.Name(), ".") {
@@ -179,7 +179,9 @@ func TestOracleCluster(t *testing.T) {
 					}
 					info := r.Info()
 					seen[fmt.Sprintf("%s/%s", info.Encoding, r.Trailer().Codec)] = true
-					levels[fam.Name()] = r.Trailer().NumDataIndexLevels
+					if l := r.Trailer().NumDataIndexLevels; l > levels[fam.Name()] {
+						levels[fam.Name()] = l
+					}
 					t.Logf("%s: %s %s, %d cells, %d index levels, tags %v, mvcc %v", fam.Name(), info.Encoding, r.Trailer().Codec, r.Entries(), r.Trailer().NumDataIndexLevels, info.IncludesTags, info.IncludesMVCC)
 					ours := dumpCells(t, r)
 					if n := bytes.Count(ours, []byte("\n")); uint64(n) != r.Entries() {
@@ -199,11 +201,15 @@ func TestOracleCluster(t *testing.T) {
 	}
 	// Small index blocks (hfile.index.block.max.size) make HBase build
 	// multi-level indexes: family e gets root and leaf levels, family f
-	// (128-byte index blocks, a 200k-cell row) four intermediate levels
-	// as well. The seed is fixed, so the depths are too.
+	// (128-byte index blocks, a 200k-cell row) three or four intermediate
+	// levels as well. The seed is fixed, but a region server under memory
+	// pressure (other tests share the cluster) may flush family f before
+	// the seed's own flush: its row then lands in two store files (seen in
+	// CI: 128,870 cells with 6 levels and 80,000 with 5), and the larger
+	// holds at least half the row: 5 levels or more.
 	for fam, want := range wantLevels {
-		if levels[fam] != want {
-			t.Errorf("family %s: a %d-level index, want %d (all families: %v)", fam, levels[fam], want, levels)
+		if levels[fam] < want {
+			t.Errorf("family %s: at most a %d-level index, want %d or more (all families: %v)", fam, levels[fam], want, levels)
 		}
 	}
 	for _, want := range []string{"NONE/GZ", "PREFIX/SNAPPY", "DIFF/LZ4", "FAST_DIFF/ZSTD", "ROW_INDEX_V1/GZ", "FAST_DIFF/NONE", "PREFIX/ZSTD", "DIFF/NONE", "ROW_INDEX_V1/SNAPPY"} {
@@ -215,7 +221,7 @@ func TestOracleCluster(t *testing.T) {
 
 // wantLevels is the data index depth HBase writes for the families of
 // testdata/oracle_matrix.json that have small index blocks.
-var wantLevels = map[string]uint32{"e": 2, "f": 6}
+var wantLevels = map[string]uint32{"e": 2, "f": 5}
 
 // hbaseIndexLevels is the data index depth of the HFile at url as HBase's
 // own reader reports it (the oracle's hfile-trailer).
