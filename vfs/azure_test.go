@@ -5,6 +5,7 @@ import (
 	iofs "io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/vfs"
@@ -61,4 +62,39 @@ func TestAzureReadPinsETag(t *testing.T) {
 	if n, err := f.ReadAt(p, 0); err == nil || !strings.Contains(err.Error(), "changed since it was opened") {
 		t.Errorf("read of a replaced blob: %q, %v; want the change reported", p[:n], err)
 	}
+}
+
+// dialAzureThrough opens the emulator's container through the fault proxy
+// p, with the development key.
+func dialAzureThrough(t *testing.T, az *s3test.Azurite, p *s3test.FaultProxy, attempts int) *vfs.Azure {
+	s, err := vfs.DialAzureWith(az.Container, vfs.AzureOptions{Account: s3test.AzuriteAccount, Key: s3test.AzuriteKey, Endpoint: p.Endpoint(az.Endpoint), MaxAttempts: attempts, MaxBackoff: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestAzureFaults runs the fault checks against one Azurite through a
+// proxy in front of it (one emulator: each start costs seconds):
+// download bodies cut mid-way resume from the offset reached
+// (checkReadCutMidBody); 503 ServerBusy and 500 OperationTimedOut are
+// backed off and retried by the SDK's retry policy, and too few attempts
+// fail with the service's error code (checkBusyBacksOff); a source blob
+// replaced between Rename's server-side copy and its delete is left alone,
+// the delete being conditional on the copied ETag
+// (checkRenameKeepsAReplacedSource).
+func TestAzureFaults(t *testing.T) {
+	az := s3test.StartAzurite(t)
+	p := s3test.StartFaultProxy(t, az.Endpoint, s3test.AzureProtocol)
+	s, few := dialAzureThrough(t, az, p, 0), dialAzureThrough(t, az, p, 2)
+	t.Run("ReadCutMidBody", func(t *testing.T) { checkReadCutMidBody(t, s, "/c", p) })
+	for _, c := range []struct {
+		answer s3test.Answer
+		code   string
+	}{{s3test.AzureServerBusy, "ServerBusy"}, {s3test.AzureOperationTimedOut, "OperationTimedOut"}} {
+		t.Run(c.code, func(t *testing.T) { checkBusyBacksOff(t, s, few, "/b"+c.code, p, c.answer, c.code) })
+	}
+	t.Run("RenameKeepsAReplacedSource", func(t *testing.T) {
+		checkRenameKeepsAReplacedSource(t, s, az.Dial(t), "/r", p, func(name string) []byte { return az.Stored(t, name) })
+	})
 }

@@ -7,9 +7,11 @@ import (
 	"io"
 	iofs "io/fs"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/storage"
@@ -34,6 +36,9 @@ type GCS struct {
 	client *storage.Client
 	bucket *storage.BucketHandle
 	name   string // "gs://bucket" for messages
+	// attempts is the library's bound per request, which bounds the
+	// requests one Read of a download may make (see gcsBody).
+	attempts int
 }
 
 // GCSOptions configure DialGCSWith. Empty fields mean the library's
@@ -140,7 +145,7 @@ func DialGCSWith(bucket string, o GCSOptions) (*GCS, error) {
 		retry = append(retry, storage.WithBackoff(gax.Backoff{Initial: o.MaxBackoff / 10, Max: o.MaxBackoff, Multiplier: 2}))
 	}
 	client.SetRetry(retry...)
-	fsys := &GCS{client: client, bucket: client.Bucket(bucket), name: "gs://" + bucket}
+	fsys := &GCS{client: client, bucket: client.Bucket(bucket), name: "gs://" + bucket, attempts: attempts}
 	if _, err := fsys.bucket.Attrs(ctx); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("vfs: GCS bucket %s (endpoint %s): %w", bucket, gcsEndpointName(o.Endpoint), fsys.explain("bucket", "/", err))
@@ -283,15 +288,63 @@ func (g *GCS) Open(name string) (File, error) {
 	}
 	obj := g.object(name).Generation(a.Generation)
 	get := func(off, n int64) (io.ReadCloser, error) {
-		r, err := obj.NewRangeReader(context.Background(), off, n)
+		b := &gcsBody{limit: int64(g.attempts)}
+		ctx, cancel := context.WithCancelCause(context.Background())
+		b.cancel = cancel
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GetConn: func(string) { b.request() }})
+		r, err := obj.NewRangeReader(ctx, off, n)
 		if err != nil {
+			cancel(nil)
 			err = g.explain("read", name, err)
 			if errors.Is(err, iofs.ErrNotExist) {
 				return nil, fmt.Errorf("vfs: %s%s changed or vanished since it was opened (generation %d): %w", g.name, name, a.Generation, err)
 			}
 			return nil, err
 		}
-		return r, nil
+		b.r = r
+		return b, nil
 	}
 	return &objFile{store: g.name, name: name, size: a.Size, get: get}, nil
+}
+
+// gcsBody is a download of the GCS library, bounded. The library's reader
+// reopens a body that broke from the byte it reached, inside one Read and
+// with no limit: a connection that breaks before any byte, again and
+// again, would keep that Read reopening for ever. gcsBody counts the
+// requests made under its context during one Read (each reopen, each of
+// its retries) and, past limit (the attempts allowed one request), cancels
+// the context, so the Read fails instead; objFile then reopens the
+// download itself, within its own bound (objReadRetries without
+// progress), and fails naming the object and the offset.
+type gcsBody struct {
+	r      *storage.Reader
+	cancel context.CancelCauseFunc
+	limit  int64
+	reqs   atomic.Int64
+}
+
+// errGCSNoProgress is the cause gcsBody cancels a download with.
+var errGCSNoProgress = errors.New("vfs: GCS download broke again and again without progress")
+
+// request counts a request of the current Read and stops the download
+// past the limit.
+func (b *gcsBody) request() {
+	if b.reqs.Add(1) > b.limit {
+		b.cancel(errGCSNoProgress)
+	}
+}
+
+func (b *gcsBody) Read(p []byte) (int, error) {
+	b.reqs.Store(0)
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.reqs.Load() > b.limit {
+		return n, fmt.Errorf("%w (%d requests in one read)", errGCSNoProgress, b.reqs.Load())
+	}
+	return n, err
+}
+
+func (b *gcsBody) Close() error {
+	err := b.r.Close()
+	b.cancel(nil)
+	return err
 }

@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -187,65 +184,9 @@ func TestGCSOpenRefusesMissingBucket(t *testing.T) {
 	}
 }
 
-// gcsHook is a transport in front of the emulator that runs a function
-// once a server-side copy (rewrite) was answered, and can cut the bodies
-// of media downloads after some bytes.
-type gcsHook struct {
-	mu        sync.Mutex
-	afterCopy func()
-	// cutAfter > 0 cuts the next cuts download bodies after that many
-	// bytes; ranges are the Range headers of the downloads seen.
-	cutAfter, cuts int
-	ranges         []string
-	// busy is how many requests to answer 503 before passing them on.
-	busy, answered503 int
-}
-
-func (h *gcsHook) RoundTrip(r *http.Request) (*http.Response, error) {
-	h.mu.Lock()
-	busy := h.busy > 0
-	if busy {
-		h.busy--
-		h.answered503++
-	}
-	h.mu.Unlock()
-	if busy {
-		body := `{"error":{"code":503,"message":"Backend Error"}}`
-		return &http.Response{StatusCode: http.StatusServiceUnavailable, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: r}, nil
-	}
-	media := r.Method == http.MethodGet && r.URL.Query().Get("alt") == "media"
-	if media {
-		h.mu.Lock()
-		h.ranges = append(h.ranges, r.Header.Get("Range"))
-		h.mu.Unlock()
-	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
-	if err != nil {
-		return resp, err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if strings.Contains(r.URL.Path, "/rewriteTo/") && h.afterCopy != nil {
-		h.afterCopy()
-		h.afterCopy = nil
-	}
-	if media && h.cuts > 0 {
-		h.cuts--
-		resp.Body = &cutBody{r: resp.Body, left: h.cutAfter}
-	}
-	return resp, nil
-}
-
-func (h *gcsHook) seen() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.ranges...)
-}
-
-// dialHooked opens the emulator's bucket through a gcsHook.
-func dialHooked(t *testing.T, g *s3test.GCS, h *gcsHook, attempts int) *vfs.GCS {
-	s, err := vfs.DialGCSWith(g.Bucket, vfs.GCSOptions{Endpoint: g.Endpoint(), HTTPClient: &http.Client{Transport: h}, MaxAttempts: attempts, MaxBackoff: 50 * time.Millisecond})
+// dialGCSThrough opens the emulator's bucket through the fault proxy p.
+func dialGCSThrough(t *testing.T, g *s3test.GCS, p *s3test.FaultProxy, attempts int) *vfs.GCS {
+	s, err := vfs.DialGCSWith(g.Bucket, vfs.GCSOptions{Endpoint: p.Endpoint(g.Endpoint()), Anonymous: true, MaxAttempts: attempts, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,28 +195,13 @@ func dialHooked(t *testing.T, g *s3test.GCS, h *gcsHook, attempts int) *vfs.GCS 
 }
 
 // TestGCSRenameKeepsAReplacedSource replaces the source object between
-// Rename's server-side copy and its delete (as another run's fresh lease
-// replaces a stale one): the delete, of the copied generation only, leaves
-// the new object alone, the rename fails, and the copy is taken back.
+// Rename's server-side copy (rewrite) and its delete: the delete, of the
+// copied generation only, leaves the new object alone (see
+// checkRenameKeepsAReplacedSource).
 func TestGCSRenameKeepsAReplacedSource(t *testing.T) {
 	g := s3test.StartGCS(t)
-	direct := g.Dial(t)
-	h := &gcsHook{}
-	s := dialHooked(t, g, h, 0)
-	writeObject(t, direct, "/r/lease", []byte("stale"))
-	h.afterCopy = func() {
-		g.Fake.CreateObject(fakestorage.Object{ObjectAttrs: fakestorage.ObjectAttrs{BucketName: g.Bucket, Name: "r/lease"}, Content: []byte("fresh")})
-	}
-	err := s.Rename("/r/lease", "/r/aside")
-	if err == nil || !errors.Is(err, iofs.ErrExist) {
-		t.Errorf("Rename of a source replaced mid-way: %v, want a failed precondition", err)
-	}
-	if got := g.Stored(t, "/r/lease"); string(got) != "fresh" {
-		t.Errorf("the source holds %q, want the replacement kept", got)
-	}
-	if _, err := direct.Stat("/r/aside"); !errors.Is(err, iofs.ErrNotExist) {
-		t.Errorf("the copy of the replaced bytes is still there: %v", err)
-	}
+	p := s3test.StartFaultProxy(t, g.URL, s3test.GCSProtocol)
+	checkRenameKeepsAReplacedSource(t, dialGCSThrough(t, g, p, 0), g.Dial(t), "/r", p, func(name string) []byte { return g.Stored(t, name) })
 }
 
 // TestGCSReadPinsGeneration replaces an object after it was opened: the
@@ -297,102 +223,29 @@ func TestGCSReadPinsGeneration(t *testing.T) {
 	}
 }
 
-// TestGCSReadCutMidBody cuts download bodies in the transport in front of
-// the emulator: a positional read and a read-ahead stream both return the
-// object's bytes, and the download after each cut asks for the range from
-// the offset the cut body reached, not from the start. (The GCS library's
-// reader reopens a cut body itself, from the byte it reached; this checks
-// that what the backend builds on it keeps that.)
+// TestGCSReadCutMidBody cuts download bodies in a proxy in front of the
+// emulator: reads resume from the offset reached (see
+// checkReadCutMidBody). (The GCS library's reader reopens a cut body
+// itself, from the byte it reached; this checks that what the backend
+// builds on it keeps that.)
 func TestGCSReadCutMidBody(t *testing.T) {
 	g := s3test.StartGCS(t)
-	h := &gcsHook{}
-	s := dialHooked(t, g, h, 0)
-	data := randomBytes(3<<20+5, 3)
-	writeObject(t, s, "/c/obj", data)
-	f, err := s.Open("/c/obj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-
-	const cut = 100 << 10
-	h.mu.Lock()
-	h.cutAfter, h.cuts, h.ranges = cut, 2, nil
-	h.mu.Unlock()
-	got := make([]byte, len(data)-10)
-	if n, err := f.ReadAt(got, 10); err != nil || n != len(got) {
-		t.Fatalf("ReadAt: n %d, %v", n, err)
-	}
-	if !bytes.Equal(got, data[10:]) {
-		t.Fatal("ReadAt across cut bodies returned other bytes")
-	}
-	checkResumed(t, "ReadAt", h.seen(), 10, cut, 3)
-
-	h.mu.Lock()
-	h.cutAfter, h.cuts, h.ranges = cut, 3, nil
-	h.mu.Unlock()
-	ra := vfs.NewReadAhead(f, 0, vfs.ReadAheadOptions{Chunk: 1 << 20})
-	defer ra.Close()
-	streamed := make([]byte, len(data))
-	if _, err := ra.ReadAt(streamed[:4096], 0); err != nil { // positional first read
-		t.Fatal(err)
-	}
-	for off := 4096; off < len(data); {
-		n := min(64<<10, len(data)-off)
-		if _, err := ra.ReadAt(streamed[off:off+n], int64(off)); err != nil {
-			t.Fatalf("read-ahead at %d: %v", off, err)
-		}
-		off += n
-	}
-	if !bytes.Equal(streamed, data) {
-		t.Fatal("read-ahead across cut bodies returned other bytes")
-	}
-	if st := ra.Stats(); st.Streams == 0 {
-		t.Errorf("no stream was used: %+v", st)
-	}
-	checkResumed(t, "stream", h.seen()[1:], 4096, cut, 3) // after the positional read (its cut had no effect)
+	p := s3test.StartFaultProxy(t, g.URL, s3test.GCSProtocol)
+	checkReadCutMidBody(t, dialGCSThrough(t, g, p, 0), "/c", p)
 }
 
-// TestGCSBusyBacksOff answers 503 to the first requests: the library backs
-// off and retries, so opening and reading an object succeed, and with too
-// few attempts allowed the same answers fail the read with the server's
-// code (so it is the retries that carried it).
+// TestGCSBusyBacksOff answers 429 (rateLimitExceeded) and 503
+// (backendError) to the first requests: the library backs off and
+// retries, and too few attempts fail with the server's code (see
+// checkBusyBacksOff).
 func TestGCSBusyBacksOff(t *testing.T) {
 	g := s3test.StartGCS(t)
-	h := &gcsHook{}
-	s := dialHooked(t, g, h, 0)
-	data := randomBytes(70000, 4)
-	writeObject(t, s, "/b/obj", data)
-	h.mu.Lock()
-	h.busy = 3
-	h.mu.Unlock()
-	f, err := s.Open("/b/obj") // metadata: 503 three times, then the object
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	h.busy = 3
-	h.mu.Unlock()
-	got := make([]byte, len(data))
-	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("ReadAt after 503s: %v", err)
-	}
-	h.mu.Lock()
-	n := h.answered503
-	h.mu.Unlock()
-	if n != 6 {
-		t.Errorf("the transport answered 503 %d times, want 6", n)
-	}
-
-	few := dialHooked(t, g, h, 2)
-	f2, err := few.Open("/b/obj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.mu.Lock()
-	h.busy = 3
-	h.mu.Unlock()
-	if _, err := f2.ReadAt(got, 0); err == nil || !strings.Contains(err.Error(), "503") {
-		t.Errorf("two attempts against three 503s: %v, want the 503", err)
+	p := s3test.StartFaultProxy(t, g.URL, s3test.GCSProtocol)
+	s, few := dialGCSThrough(t, g, p, 0), dialGCSThrough(t, g, p, 2)
+	for _, c := range []struct {
+		answer s3test.Answer
+		code   string
+	}{{s3test.GCSTooManyRequests, "429"}, {s3test.GCSBackendError, "503"}} {
+		t.Run(c.code, func(t *testing.T) { checkBusyBacksOff(t, s, few, "/b"+c.code, p, c.answer, c.code) })
 	}
 }

@@ -6,15 +6,9 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
-	"log"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -208,105 +202,10 @@ func TestS3FileSystem(t *testing.T) {
 	}
 }
 
-// faultProxy is a loopback HTTP proxy in front of the S3 server that can
-// cut the bodies of ranged GETs and answer 503 SlowDown. It forwards the
-// Host header as received, so the client's signature (made for the
-// proxy's address) still verifies.
-type faultProxy struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	// cutAfter > 0 cuts the next cuts GET bodies after that many bytes.
-	cutAfter, cuts int
-	// slowDowns is how many requests to answer 503 SlowDown.
-	slowDowns int
-	// afterCopy, when set, runs once a server-side copy was answered.
-	afterCopy func()
-	// ranges are the Range headers of the GETs seen; answered503 counts.
-	ranges      []string
-	answered503 int
-}
-
-func newFaultProxy(t *testing.T, endpoint string) *faultProxy {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &faultProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.ModifyResponse = func(resp *http.Response) error {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if resp.Request.Header.Get("X-Amz-Copy-Source") != "" && p.afterCopy != nil {
-			p.afterCopy()
-		}
-		if resp.Request.Method == http.MethodGet && p.cuts > 0 && resp.StatusCode == http.StatusPartialContent {
-			p.cuts--
-			resp.Body = &cutBody{r: resp.Body, left: p.cutAfter}
-		}
-		return nil
-	}
-	rp.ErrorLog = log.New(io.Discard, "", 0) // the cuts are meant
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		if r.Method == http.MethodGet && r.Header.Get("Range") != "" {
-			p.ranges = append(p.ranges, r.Header.Get("Range"))
-		}
-		slow := p.slowDowns > 0
-		if slow {
-			p.slowDowns--
-			p.answered503++
-		}
-		p.mu.Unlock()
-		if slow {
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *faultProxy) set(f func(p *faultProxy)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	f(p)
-}
-
-func (p *faultProxy) seen() (ranges []string, answered503 int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.ranges...), p.answered503
-}
-
-// cutBody passes left bytes, then fails, as a connection reset mid-body
-// does: the proxy then aborts the response, and the client reads a body
-// shorter than its Content-Length.
-type cutBody struct {
-	r    io.ReadCloser
-	left int
-}
-
-func (c *cutBody) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		return 0, errors.New("cut by the test")
-	}
-	if len(p) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= n
-	return n, err
-}
-
-func (c *cutBody) Close() error { return c.r.Close() }
-
-// dialThrough opens the bucket through the proxy.
-func dialThrough(t *testing.T, st *testenv.S3State, p *faultProxy, attempts int) *vfs.S3 {
+// dialThrough opens the bucket through the fault proxy p.
+func dialThrough(t *testing.T, st *testenv.S3State, p *s3test.FaultProxy, attempts int) *vfs.S3 {
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	s, err := vfs.DialS3With(st.Bucket, vfs.S3Options{Endpoint: p.srv.URL, PathStyle: true, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey, MaxAttempts: attempts, MaxBackoff: 50 * time.Millisecond})
+	s, err := vfs.DialS3With(st.Bucket, vfs.S3Options{Endpoint: p.Endpoint(st.Endpoint), PathStyle: true, Region: st.Region, AccessKey: st.AccessKey, SecretKey: st.SecretKey, MaxAttempts: attempts, MaxBackoff: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,150 +213,38 @@ func dialThrough(t *testing.T, st *testenv.S3State, p *faultProxy, attempts int)
 }
 
 // TestS3ReadCutMidBody cuts ranged GET bodies in a proxy between the
-// backend and versitygw: a positional read and a read-ahead stream both
-// return the object's bytes, and the GET after each cut asks for the range
-// from the offset the cut body reached, not from the start.
+// backend and versitygw: reads resume from the offset reached (see
+// checkReadCutMidBody).
 func TestS3ReadCutMidBody(t *testing.T) {
 	st := testenv.RequireS3(t)
-	p := newFaultProxy(t, st.Endpoint)
+	p := s3test.StartFaultProxy(t, st.Endpoint, s3test.S3Protocol)
 	s := dialThrough(t, st, p, 0)
 	dir := s3Prefix(t)
 	defer s.RemoveAll(dir)
-	data := randomBytes(3<<20+5, 3)
-	writeObject(t, s, dir+"/obj", data)
-	f, err := s.Open(dir + "/obj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-
-	const cut = 100 << 10
-	p.set(func(p *faultProxy) { p.cutAfter, p.cuts, p.ranges = cut, 2, nil })
-	got := make([]byte, len(data)-10)
-	if n, err := f.ReadAt(got, 10); err != nil || n != len(got) {
-		t.Fatalf("ReadAt: n %d, %v", n, err)
-	}
-	if !bytes.Equal(got, data[10:]) {
-		t.Fatal("ReadAt across cut bodies returned other bytes")
-	}
-	ranges, _ := p.seen()
-	checkResumed(t, "ReadAt", ranges, 10, cut, 3)
-
-	p.set(func(p *faultProxy) { p.cutAfter, p.cuts, p.ranges = cut, 3, nil })
-	ra := vfs.NewReadAhead(f, 0, vfs.ReadAheadOptions{Chunk: 1 << 20})
-	defer ra.Close()
-	streamed := make([]byte, len(data))
-	if _, err := ra.ReadAt(streamed[:4096], 0); err != nil { // positional first read
-		t.Fatal(err)
-	}
-	for off := 4096; off < len(data); {
-		n := min(64<<10, len(data)-off)
-		if _, err := ra.ReadAt(streamed[off:off+n], int64(off)); err != nil {
-			t.Fatalf("read-ahead at %d: %v", off, err)
-		}
-		off += n
-	}
-	if !bytes.Equal(streamed, data) {
-		t.Fatal("read-ahead across cut bodies returned other bytes")
-	}
-	if st := ra.Stats(); st.Streams == 0 {
-		t.Errorf("no stream was used: %+v", st)
-	}
-	ranges, _ = p.seen()
-	checkResumed(t, "stream", ranges[1:], 4096, cut, 3) // after the positional read (its cut had no effect)
-}
-
-// checkResumed checks the GETs' ranges after cut bodies: the first starts
-// at first, and each later one where the previous body was cut, that is
-// past the previous start and at most cut bytes on (the proxy loses what
-// it had buffered when it aborts), all to the same end.
-func checkResumed(t *testing.T, what string, ranges []string, first int64, cut int64, want int) {
-	t.Helper()
-	if len(ranges) != want {
-		t.Fatalf("%s: GET ranges %v, want %d GETs", what, ranges, want)
-	}
-	var prev int64 = -1
-	var end string
-	for i, r := range ranges {
-		var start int64
-		var rest string
-		if _, err := fmt.Sscanf(strings.Replace(r, "-", " ", 1), "bytes=%d %s", &start, &rest); err != nil && !(err == io.ErrUnexpectedEOF || err == io.EOF) {
-			t.Fatalf("%s: range %q: %v", what, r, err)
-		}
-		switch {
-		case i == 0 && start != first:
-			t.Errorf("%s: first GET %q, want it to start at %d", what, r, first)
-		case i > 0 && (start <= prev || start > prev+cut):
-			t.Errorf("%s: GET %q after a cut at most %d bytes past %d: not resumed from the offset reached", what, r, cut, prev)
-		case i > 0 && rest != end:
-			t.Errorf("%s: GET %q ends elsewhere than %q", what, r, end)
-		}
-		prev, end = start, rest
-	}
+	checkReadCutMidBody(t, s, dir, p)
 }
 
 // TestS3SlowDownBacksOff answers 503 SlowDown to the first requests: the
-// SDK's retryer backs off and retries, so opening and reading an object
-// succeed, and with too few attempts allowed the same answers fail the
-// read with the server's code (so it is the retries that carried it).
+// SDK's retryer backs off and retries, and too few attempts fail with
+// SlowDown (see checkBusyBacksOff).
 func TestS3SlowDownBacksOff(t *testing.T) {
 	st := testenv.RequireS3(t)
-	p := newFaultProxy(t, st.Endpoint)
+	p := s3test.StartFaultProxy(t, st.Endpoint, s3test.S3Protocol)
 	s := dialThrough(t, st, p, 0)
 	dir := s3Prefix(t)
 	defer s.RemoveAll(dir)
-	data := randomBytes(70000, 4)
-	writeObject(t, s, dir+"/obj", data)
-
-	p.set(func(p *faultProxy) { p.slowDowns = 3 })
-	f, err := s.Open(dir + "/obj") // HEAD: 503 three times, then the object
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.set(func(p *faultProxy) { p.slowDowns = 3 })
-	got := make([]byte, len(data))
-	if _, err := f.ReadAt(got, 0); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("ReadAt after SlowDown: %v", err)
-	}
-	if _, n := p.seen(); n != 6 {
-		t.Errorf("the proxy answered SlowDown %d times, want 6", n)
-	}
-
-	few := dialThrough(t, st, p, 2)
-	g, err := few.Open(dir + "/obj")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.set(func(p *faultProxy) { p.slowDowns = 3 })
-	if _, err := g.ReadAt(got, 0); err == nil || !strings.Contains(err.Error(), "SlowDown") {
-		t.Errorf("two attempts against three SlowDowns: %v, want the SlowDown error", err)
-	}
+	checkBusyBacksOff(t, s, dialThrough(t, st, p, 2), dir, p, s3test.S3SlowDown, "SlowDown")
 }
 
 // TestS3RenameKeepsAReplacedSource replaces the source object between
-// Rename's server-side copy and its delete (as another run's fresh lease
-// replaces a stale one): the delete, conditional on the copied ETag, leaves
-// the new object alone, the rename fails, and the copy of the old bytes is
-// taken back.
+// Rename's server-side copy and its delete: the delete, conditional on the
+// copied ETag, leaves it alone (see checkRenameKeepsAReplacedSource).
 func TestS3RenameKeepsAReplacedSource(t *testing.T) {
 	st := testenv.RequireS3(t)
 	direct := s3test.Dial(t, st)
-	p := newFaultProxy(t, st.Endpoint)
+	p := s3test.StartFaultProxy(t, st.Endpoint, s3test.S3Protocol)
 	s := dialThrough(t, st, p, 0)
 	dir := s3Prefix(t)
 	defer direct.RemoveAll(dir)
-	writeObject(t, direct, dir+"/lease", []byte("stale"))
-	p.set(func(p *faultProxy) {
-		p.afterCopy = func() { writeObject(t, direct, dir+"/lease", []byte("fresh")) }
-	})
-	err := s.Rename(dir+"/lease", dir+"/aside")
-	if err == nil || !errors.Is(err, iofs.ErrExist) {
-		t.Errorf("Rename of a source replaced mid-way: %v, want a failed precondition", err)
-	}
-	if got := s3test.Stored(t, st, dir+"/lease"); string(got) != "fresh" {
-		t.Errorf("the source holds %q, want the replacement kept", got)
-	}
-	if _, err := direct.Stat(dir + "/aside"); !errors.Is(err, iofs.ErrNotExist) {
-		t.Errorf("the copy of the replaced bytes is still there: %v", err)
-	}
+	checkRenameKeepsAReplacedSource(t, s, direct, dir, p, func(name string) []byte { return s3test.Stored(t, st, name) })
 }
