@@ -9,6 +9,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // TestGCSFixtures copies every committed fixture snapshot (written by the
@@ -26,22 +27,32 @@ func TestGCSFixtures(t *testing.T) {
 
 // TestGCSSnapshotMissingStoreFile removes from the bucket a store file the
 // manifest names: opening and scanning the snapshot fails with ErrNotFound
-// naming the object, instead of yielding fewer cells.
+// naming the object, instead of yielding fewer cells (see
+// missingStoreFileFails).
 func TestGCSSnapshotMissingStoreFile(t *testing.T) {
 	g := s3test.StartGCS(t)
 	g.UseEmulatorEnv(t)
 	fsys := g.Dial(t)
+	missingStoreFileFails(t, fsys, func(local, dst string) { g.Upload(t, fsys, local, dst) }, func(dst string) string { return "gs://" + g.Bucket + dst })
+}
+
+// missingStoreFileFails uploads the fixture enc_none to the store under
+// /missing, removes one of its store files, and checks that reading the
+// snapshot from root("/missing") fails with ErrNotFound naming the
+// removed object.
+func missingStoreFileFails(t *testing.T, fsys vfs.WriteFS, upload func(local, dst string), root func(dst string) string) {
+	t.Helper()
 	repo, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const name = "enc_none"
-	g.Upload(t, fsys, filepath.Join(repo, "testdata", "snapshots", name), "/missing")
+	upload(filepath.Join(repo, "testdata", "snapshots", name), "/missing")
 	gone := storeFiles(t, fsys, "/missing")[0]
 	if err := fsys.Remove(gone); err != nil {
 		t.Fatal(err)
 	}
-	err = scanAll(t, "gs://"+g.Bucket+"/missing", name)
+	err = scanAll(t, root("/missing"), name)
 	if !errors.Is(err, snapshot.ErrNotFound) || !strings.Contains(err.Error(), gone) {
 		t.Errorf("a missing store file: %v; want ErrNotFound naming %s", err, gone)
 	}
