@@ -35,45 +35,89 @@ func filesUnder(t *testing.T, fsys vfs.FS, prefix, folder string) []string {
 	return out
 }
 
-// TestS3StagingKillNineThenResume stages a run's HFiles on the testenv S3
-// server: the run is killed with SIGKILL twice mid-spill and resumed with
-// --resume each time (--no-load: the mini cluster's region servers have no
-// S3 client), and the final resume finishes. The staged HFiles, copied out
-// of the bucket and read by HBase's own HFile reader (the oracle's
-// dump-hfile), hold exactly the preset's rule applied to the seeded cells,
-// each once. Every run says, before it stages anything, that the staging
-// is not on the file system of the cluster's hbase.rootdir (named by the
-// hbase-site.xml in HBASE_CONF_DIR).
-func TestS3StagingKillNineThenResume(t *testing.T) {
+// stagingStore is an object store TestObjectStagingKillNineThenResume
+// stages on: open starts it (or finds testenv's) and returns the store
+// opened directly (to list and read what the run staged), the URL of its
+// bucket or container ("s3a://bucket"), and the environment that points a
+// rekey process at it the way its users point their tools.
+type stagingStore struct {
+	name string
+	open func(t *testing.T) (fsys vfs.WriteFS, root string, env []string)
+}
+
+// stagingStores are S3 (testenv's versitygw), GCS (fake-gcs-server in
+// this process: the rekey process reaches it through
+// STORAGE_EMULATOR_HOST) and Azure (Azurite, through
+// AZURE_STORAGE_CONNECTION_STRING).
+var stagingStores = []stagingStore{
+	{"S3", func(t *testing.T) (vfs.WriteFS, string, []string) {
+		s3 := testenv.RequireS3(t)
+		return s3test.Dial(t, s3), "s3a://" + s3.Bucket, []string{"HADOOP_CONF_DIR=" + s3.ConfDir, "AWS_EC2_METADATA_DISABLED=true"}
+	}},
+	{"GCS", func(t *testing.T) (vfs.WriteFS, string, []string) {
+		g := s3test.StartGCS(t)
+		return g.Dial(t), "gs://" + g.Bucket, []string{"STORAGE_EMULATOR_HOST=" + strings.TrimPrefix(g.URL, "http://"), "HADOOP_CONF_DIR=" + t.TempDir()}
+	}},
+	{"Azure", func(t *testing.T) (vfs.WriteFS, string, []string) {
+		az := s3test.StartAzurite(t)
+		return az.Dial(t), strings.TrimSuffix(az.URL("/"), "/"), []string{"AZURE_STORAGE_CONNECTION_STRING=" + az.ConnectionString(), "HADOOP_CONF_DIR=" + t.TempDir()}
+	}},
+}
+
+// TestObjectStagingKillNineThenResume stages a run's HFiles on each object
+// store (S3, GCS, Azure; one seeded table and snapshot for all three): the
+// run is killed with SIGKILL twice mid-spill and resumed with --resume
+// each time (--no-load: the mini cluster's region servers have no
+// object-store client), and the final resume finishes. The staged HFiles,
+// copied out of the store and read by HBase's own HFile reader (the
+// oracle's dump-hfile), hold exactly the preset's rule applied to the
+// seeded cells, each once. Every run says, before it stages anything,
+// that the staging is not on the file system of the cluster's
+// hbase.rootdir (named by the hbase-site.xml in HBASE_CONF_DIR).
+func TestObjectStagingKillNineThenResume(t *testing.T) {
 	st := testenv.Require(t)
-	s3 := testenv.RequireS3(t)
-	fsys := s3test.Dial(t, s3)
 	bin := rekeyBinary(t)
-	src, dst := uniq(t, "s3kill_src"), uniq(t, "s3kill_dst")
+	start := time.Now()
+	src, dst := uniq(t, "objkill_src"), uniq(t, "objkill_dst")
 	snap := src + "_snap"
 	testenv.DropAfter(t, src, snap)
 	testenv.DropAfter(t, dst, "")
 	p := presets["wide_to_bucketed"]
 	// Ten source regions, so splits commit (and their runs stay in the
-	// bucket) between the kills.
+	// store) between the kills.
 	var keys []string
 	for s := 3; s <= 27; s += 3 {
 		keys = append(keys, fmt.Sprintf("s%03d", s))
 	}
 	source := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snap, Families: p.families, SplitKeys: keys, Versions: 1}, bigWide(30, 800))
 	want := expect(p, source)
-	dir := t.TempDir()
-	jobPath := writeJobFile(t, st, snap, dst, dir)
-	site := filepath.Join(dir, "hbase-conf")
+	site := filepath.Join(t.TempDir(), "hbase-conf")
 	os.MkdirAll(site, 0o755)
 	if err := os.WriteFile(filepath.Join(site, "hbase-site.xml"), []byte("<configuration><property><name>hbase.rootdir</name><value>"+st.RootDir+"</value></property></configuration>"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("seeded %d cells in %v", len(source), time.Since(start).Round(time.Millisecond))
+	for _, s := range stagingStores {
+		t.Run(s.name, func(t *testing.T) {
+			start := time.Now()
+			fsys, root, env := s.open(t)
+			dir := t.TempDir() // the job file, and beside it the checkpoint: one per store
+			jobPath := writeJobFile(t, st, snap, dst, dir)
+			stageKillResume(t, bin, jobPath, fsys, root, append(append(os.Environ(), "HBASE_CONF_DIR="+site), env...), want)
+			t.Logf("%s: %v", s.name, time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// stageKillResume runs jobPath with its staging under a fresh prefix of
+// fsys (at root), kills it twice mid-spill, resumes it to the end, and
+// checks the staged HFiles with HBase's reader against want.
+func stageKillResume(t *testing.T, bin, jobPath string, fsys vfs.WriteFS, root string, env []string, want []cell.Cell) {
+	t.Helper()
 	prefix := s3test.Prefix(t, fsys, "staging")
-	staging := "s3a://" + s3.Bucket + prefix
-	env := append(os.Environ(), "HADOOP_CONF_DIR="+s3.ConfDir, "HBASE_CONF_DIR="+site, "AWS_EC2_METADATA_DISABLED=true")
+	staging := root + prefix
 	// A budget far below the cells, so the splits spill runs into the
-	// bucket: splits that fit in memory are kept there until Finish.
+	// store: splits that fit in memory are kept there until Finish.
 	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--no-load", "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "1MiB"}
 	const warning = "the region servers will copy every staged HFile at load time"
 	for k, d := range []time.Duration{3 * time.Second, 2500 * time.Millisecond} {
@@ -102,7 +146,7 @@ func TestS3StagingKillNineThenResume(t *testing.T) {
 		t.Fatalf("%d HFiles were staged before the last kill: the kills came after the spill", n)
 	}
 	if len(filesUnder(t, fsys, prefix, "runs")) == 0 {
-		t.Fatal("no spilled run in the bucket after the kills: they came before the spill")
+		t.Fatal("no spilled run in the store after the kills: they came before the spill")
 	}
 	cmd := exec.Command(bin, append(args, "--json")...)
 	cmd.Env = env
@@ -147,5 +191,5 @@ func TestS3StagingKillNineThenResume(t *testing.T) {
 		got = append(got, cells...)
 	}
 	testenv.SortCells(got)
-	sameCells(t, "staged HFiles on S3 after kills and resume, read by HBase", got, want)
+	sameCells(t, "staged HFiles on "+staging+" after kills and resume, read by HBase", got, want)
 }
