@@ -1,7 +1,8 @@
 // Package s3test holds the helpers the object-store tests share: opening
-// testenv's S3 server, fresh key prefixes, and copying local trees (HBase's
-// snapshots) into the bucket with the server's own account of the bytes
-// checked.
+// testenv's S3 server, starting the GCS and Azure emulators, fresh key
+// prefixes, copying local trees (HBase's snapshots) into a bucket with the
+// server's own account of the bytes checked, and FaultProxy, which puts
+// cut bodies and throttling answers between a backend and a real server.
 package s3test
 
 import (
