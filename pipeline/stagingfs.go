@@ -31,9 +31,11 @@ func stagingWarning(staging, rootDir, from string) string {
 }
 
 // fileSystemOf names the file system of a location: "scheme://authority"
-// with the S3 schemes as one ("s3://bucket"), "local" for a path or a
-// file:// URL, "" when it cannot tell (an hdfs:/// URL takes its NameNode
-// from the configuration).
+// with the S3 schemes as one ("s3://bucket"), the Azure schemes as one
+// ("azure://container@account": abfs:// names the account's dfs endpoint
+// and wasbs:// its blob endpoint, but both reach the same container),
+// "local" for a path or a file:// URL, "" when it cannot tell (an
+// hdfs:/// URL takes its NameNode from the configuration).
 func fileSystemOf(where string) string {
 	if !strings.Contains(where, "://") {
 		return "local"
@@ -48,6 +50,15 @@ func fileSystemOf(where string) string {
 		return "local"
 	case "s3a", "s3n":
 		scheme = "s3"
+	case "abfs", "abfss", "wasb", "wasbs":
+		// container@account.dfs.core.windows.net or
+		// container@account.blob.core.windows.net: the account is the
+		// host's first label.
+		account, _, _ := strings.Cut(strings.ToLower(u.Hostname()), ".")
+		if u.User == nil || account == "" {
+			return ""
+		}
+		return "azure://" + strings.ToLower(u.User.Username()) + "@" + account
 	}
 	if u.Host == "" {
 		return ""

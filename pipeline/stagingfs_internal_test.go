@@ -8,7 +8,8 @@ import (
 // TestStagingWarning checks when a run warns that its staging folder is
 // not on the cluster's root dir's file system: S3 staging against an HDFS
 // root dir, or against another bucket, warns; the same bucket under either
-// S3 scheme, or the same NameNode, does not; with the root dir unknown only
+// S3 scheme, the same Azure container by either endpoint, or the same
+// NameNode, does not; with the root dir unknown only
 // staging off HDFS warns, saying that rekey could not learn it.
 func TestStagingWarning(t *testing.T) {
 	for _, c := range []struct {
@@ -24,6 +25,12 @@ func TestStagingWarning(t *testing.T) {
 		{"hdfs:///tmp/x", "hdfs://nn:8020/hbase", ""},
 		{"s3a://b/stage", "", "cannot learn the cluster's hbase.rootdir"},
 		{"hdfs://nn:8020/tmp/x", "", ""},
+		// One Azure container by its dfs and its blob endpoint.
+		{"abfs://c@acct.dfs.core.windows.net/stage", "wasbs://c@acct.blob.core.windows.net/hbase", ""},
+		{"abfss://c@acct.dfs.core.windows.net/stage", "abfs://c@acct.dfs.core.windows.net/hbase", ""},
+		{"abfs://c@acct.dfs.core.windows.net/stage", "abfs://d@acct.dfs.core.windows.net/hbase", "is on azure://d@acct"},
+		{"gs://b/stage", "hdfs://nn:8020/hbase", "is on hdfs://nn:8020"},
+		{"gs://b/stage", "gs://b/hbase", ""},
 	} {
 		got := stagingWarning(c.staging, c.root, "test")
 		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
