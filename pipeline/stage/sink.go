@@ -319,12 +319,19 @@ func (s *Sink) hold(n int64) {
 }
 
 // url gives the file system URL of a path in the staging folder, as the
-// region servers must be told it for a bulk load.
+// region servers must be told it for a bulk load: the staging URL's scheme
+// and authority (the NameNode, the bucket, CONTAINER@ACCOUNT) with the
+// path, so a folder on S3 is loaded from s3a://BUCKET/... (the scheme the
+// user gave, which names the region servers' Hadoop file system), and a
+// local folder from file://. The path goes in as it is, unescaped: Hadoop's
+// Path parses the string that way (it would take %20 for three characters).
 func (s *Sink) url(p string) string {
-	if strings.HasPrefix(s.loc.URL, "hdfs://") {
-		if u, err := url.Parse(s.loc.URL); err == nil {
-			return "hdfs://" + u.Host + p
+	if u, err := url.Parse(s.loc.URL); err == nil && strings.Contains(s.loc.URL, "://") && u.Scheme != "file" {
+		auth := u.Host
+		if u.User != nil {
+			auth = u.User.String() + "@" + auth
 		}
+		return u.Scheme + "://" + auth + p
 	}
 	return "file://" + p
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 type logRep struct{ t testing.TB }
@@ -673,5 +674,25 @@ func TestStageRefusesOversizedFields(t *testing.T) {
 	ss.view(&ss.ents[len(ss.ents)-1], &got)
 	if cell.Compare(&got, &long) != 0 || !bytes.Equal(got.Value, long.Value) {
 		t.Errorf("a 32767-byte row came back as %d bytes", len(got.Row))
+	}
+}
+
+// TestStagingURL checks the URL a bulk load names a staged file by: the
+// staging folder's own file system (scheme and authority as given) with the
+// path unescaped, since the region servers open it with Hadoop's Path.
+func TestStagingURL(t *testing.T) {
+	for _, tc := range []struct{ staging, want string }{
+		{"hdfs://127.0.0.1:8020/tmp/job", "hdfs://127.0.0.1:8020/tmp/job/hfiles/r 1/f"},
+		{"hdfs:///tmp/job", "hdfs:///tmp/job/hfiles/r 1/f"},
+		{"s3a://bucket/tmp/job", "s3a://bucket/tmp/job/hfiles/r 1/f"},
+		{"s3://bucket/tmp/job", "s3://bucket/tmp/job/hfiles/r 1/f"},
+		{"abfs://c@acct.dfs.core.windows.net/tmp/job", "abfs://c@acct.dfs.core.windows.net/tmp/job/hfiles/r 1/f"},
+		{"file:///tmp/job", "file:///tmp/job/hfiles/r 1/f"},
+		{"/tmp/job", "file:///tmp/job/hfiles/r 1/f"},
+	} {
+		s := &Sink{loc: &vfs.Location{URL: tc.staging}}
+		if got := s.url("/tmp/job/hfiles/r 1/f"); got != tc.want {
+			t.Errorf("staging %s: url = %s, want %s", tc.staging, got, tc.want)
+		}
 	}
 }
