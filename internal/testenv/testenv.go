@@ -36,6 +36,10 @@ type State struct {
 	// (testenv/bin/up's HBASE_VERSION, default 2.5.11-hadoop3); empty in
 	// a state.json written before testenv named it.
 	HBaseVersion string `json:"hbase_version"`
+	// S3AClient says whether the region servers have an S3A client
+	// configured for the testenv S3 server (testenv/pom.xml's s3a profile,
+	// the default HBase version only), so they can bulk load s3a:// paths.
+	S3AClient bool `json:"s3a_client"`
 }
 
 // RepoRoot returns the directory holding go.mod, found by walking up from

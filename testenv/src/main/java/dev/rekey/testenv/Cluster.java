@@ -134,6 +134,10 @@ public final class Cluster {
     // HBase's own idea of its version (from its jars), so state.json
     // names the version that really runs, not only the one asked for.
     st.put("hbase_version", org.apache.hadoop.hbase.util.VersionInfo.getVersion());
+    // Whether the region servers can open s3a:// paths on the testenv S3
+    // server (S3A on the classpath and its keys given): a bulk load from S3
+    // needs it, and tests that need it skip, saying why, when it is false.
+    st.put("s3a_client", Conf.hasS3A() && cc.get("fs.s3a.endpoint") != null);
     if (secure != null) {
       st.put("secure", secure.clientState(cc, nn));
     }

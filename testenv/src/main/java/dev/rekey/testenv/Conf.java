@@ -76,7 +76,41 @@ final class Conf {
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
     compression(conf);
+    s3(conf);
     return conf;
+  }
+
+  /**
+   * The fs.s3a.* keys of the testenv S3 server (the core-site.xml that
+   * bin/s3-up writes, named by -Drekey.s3.conf), copied into the cluster's
+   * configuration so every region server's S3A client finds that server:
+   * a bulk load of s3a:// paths reads (and copies) the files through it.
+   * Nothing without the property or without S3A on the classpath (the
+   * HBase versions whose Hadoop has no S3A on AWS SDK v2, pom.xml).
+   */
+  static void s3(Configuration conf) {
+    String file = System.getProperty("rekey.s3.conf");
+    if (file == null || file.isEmpty() || !hasS3A()) {
+      return;
+    }
+    if (!Files.isRegularFile(Paths.get(file))) {
+      throw new IllegalStateException("-Drekey.s3.conf names " + file + ", which is not a file (bin/s3-up writes it)");
+    }
+    Configuration s3 = new Configuration(false);
+    s3.addResource(new org.apache.hadoop.fs.Path(file));
+    for (Map.Entry<String, String> e : s3) {
+      conf.set(e.getKey(), e.getValue());
+    }
+  }
+
+  /** Whether Hadoop's S3A file system is on the classpath. */
+  static boolean hasS3A() {
+    try {
+      Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem");
+      return true;
+    } catch (ClassNotFoundException | LinkageError e) {
+      return false;
+    }
   }
 
   /**
