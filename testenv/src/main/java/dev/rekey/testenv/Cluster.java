@@ -137,7 +137,7 @@ public final class Cluster {
     // Whether the region servers can open s3a:// paths on the testenv S3
     // server (S3A on the classpath and its keys given): a bulk load from S3
     // needs it, and tests that need it skip, saying why, when it is false.
-    st.put("s3a_client", Conf.hasS3A() && cc.get("fs.s3a.endpoint") != null);
+    st.put("s3a_client", Conf.s3aClient());
     if (secure != null) {
       st.put("secure", secure.clientState(cc, nn));
     }

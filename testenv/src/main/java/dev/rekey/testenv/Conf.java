@@ -76,31 +76,22 @@ final class Conf {
     conf.setLong("hbase.client.keyvalue.maxsize", 64L << 20);
     conf.setLong("hbase.server.keyvalue.maxsize", 64L << 20);
     compression(conf);
-    s3(conf);
     return conf;
   }
 
   /**
-   * The fs.s3a.* keys of the testenv S3 server (the core-site.xml that
-   * bin/s3-up writes, named by -Drekey.s3.conf), copied into the cluster's
-   * configuration so every region server's S3A client finds that server:
-   * a bulk load of s3a:// paths reads (and copies) the files through it.
-   * Nothing without the property or without S3A on the classpath (the
-   * HBase versions whose Hadoop has no S3A on AWS SDK v2, pom.xml).
+   * Whether this JVM's region servers can open s3a:// paths on the testenv
+   * S3 server: S3A is on the classpath and a core-site.xml there (bin/up
+   * puts the S3 server's, from bin/s3-up, ahead of the jars) names an
+   * endpoint. The keys must come from core-site.xml, a default resource,
+   * and not from the cluster's Configuration: a region server opens a bulk
+   * load's source with its store's CompoundConfiguration, and the copy S3A
+   * makes of that (new Configuration(conf)) keeps the default resources but
+   * none of the compound's settings; set on the cluster's Configuration, the
+   * keys never reached S3A (it found no credentials).
    */
-  static void s3(Configuration conf) {
-    String file = System.getProperty("rekey.s3.conf");
-    if (file == null || file.isEmpty() || !hasS3A()) {
-      return;
-    }
-    if (!Files.isRegularFile(Paths.get(file))) {
-      throw new IllegalStateException("-Drekey.s3.conf names " + file + ", which is not a file (bin/s3-up writes it)");
-    }
-    Configuration s3 = new Configuration(false);
-    s3.addResource(new org.apache.hadoop.fs.Path(file));
-    for (Map.Entry<String, String> e : s3) {
-      conf.set(e.getKey(), e.getValue());
-    }
+  static boolean s3aClient() {
+    return hasS3A() && new Configuration().get("fs.s3a.endpoint") != null;
   }
 
   /** Whether Hadoop's S3A file system is on the classpath. */
