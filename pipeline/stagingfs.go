@@ -24,7 +24,18 @@ func stagingWarning(staging, rootDir, from string) string {
 		return fmt.Sprintf("the staging folder %s is on %s, and rekey cannot learn the cluster's hbase.rootdir (%s; set HBASE_CONF_DIR to the folder of the cluster's hbase-site.xml): unless the root dir is on %s, the region servers will copy every staged HFile at load time instead of moving it", staging, sfs, from, sfs)
 	}
 	rfs := fileSystemOf(rootDir)
-	if sfs == "" || rfs == "" || sfs == rfs {
+	if sfs == "" || rfs == "" {
+		return ""
+	}
+	if sfs == rfs && strings.HasPrefix(sfs, "s3://") {
+		// HBase moves a bulk-loaded file only between file systems whose
+		// canonical service names are equal (FSHDFSUtils.isSameHdfs), and
+		// S3A has none unless it issues delegation tokens: within one
+		// bucket the region servers copy too (the testenv S3-root cluster
+		// does, into its bulk load staging folder and again into the store).
+		return fmt.Sprintf("the staging folder %s is in the bucket of the cluster's hbase.rootdir %s (from %s), but HBase moves a bulk-loaded file only within a file system that reports a canonical service name, which S3A does only with delegation tokens (fs.s3a.delegation.token.binding): otherwise the region servers will copy every staged HFile at load time instead of moving it, twice (into HBase's bulk load staging folder, then into the store), and the staged files stay in the bucket", staging, rootDir, from)
+	}
+	if sfs == rfs {
 		return ""
 	}
 	return fmt.Sprintf("the staging folder %s is on %s, but the cluster's hbase.rootdir %s (from %s) is on %s: the region servers will copy every staged HFile at load time instead of moving it; stage under %s to load by rename", staging, sfs, rootDir, from, rfs, rfs)
