@@ -28,13 +28,14 @@ type S3State struct {
 	PID int `json:"s3_pid"`
 }
 
-// LoadS3 reads testenv/run/s3.json.
+// LoadS3 reads testenv/run/s3.json (run-s3root/s3.json in the S3-root
+// pass: that cluster has its own S3 server).
 func LoadS3() (*S3State, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(root, "testenv", "run", "s3.json")
+	path := filepath.Join(root, "testenv", runDir(), "s3.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: no S3 server (%v); start one with testenv/bin/s3-up (testenv/bin/up does)", err)

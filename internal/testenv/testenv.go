@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -67,7 +68,7 @@ func Load() (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(root, "testenv", "state.json")
+	path := filepath.Join(root, "testenv", stateFile())
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("testenv: no running test cluster (%v); start one with `make testenv-up`", err)
@@ -77,6 +78,50 @@ func Load() (*State, error) {
 		return nil, fmt.Errorf("testenv: %s: %w", path, err)
 	}
 	return &s, nil
+}
+
+// stateFile names the state file of the cluster the tests use: the plain
+// one's, or under TESTENV_ROOTDIR=s3 the S3-root cluster's (testenv/bin/up
+// with the same variable starts it; bin/oracle follows the same variable,
+// which the oracle's process inherits).
+func stateFile() string {
+	if S3RootPass() {
+		return "state-s3root.json"
+	}
+	return "state.json"
+}
+
+// runDir names the run directory of that cluster (its S3 server's s3.json
+// is in it).
+func runDir() string {
+	if S3RootPass() {
+		return "run-s3root"
+	}
+	return "run"
+}
+
+// S3RootPass says whether the tests run against the cluster whose
+// hbase.rootdir is on S3 (TESTENV_ROOTDIR=s3): the S3-root pass, which
+// runs only the tests named S3Root.
+func S3RootPass() bool { return os.Getenv("TESTENV_ROOTDIR") == "s3" }
+
+// RequireS3Root returns the S3-root cluster's state (TESTENV_ROOTDIR=s3),
+// or skips the test outside that pass, without claiming the plain cluster
+// (so the plain pass does not count the skip as a hidden claim); under
+// REKEY_REQUIRE_S3ROOT=1 it fails instead.
+func RequireS3Root(t testing.TB) *State {
+	t.Helper()
+	if !S3RootPass() {
+		if os.Getenv("REKEY_REQUIRE_S3ROOT") == "1" {
+			t.Fatal("integration test needs the S3-root cluster: set TESTENV_ROOTDIR=s3 (TESTENV_ROOTDIR=s3 testenv/bin/up starts it)")
+		}
+		t.Skip("runs in the S3-root pass: TESTENV_ROOTDIR=s3 testenv/bin/up, then TESTENV_ROOTDIR=s3 go test -run S3Root")
+	}
+	st := Require(t)
+	if !strings.HasPrefix(st.RootDir, "s3a://") {
+		t.Fatalf("TESTENV_ROOTDIR=s3, but the cluster's hbase.rootdir is %s", st.RootDir)
+	}
+	return st
 }
 
 // IntegrationMarker starts the line Require logs in every test that found

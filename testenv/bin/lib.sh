@@ -5,10 +5,19 @@ RUN="$TESTENV/run"
 # SECURE=1: the kerberized cluster, with its own state file and run
 # directory, so it runs beside the plain one (testenv/README.md).
 SECURE_PROPS=()
+ROOT_PROPS=()
 if [ "${SECURE:-}" = 1 ]; then
 	STATE="$TESTENV/state-secure.json"
 	RUN="$TESTENV/run-secure"
 	SECURE_PROPS=(-Drekey.secure=1)
+fi
+# TESTENV_ROOTDIR=s3: a cluster whose hbase.rootdir is on its own S3 server
+# (s3a://rekey-test/user/root/test-data/UUID; the WALs on an HDFS), with its own state
+# file and run directory, beside the plain one (testenv/README.md).
+if [ "${TESTENV_ROOTDIR:-}" = s3 ]; then
+	STATE="$TESTENV/state-s3root.json"
+	RUN="$TESTENV/run-s3root"
+	ROOT_PROPS=(-Drekey.rootfs=s3a://rekey-test)
 fi
 
 # cluster_classpath prints the cluster JVM's classpath. Hadoop reads

@@ -31,6 +31,7 @@ import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.testing.TestingHBaseCluster;
 import org.apache.hadoop.hbase.testing.TestingHBaseClusterOption;
 import org.apache.hadoop.hbase.util.CommonFSUtils;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
 import org.apache.hbase.thirdparty.com.google.gson.GsonBuilder;
 
 /**
@@ -59,6 +60,8 @@ public final class Cluster {
   private final List<HaDfs> ha;
   /** Kerberos for a secure cluster (SECURE=1), or null. */
   private SecureCluster secure;
+  /** The HDFS of the WALs when the root dir is on S3 (-Drekey.rootfs), or null. */
+  private MiniDFSCluster walDfs;
   /** MapReduce on YARN over this cluster's HDFS, started by yarn-start. */
   private Yarn yarn;
   private Connection conn;
@@ -101,13 +104,33 @@ public final class Cluster {
     if (secure != null) {
       secure.configure(conf);
     }
-    TestingHBaseCluster c = TestingHBaseCluster.create(TestingHBaseClusterOption.builder()
+    // -Drekey.rootfs=s3a://BUCKET (bin/up with TESTENV_ROOTDIR=s3): the root
+    // dir on the testenv S3 server, as on EMR, with the WALs on an HDFS (an
+    // object store has no hflush). The mini cluster's utility always puts
+    // the root dir on its test file system, so the bucket is handed to it as
+    // that ("external DFS"); the WAL dir, which it leaves alone when asked
+    // not to create one, names an HDFS started here.
+    String s3Root = System.getProperty("rekey.rootfs", "");
+    MiniDFSCluster walDfs = null;
+    TestingHBaseClusterOption.Builder opt = TestingHBaseClusterOption.builder()
         .conf(conf).numMasters(1).numRegionServers(2).numDataNodes(1).numZkServers(1)
-        .dataNodeHosts(new String[] {"127.0.0.1"})
-        .createRootDir(true).build());
+        .dataNodeHosts(new String[] {"127.0.0.1"}).createRootDir(true);
+    if (!s3Root.isEmpty()) {
+      if (!Conf.s3aClient()) {
+        throw new IllegalStateException("-Drekey.rootfs=" + s3Root + " needs S3A and the S3 server's core-site.xml on the classpath");
+      }
+      Configuration dconf = new org.apache.hadoop.hdfs.HdfsConfiguration(conf);
+      walDfs = new MiniDFSCluster.Builder(dconf, run.resolve("waldfs").toFile())
+          .numDataNodes(1).hosts(new String[] {"127.0.0.1"}).build();
+      walDfs.waitActive();
+      conf.set("hbase.wal.dir", "hdfs://127.0.0.1:" + walDfs.getNameNodePort() + "/hbase-wal");
+      opt.useExternalDfs(s3Root).createWALDir(false);
+    }
+    TestingHBaseCluster c = TestingHBaseCluster.create(opt.build());
     Cluster self = new Cluster(c, List.of(new Dfs2(run.resolve("dfs2"), "dfs2"), new Dfs2(run.resolve("dfs3"), "dfs3")),
         List.of(new HaDfs(run.resolve("ha1"), "ha1"), new HaDfs(run.resolve("ha2"), "ha2")));
     self.secure = secure;
+    self.walDfs = walDfs;
     self.yarn = new Yarn(run.resolve("yarn"));
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
@@ -120,11 +143,16 @@ public final class Cluster {
     Map<String, Object> st = new LinkedHashMap<>();
     st.put("zookeeper_quorum", "127.0.0.1:" + cc.get("hbase.zookeeper.property.clientPort"));
     st.put("zookeeper_znode_parent", cc.get("zookeeper.znode.parent", "/hbase"));
-    URI fs = URI.create(cc.get("fs.defaultFS"));
+    URI fs = URI.create(walDfs != null ? walDfs.getURI().toString() : cc.get("fs.defaultFS"));
     String nn = "127.0.0.1:" + fs.getPort();
     st.put("hdfs_namenode", nn);
     Path root = CommonFSUtils.getRootDir(cc);
-    st.put("hbase_rootdir", "hdfs://" + nn + root.toUri().getPath());
+    if (s3Root.isEmpty()) {
+      st.put("hbase_rootdir", "hdfs://" + nn + root.toUri().getPath());
+    } else {
+      st.put("hbase_rootdir", root.toString());
+      st.put("hbase_wal_dir", cc.get("hbase.wal.dir"));
+    }
     ServerName master = c.getActiveMasterAddress().orElseThrow();
     st.put("master", master.getHostname() + ":" + master.getPort());
     st.put("control_port", control.getLocalPort());
@@ -366,6 +394,9 @@ public final class Cluster {
       cluster.stop();
     } catch (Exception e) {
       System.err.println("rekey-testenv: stopping the cluster: " + e);
+    }
+    if (walDfs != null) {
+      walDfs.shutdown();
     }
     if (secure != null) {
       secure.stop();
