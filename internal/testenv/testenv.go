@@ -102,7 +102,7 @@ func runDir() string {
 
 // S3RootPass says whether the tests run against the cluster whose
 // hbase.rootdir is on S3 (TESTENV_ROOTDIR=s3): the S3-root pass, which
-// runs only the tests named S3Root.
+// runs only the tests named TestS3Root*.
 func S3RootPass() bool { return os.Getenv("TESTENV_ROOTDIR") == "s3" }
 
 // RequireS3Root returns the S3-root cluster's state (TESTENV_ROOTDIR=s3),
@@ -115,7 +115,7 @@ func RequireS3Root(t testing.TB) *State {
 		if os.Getenv("REKEY_REQUIRE_S3ROOT") == "1" {
 			t.Fatal("integration test needs the S3-root cluster: set TESTENV_ROOTDIR=s3 (TESTENV_ROOTDIR=s3 testenv/bin/up starts it)")
 		}
-		t.Skip("runs in the S3-root pass: TESTENV_ROOTDIR=s3 testenv/bin/up, then TESTENV_ROOTDIR=s3 go test -run S3Root")
+		t.Skip("runs in the S3-root pass: TESTENV_ROOTDIR=s3 testenv/bin/up, then TESTENV_ROOTDIR=s3 go test -run '^TestS3Root' ./...")
 	}
 	st := Require(t)
 	if !strings.HasPrefix(st.RootDir, "s3a://") {
