@@ -14,6 +14,14 @@ fi
 # TESTENV_ROOTDIR=s3: a cluster whose hbase.rootdir is on its own S3 server
 # (s3a://rekey-test/user/root/test-data/UUID; the WALs on an HDFS), with its own state
 # file and run directory, beside the plain one (testenv/README.md).
+if [ "${TESTENV_ROOTDIR:-}" = s3 ] && [ "${SECURE:-}" = 1 ]; then
+	echo "testenv: SECURE=1 and TESTENV_ROOTDIR=s3 are two different clusters; set one" >&2
+	exit 1
+fi
+if [ -n "${TESTENV_ROOTDIR:-}" ] && [ "${TESTENV_ROOTDIR}" != s3 ]; then
+	echo "testenv: TESTENV_ROOTDIR=$TESTENV_ROOTDIR: the only other root dir testenv knows is s3" >&2
+	exit 1
+fi
 if [ "${TESTENV_ROOTDIR:-}" = s3 ]; then
 	STATE="$TESTENV/state-s3root.json"
 	RUN="$TESTENV/run-s3root"
