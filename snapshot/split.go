@@ -14,6 +14,15 @@ type SplitOptions struct {
 	// this many bytes, at row boundaries taken from the data index of the
 	// region's largest store file. 0 = one split per region.
 	TargetBytes int64
+	// InRow lets TargetBytes cut inside a row too, at the start of a
+	// column (row, family, qualifier) where a row spans blocks of the
+	// index, so that a row far larger than a piece is read by several
+	// pieces. Never inside a column: every version of a column and its
+	// delete markers stay in one piece, and a piece that starts inside a
+	// row still applies the row's family delete markers (see Split). Only
+	// for work that maps cell by cell: a row-level transform needs whole
+	// rows.
+	InRow bool
 }
 
 // MinDefaultSplitBytes is the smallest piece DefaultSplitBytes cuts: a
@@ -62,7 +71,8 @@ func defaultSplitBytes(sizes []int64, floor int64) int64 {
 	return target
 }
 
-// Split is a unit of work: a row range of one region. Splits are made by
+// Split is a unit of work: a key range of one region, from a row (or a
+// column inside it) to a row (or a column inside it). Splits are made by
 // Snapshot.Splits and scanned with the same Snapshot's NewScanner.
 type Split struct {
 	// ID names the split for checkpoints and claims. It depends only on
@@ -74,13 +84,25 @@ type Split struct {
 	// (the same under any SplitOptions, since the region is the split). A
 	// piece of a region cut by TargetBytes is
 	// "<encoded name>_p<k>of<n>_t<TargetBytes>": piece k (from 1) of n, so
-	// a checkpoint written under other options never matches it. IDs use
-	// only [0-9a-z_], so they serve as file and znode names as they are.
+	// a checkpoint written under other options never matches it; with
+	// InRow the ID ends in "_c" besides, since its pieces follow another
+	// rule. IDs use only [0-9a-z_], so they serve as file and znode names
+	// as they are.
 	ID     string
 	Region Region
 	// StartRow (inclusive) and EndRow (exclusive; empty = to the end) are
-	// the region's bounds or the piece's.
+	// the region's bounds or the piece's, when StartColumn and EndColumn
+	// are nil.
 	StartRow, EndRow []byte
+	// StartColumn, when set, says the piece starts inside StartRow, at
+	// this column: StartRow's cells of families before
+	// StartColumn.Family, and of that family's qualifiers before
+	// StartColumn.Qualifier, belong to the piece before. EndColumn, when
+	// set, says the piece ends inside EndRow, before this column: EndRow's
+	// cells before it belong to this piece, the rest to the next. Only
+	// SplitOptions.InRow makes them; a column is never cut, so each
+	// column's versions and markers stay in one piece.
+	StartColumn, EndColumn *Column
 	// Bytes estimates the store file bytes the split reads.
 	Bytes int64
 
@@ -88,7 +110,43 @@ type Split struct {
 	snap *Snapshot
 }
 
-// Splits cuts the snapshot into splits, in row order.
+// StopRow returns the exclusive upper bound of the rows the split holds
+// cells of (empty = to the end): EndRow, or the row just after it when
+// the split ends inside EndRow.
+func (sp *Split) StopRow() []byte {
+	if sp.EndColumn == nil || len(sp.EndRow) == 0 {
+		return sp.EndRow
+	}
+	return append(append([]byte(nil), sp.EndRow...), 0)
+}
+
+// startKey is the smallest cell key the split holds.
+func (sp *Split) startKey() cell.Cell {
+	if sp.StartColumn != nil {
+		return firstOnColumn(sp.StartRow, sp.StartColumn.Family, sp.StartColumn.Qualifier)
+	}
+	return cell.FirstOnRow(sp.StartRow)
+}
+
+// endKey is the smallest cell key past the split; ok is false when the
+// split runs to the end of the table.
+func (sp *Split) endKey() (k cell.Cell, ok bool) {
+	if len(sp.EndRow) == 0 {
+		return cell.Cell{}, false
+	}
+	if sp.EndColumn != nil {
+		return firstOnColumn(sp.EndRow, sp.EndColumn.Family, sp.EndColumn.Qualifier), true
+	}
+	return cell.FirstOnRow(sp.EndRow), true
+}
+
+// firstOnColumn is the smallest possible cell of a column: the newest
+// timestamp and the highest type code sort first within it.
+func firstOnColumn(row, family, qualifier []byte) cell.Cell {
+	return cell.Cell{Row: row, Family: family, Qualifier: qualifier, Timestamp: cell.LatestTimestamp, Type: cell.Maximum}
+}
+
+// Splits cuts the snapshot into splits, in key order.
 func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 	var out []Split
 	for i := range s.regions {
@@ -98,7 +156,7 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		cuts, err := s.cutRows(r, opts.TargetBytes)
+		cuts, err := s.cutRegion(r, opts.TargetBytes, opts.InRow)
 		if err != nil {
 			return nil, err
 		}
@@ -106,47 +164,70 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		out = append(out, pieces(s, r, cuts, whole.Bytes, opts.TargetBytes)...)
+		out = append(out, pieces(s, r, cuts, whole.Bytes, opts)...)
 	}
 	return out, nil
 }
 
-// cut is a row a region is cut at, with the share of the region's bytes
-// before it (from 0 to 1), as the chosen store file's offsets say.
+// cut is a position a region is cut at, with the share of the region's
+// bytes before it (from 0 to 1), as the chosen store file's offsets say.
+// A nil col cuts at the start of row; else at that column inside it.
 type cut struct {
 	row    []byte
+	col    *Column
 	before float64
+}
+
+// key is the first cell key at or after the cut.
+func (c *cut) key() cell.Cell {
+	if c.col != nil {
+		return firstOnColumn(c.row, c.col.Family, c.col.Qualifier)
+	}
+	return cell.FirstOnRow(c.row)
 }
 
 // pieces makes the splits of region r cut at cuts: each piece's Bytes is
 // its share of the region's bytes, so the run's largest-first order puts a
 // piece that holds a huge row first.
-func pieces(s *Snapshot, r *Region, cuts []cut, bytes, target int64) []Split {
+func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) []Split {
 	n := len(cuts) + 1
 	out := make([]Split, 0, n)
+	suffix := ""
+	if opts.InRow {
+		suffix = "_c"
+	}
 	start, from := r.StartKey, 0.0
+	var startCol *Column
 	for k := 0; k < n; k++ {
 		end, to := r.EndKey, 1.0
+		var endCol *Column
 		if k < len(cuts) {
-			end, to = cuts[k].row, cuts[k].before
+			end, endCol, to = cuts[k].row, cuts[k].col, cuts[k].before
 		}
 		out = append(out, Split{
-			ID:       fmt.Sprintf("%s_p%dof%d_t%d", r.EncodedName, k+1, n, target),
-			Region:   *r,
-			StartRow: start,
-			EndRow:   end,
-			Bytes:    max(1, int64(float64(bytes)*(to-from))),
-			snap:     s,
+			ID:          fmt.Sprintf("%s_p%dof%d_t%d%s", r.EncodedName, k+1, n, opts.TargetBytes, suffix),
+			Region:      *r,
+			StartRow:    start,
+			EndRow:      end,
+			StartColumn: startCol,
+			EndColumn:   endCol,
+			Bytes:       max(1, int64(float64(bytes)*(to-from))),
+			snap:        s,
 		})
-		start, from = end, to
+		start, startCol, from = end, endCol, to
 	}
 	return out
 }
 
-// cutRows picks rows that cut region r into pieces of about target bytes,
-// from the data index of its largest store file (block first keys, whose
-// offsets say how far into the file each lies).
-func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
+// cutRegion picks positions that cut region r into pieces of about target
+// bytes, from the data index of its largest store file (block first keys,
+// whose offsets say how far into the file each lies). Without inRow they
+// are the rows those keys begin; with it, a key inside a row already
+// begun (the row spans blocks) is also a candidate, at the start of its
+// column (row, family, qualifier), unless its qualifier is empty: the
+// empty qualifier is where a family's delete markers sort, which stay
+// with the row's start.
+func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error) {
 	var best *StoreFile
 	var bestFam []byte
 	for _, ff := range r.Families {
@@ -186,11 +267,9 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 			hi = sk
 		}
 	}
-	type cand struct {
-		row []byte
-		off int64
-	}
 	var cands []cand
+	var prevRow []byte
+	havePrev := false
 	for _, e := range idx {
 		var c cell.Cell
 		if cell.ParseKey(e.Key, &c) != nil {
@@ -200,10 +279,20 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 			end = min(end, e.Offset) // the blocks from here on are past the region
 			continue
 		}
-		if bytes.Compare(c.Row, lo) <= 0 {
-			continue
+		newRow := !havePrev || !bytes.Equal(c.Row, prevRow)
+		prevRow, havePrev = append(prevRow[:0], c.Row...), true
+		rowCmp := bytes.Compare(c.Row, lo)
+		switch {
+		case inRow && len(c.Qualifier) > 0 && rowCmp >= 0 && (!newRow || rowCmp == 0):
+			// Inside a row begun in an earlier block (or the region's
+			// first row, which begins before the region's first cut).
+			cands = append(cands, cand{row: append([]byte(nil), c.Row...),
+				col: &Column{Family: append([]byte(nil), c.Family...), Qualifier: append([]byte(nil), c.Qualifier...)}, off: e.Offset})
+		case inRow && !newRow:
+			// An empty qualifier inside a row begun earlier: no cut here.
+		case rowCmp > 0:
+			cands = append(cands, cand{row: append([]byte(nil), c.Row...), off: e.Offset})
 		}
-		cands = append(cands, cand{append([]byte(nil), c.Row...), e.Offset})
 	}
 	if len(cands) == 0 {
 		return nil, nil
@@ -215,31 +304,61 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 	}
 	// Offsets in the chosen file scale to the region's bytes: a piece is
 	// about unit bytes of the file. Greedy, from the region's first block:
-	// cut at the first block a unit past the last cut that starts a row
-	// after the last cut's. A row longer than a unit (no block boundary
-	// after it in reach) stays whole in one piece, and the pieces after it
-	// are cut afresh from where it ends, not crammed into the little left.
+	// cut at the first block a unit past the last cut that starts a
+	// position (a row, or with inRow a column) after the last cut's. A
+	// position longer than a unit (no block boundary after it in reach)
+	// stays whole in one piece, and the pieces after it are cut afresh
+	// from where it ends, not crammed into the little left.
 	first := cands[0].off
 	if end <= first {
 		end = cands[len(cands)-1].off + 1
 	}
 	unit := (end - first) / pieces
 	var cuts []cut
-	last, rowAt := first, first
-	for i, c := range cands {
-		if i == 0 || !bytes.Equal(c.row, cands[i-1].row) {
-			rowAt = c.off // the row starts about here (its first block)
+	var lastKey cell.Cell
+	last, posAt := first, first
+	for i := range cands {
+		c := &cands[i]
+		if i == 0 || !c.samePos(&cands[i-1]) {
+			posAt = c.off // the position starts about here (its first block)
 		}
-		if c.off-last < unit || (len(cuts) > 0 && bytes.Compare(c.row, cuts[len(cuts)-1].row) <= 0) {
+		if c.off-last < unit {
 			continue
 		}
-		if end-rowAt < unit/2 {
+		k := c.key()
+		if len(cuts) > 0 && cell.Compare(&k, &lastKey) <= 0 {
+			continue
+		}
+		if end-posAt < unit/2 {
 			break // a last piece of less than half a unit joins the one before
 		}
-		// The cut is where the row starts, so a row of many blocks counts
-		// whole in the piece it begins.
-		cuts = append(cuts, cut{row: c.row, before: float64(rowAt-first) / float64(end-first)})
-		last = rowAt
+		// The cut is where the position starts, so a row (or column) of
+		// many blocks counts whole in the piece it begins.
+		cuts = append(cuts, cut{row: c.row, col: c.col, before: float64(posAt-first) / float64(end-first)})
+		lastKey = cuts[len(cuts)-1].key()
+		last = posAt
 	}
 	return cuts, nil
+}
+
+// cand is a cut candidate: a position and the offset of the block whose
+// first key gave it.
+type cand struct {
+	row []byte
+	col *Column
+	off int64
+}
+
+func (c *cand) key() cell.Cell {
+	cc := cut{row: c.row, col: c.col}
+	return cc.key()
+}
+
+// samePos reports whether two candidates cut at the same position (a
+// column that spans blocks, or a row in row cuts).
+func (c *cand) samePos(o *cand) bool {
+	if !bytes.Equal(c.row, o.row) || (c.col == nil) != (o.col == nil) {
+		return false
+	}
+	return c.col == nil || (bytes.Equal(c.col.Family, o.col.Family) && bytes.Equal(c.col.Qualifier, o.col.Qualifier))
 }
