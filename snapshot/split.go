@@ -314,6 +314,16 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 		end = cands[len(cands)-1].off + 1
 	}
 	unit := (end - first) / pieces
+	// Where the next row begins after each candidate: a column cut is
+	// only worth it in a row that goes on for half a unit or more after
+	// it; a shorter rest is better cut at the next row.
+	nextRow := make([]int64, len(cands))
+	for i, at := len(cands)-1, end; i >= 0; i-- {
+		nextRow[i] = at
+		if cands[i].col == nil {
+			at = cands[i].off
+		}
+	}
 	var cuts []cut
 	var lastKey cell.Cell
 	last, posAt := first, first
@@ -322,7 +332,7 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 		if i == 0 || !c.samePos(&cands[i-1]) {
 			posAt = c.off // the position starts about here (its first block)
 		}
-		if c.off-last < unit {
+		if c.off-last < unit || (c.col != nil && nextRow[i]-posAt < unit/2) {
 			continue
 		}
 		k := c.key()
