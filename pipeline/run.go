@@ -39,20 +39,22 @@ var (
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
 type Run struct {
-	j        *job.Job
-	o        Options
-	budget   job.Budget
-	snap     *snapshot.Snapshot
-	mfs      *meteredFS
-	sink     sink.Sink
-	ctl      *Control
-	scan     snapshot.ScanOptions
-	ckpt     *checkpointStore
-	leases   *leases
-	rejects  *rejectDir
-	now      func() time.Time
-	logf     func(string, ...any)
-	collide  bool
+	j       *job.Job
+	o       Options
+	budget  job.Budget
+	snap    *snapshot.Snapshot
+	mfs     *meteredFS
+	sink    sink.Sink
+	ctl     *Control
+	scan    snapshot.ScanOptions
+	ckpt    *checkpointStore
+	leases  *leases
+	rejects *rejectDir
+	now     func() time.Time
+	logf    func(string, ...any)
+	collide bool
+	// inRow: the splits may cut inside rows (cellLevel).
+	inRow    bool
 	maxTrack int
 	closers  []func() error
 	seed     uint64
@@ -286,7 +288,7 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	sum := &Summary{
 		Job: j.Path, Snapshot: j.Source.Name, Table: j.Target.Table, Sink: r.sink.Name(),
 		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget, SplitBytes: o.SplitBytes,
-		CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
+		SplitInRow: r.inRow, CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
 	}
 	var todo []work
 	for _, w := range items {
