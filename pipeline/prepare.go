@@ -199,6 +199,12 @@ func (r *Run) chooseWork() error {
 		r.o.SplitBytes = 0 // off: one split per region
 	}
 	r.inRow = r.o.SplitBytes > 0 && r.cellLevel()
+	return r.cutWork()
+}
+
+// cutWork cuts the splits by the settled size and r.inRow, clips them to
+// Only, orders them largest first and keeps this shard's.
+func (r *Run) cutWork() error {
 	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow})
 	if err != nil {
 		return err
@@ -288,6 +294,19 @@ func (r *Run) checkCheckpoint() error {
 		}
 	} else if prev, err = ck.load(); err != nil {
 		return err
+	}
+	if prev != nil && r.inRow && prev.Fingerprint != fp {
+		// A checkpoint of a build that cut at rows only: its splits are
+		// whole-row pieces, so this run goes on with those rather than
+		// refuse a resume after an upgrade.
+		if rowFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, false, o.SetTimestamp, name, o.Only, o.Shard); prev.Fingerprint == rowFP {
+			r.logf("the checkpoint %s holds splits of whole rows; this run keeps cutting at rows", o.Checkpoint)
+			r.inRow = false
+			if err := r.cutWork(); err != nil {
+				return err
+			}
+			fp = rowFP
+		}
 	}
 	switch {
 	case prev == nil:
