@@ -228,6 +228,9 @@ func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) 
 // empty qualifier is where a family's delete markers sort, which stay
 // with the row's start.
 func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error) {
+	if inRow {
+		return s.cutInRow(r, target)
+	}
 	var best *StoreFile
 	var bestFam []byte
 	for _, ff := range r.Families {
@@ -371,4 +374,156 @@ func (c *cand) samePos(o *cand) bool {
 		return false
 	}
 	return c.col == nil || (bytes.Equal(c.col.Family, o.col.Family) && bytes.Equal(c.col.Qualifier, o.col.Qualifier))
+}
+
+// fileIndex is one store file's data index inside a region: the blocks'
+// first keys in order, their offsets, and where the region's blocks begin
+// and end in the file.
+type fileIndex struct {
+	keys       []cell.Cell
+	offs       []int64
+	first, end int64
+}
+
+// before estimates the file's bytes before key k: those of the blocks
+// whose first key sorts before it.
+func (f *fileIndex) before(k *cell.Cell) int64 {
+	j := sort.Search(len(f.keys), func(i int) bool { return cell.Compare(&f.keys[i], k) >= 0 })
+	if j == len(f.keys) {
+		return f.end - f.first
+	}
+	return f.offs[j] - f.first
+}
+
+// cutInRow is cutRegion's rule with in-row cuts, over every store file of
+// the region (all families, all flushes): a huge row written over several
+// flushes, or wide in several families, has its cells in several files, and
+// one file's offsets would leave the others' share of the row to one piece.
+// The candidates are the positions the blocks' first keys give in every
+// file (a row start where a file's block starts a new row, else a column
+// start, unless the qualifier is empty); the bytes before a candidate are
+// the sum, over the files, of the bytes of their blocks that start before
+// it. Greedy as cutRegion: the first candidate a unit past the last cut,
+// a column only where its row goes on for half a unit more.
+func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
+	var files []fileIndex
+	var cands []cut
+	for _, ff := range r.Families {
+		for i := range ff.Files {
+			rf, err := s.resolve(r, ff.Family, &ff.Files[i])
+			if err != nil {
+				return nil, err
+			}
+			rd, _, err := s.acquire(rf)
+			if err != nil {
+				return nil, err
+			}
+			idx, err := rd.dataIndex()
+			end := rd.dataEnd()
+			s.release(rf)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
+			}
+			lo, hi := r.StartKey, r.EndKey
+			if rf.ref != nil {
+				sk := rf.ref.SplitRow()
+				if rf.ref.Top {
+					if bytes.Compare(sk, lo) > 0 {
+						lo = sk
+					}
+				} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
+					hi = sk
+				}
+			}
+			fx := fileIndex{end: end}
+			var prevRow []byte
+			havePrev := false
+			for _, e := range idx {
+				var c cell.Cell
+				if cell.ParseKey(e.Key, &c) != nil {
+					continue
+				}
+				if len(hi) > 0 && bytes.Compare(c.Row, hi) >= 0 {
+					fx.end = min(fx.end, e.Offset) // the blocks from here on are past the region
+					continue
+				}
+				newRow := !havePrev || !bytes.Equal(c.Row, prevRow)
+				prevRow, havePrev = append(prevRow[:0], c.Row...), true
+				rowCmp := bytes.Compare(c.Row, lo)
+				if rowCmp < 0 {
+					continue // the other half of a reference's parent
+				}
+				c = c.Clone()
+				fx.keys, fx.offs = append(fx.keys, c), append(fx.offs, e.Offset)
+				switch {
+				case len(c.Qualifier) > 0 && (!newRow || rowCmp == 0):
+					cands = append(cands, cut{row: c.Row, col: &Column{Family: c.Family, Qualifier: c.Qualifier}})
+				case newRow && rowCmp > 0:
+					cands = append(cands, cut{row: c.Row})
+				}
+			}
+			if len(fx.keys) == 0 {
+				continue
+			}
+			fx.first = fx.offs[0]
+			if fx.end <= fx.first {
+				fx.end = fx.offs[len(fx.offs)-1] + 1
+			}
+			files = append(files, fx)
+		}
+	}
+	pieces := (r.Bytes() + target - 1) / target
+	if len(cands) == 0 || pieces < 2 {
+		return nil, nil
+	}
+	keys := make([]cell.Cell, len(cands))
+	for i := range cands {
+		keys[i] = cands[i].key()
+	}
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cell.Compare(&keys[order[a]], &keys[order[b]]) < 0 })
+	// Distinct positions in key order, each with the bytes before it.
+	var pos []cut
+	var at []int64
+	var total int64
+	for i := range files {
+		total += files[i].end - files[i].first
+	}
+	for n, i := range order {
+		if n > 0 && cell.Compare(&keys[i], &keys[order[n-1]]) == 0 {
+			continue
+		}
+		var b int64
+		for f := range files {
+			b += files[f].before(&keys[i])
+		}
+		pos, at = append(pos, cands[i]), append(at, b)
+	}
+	unit := total / pieces
+	nextRow := make([]int64, len(pos))
+	for i, next := len(pos)-1, total; i >= 0; i-- {
+		nextRow[i] = next
+		if pos[i].col == nil {
+			next = at[i]
+		}
+	}
+	var cuts []cut
+	var last int64
+	for i := range pos {
+		b := at[i]
+		if b-last < unit || (pos[i].col != nil && nextRow[i]-b < unit/2) {
+			continue
+		}
+		if total-b < unit/2 {
+			break // a last piece of less than half a unit joins the one before
+		}
+		c := pos[i]
+		c.before = float64(b) / float64(total)
+		cuts = append(cuts, c)
+		last = b
+	}
+	return cuts, nil
 }

@@ -227,6 +227,15 @@ func TestSplitsCutInsideHugeRow(t *testing.T) {
 			t.Errorf("%+v: pieces read %d cells, the whole region %d:\n got %v\nwant %v", opts, len(got), len(want), got, want)
 		}
 		t.Logf("%+v: %d cells, per piece %v", opts, len(got), per)
+		if opts.Raw {
+			// Row c is wide in both families: the cut takes both files'
+			// offsets, so no piece holds g's share of the row alone.
+			for i, n := range per {
+				if n > 2*len(got)/len(per) {
+					t.Errorf("piece %s holds %d of %d raw cells in %d pieces, more than twice the mean", splits[i].ID, n, len(got), len(per))
+				}
+			}
+		}
 	}
 	// A piece that starts late in row c seeks there: it reads the row's
 	// empty-qualifier column of its family (the family markers) and its
