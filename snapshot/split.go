@@ -220,17 +220,18 @@ func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) 
 }
 
 // cutRegion picks positions that cut region r into pieces of about target
-// bytes, from the data index of its largest store file (block first keys,
-// whose offsets say how far into the file each lies). Without inRow they
-// are the rows those keys begin; with it, a key inside a row already
-// begun (the row spans blocks) is also a candidate, at the start of its
-// column (row, family, qualifier), unless its qualifier is empty: the
-// empty qualifier is where a family's delete markers sort, which stay
-// with the row's start.
+// bytes: rows (cutRows), or with inRow rows and columns (cutInRow).
 func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error) {
 	if inRow {
 		return s.cutInRow(r, target)
 	}
+	return s.cutRows(r, target)
+}
+
+// cutRows picks rows that cut region r into pieces of about target bytes,
+// from the data index of its largest store file (block first keys, whose
+// offsets say how far into the file each lies).
+func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 	var best *StoreFile
 	var bestFam []byte
 	for _, ff := range r.Families {
@@ -270,9 +271,11 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 			hi = sk
 		}
 	}
+	type cand struct {
+		row []byte
+		off int64
+	}
 	var cands []cand
-	var prevRow []byte
-	havePrev := false
 	for _, e := range idx {
 		var c cell.Cell
 		if cell.ParseKey(e.Key, &c) != nil {
@@ -282,20 +285,10 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 			end = min(end, e.Offset) // the blocks from here on are past the region
 			continue
 		}
-		newRow := !havePrev || !bytes.Equal(c.Row, prevRow)
-		prevRow, havePrev = append(prevRow[:0], c.Row...), true
-		rowCmp := bytes.Compare(c.Row, lo)
-		switch {
-		case inRow && len(c.Qualifier) > 0 && rowCmp >= 0 && (!newRow || rowCmp == 0):
-			// Inside a row begun in an earlier block (or the region's
-			// first row, which begins before the region's first cut).
-			cands = append(cands, cand{row: append([]byte(nil), c.Row...),
-				col: &Column{Family: append([]byte(nil), c.Family...), Qualifier: append([]byte(nil), c.Qualifier...)}, off: e.Offset})
-		case inRow && !newRow:
-			// An empty qualifier inside a row begun earlier: no cut here.
-		case rowCmp > 0:
-			cands = append(cands, cand{row: append([]byte(nil), c.Row...), off: e.Offset})
+		if bytes.Compare(c.Row, lo) <= 0 {
+			continue
 		}
+		cands = append(cands, cand{append([]byte(nil), c.Row...), e.Offset})
 	}
 	if len(cands) == 0 {
 		return nil, nil
@@ -307,73 +300,33 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 	}
 	// Offsets in the chosen file scale to the region's bytes: a piece is
 	// about unit bytes of the file. Greedy, from the region's first block:
-	// cut at the first block a unit past the last cut that starts a
-	// position (a row, or with inRow a column) after the last cut's. A
-	// position longer than a unit (no block boundary after it in reach)
-	// stays whole in one piece, and the pieces after it are cut afresh
-	// from where it ends, not crammed into the little left.
+	// cut at the first block a unit past the last cut that starts a row
+	// after the last cut's. A row longer than a unit (no block boundary
+	// after it in reach) stays whole in one piece, and the pieces after it
+	// are cut afresh from where it ends, not crammed into the little left.
 	first := cands[0].off
 	if end <= first {
 		end = cands[len(cands)-1].off + 1
 	}
 	unit := (end - first) / pieces
-	// Where the next row begins after each candidate: a column cut is
-	// only worth it in a row that goes on for half a unit or more after
-	// it; a shorter rest is better cut at the next row.
-	nextRow := make([]int64, len(cands))
-	for i, at := len(cands)-1, end; i >= 0; i-- {
-		nextRow[i] = at
-		if cands[i].col == nil {
-			at = cands[i].off
-		}
-	}
 	var cuts []cut
-	var lastKey cell.Cell
-	last, posAt := first, first
-	for i := range cands {
-		c := &cands[i]
-		if i == 0 || !c.samePos(&cands[i-1]) {
-			posAt = c.off // the position starts about here (its first block)
+	last, rowAt := first, first
+	for i, c := range cands {
+		if i == 0 || !bytes.Equal(c.row, cands[i-1].row) {
+			rowAt = c.off // the row starts about here (its first block)
 		}
-		if c.off-last < unit || (c.col != nil && nextRow[i]-posAt < unit/2) {
+		if c.off-last < unit || (len(cuts) > 0 && bytes.Compare(c.row, cuts[len(cuts)-1].row) <= 0) {
 			continue
 		}
-		k := c.key()
-		if len(cuts) > 0 && cell.Compare(&k, &lastKey) <= 0 {
-			continue
-		}
-		if end-posAt < unit/2 {
+		if end-rowAt < unit/2 {
 			break // a last piece of less than half a unit joins the one before
 		}
-		// The cut is where the position starts, so a row (or column) of
-		// many blocks counts whole in the piece it begins.
-		cuts = append(cuts, cut{row: c.row, col: c.col, before: float64(posAt-first) / float64(end-first)})
-		lastKey = cuts[len(cuts)-1].key()
-		last = posAt
+		// The cut is where the row starts, so a row of many blocks counts
+		// whole in the piece it begins.
+		cuts = append(cuts, cut{row: c.row, before: float64(rowAt-first) / float64(end-first)})
+		last = rowAt
 	}
 	return cuts, nil
-}
-
-// cand is a cut candidate: a position and the offset of the block whose
-// first key gave it.
-type cand struct {
-	row []byte
-	col *Column
-	off int64
-}
-
-func (c *cand) key() cell.Cell {
-	cc := cut{row: c.row, col: c.col}
-	return cc.key()
-}
-
-// samePos reports whether two candidates cut at the same position (a
-// column that spans blocks, or a row in row cuts).
-func (c *cand) samePos(o *cand) bool {
-	if !bytes.Equal(c.row, o.row) || (c.col == nil) != (o.col == nil) {
-		return false
-	}
-	return c.col == nil || (bytes.Equal(c.col.Family, o.col.Family) && bytes.Equal(c.col.Qualifier, o.col.Qualifier))
 }
 
 // fileIndex is one store file's data index inside a region: the blocks'
