@@ -48,8 +48,9 @@ func even(n int, size int64) []int64 {
 	return out
 }
 
-// TestSplitsCutAroundHugeRow cuts a region whose row "c" holds most of its
-// cells: the pieces tile the region and read every cell once, and the
+// TestSplitsCutAroundHugeRow cuts at rows only (no InRow: the rule of a
+// row-level transform, and of checkpoints from before in-row cuts) a
+// region whose row "c" holds most of its cells: the pieces tile the region and read every cell once, and the
 // piece holding "c" is estimated the largest, at least half the region, so
 // a run's largest-first order starts it first (an even share per piece
 // would put it last among equals).
