@@ -289,16 +289,16 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		Target          string
 		Scan            snapshot.ScanOptions
 		SplitBytes      int64
+		SetTimestamp    int64
+		Sink            string
+		Only            []KeyRange
+		Shard           Shard
 		// InRow is left out when false, so the fingerprints of runs cut
 		// at rows are those of the builds before in-row cuts; a run cut
 		// inside rows never adopts their checkpoints, whose splits are
 		// other key ranges.
-		InRow        bool `json:",omitempty"`
-		SetTimestamp int64
-		Sink         string
-		Only         []KeyRange
-		Shard        Shard
-	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, inRow, setTS, sink, only, shard}
+		InRow bool `json:",omitempty"`
+	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, inRow}
 	b, _ := json.Marshal(doc)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

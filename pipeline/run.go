@@ -39,22 +39,21 @@ var (
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
 type Run struct {
-	j       *job.Job
-	o       Options
-	budget  job.Budget
-	snap    *snapshot.Snapshot
-	mfs     *meteredFS
-	sink    sink.Sink
-	ctl     *Control
-	scan    snapshot.ScanOptions
-	ckpt    *checkpointStore
-	leases  *leases
-	rejects *rejectDir
-	now     func() time.Time
-	logf    func(string, ...any)
-	collide bool
-	// inRow: the splits may cut inside rows (cellLevel).
-	inRow    bool
+	j        *job.Job
+	o        Options
+	budget   job.Budget
+	snap     *snapshot.Snapshot
+	mfs      *meteredFS
+	sink     sink.Sink
+	ctl      *Control
+	scan     snapshot.ScanOptions
+	ckpt     *checkpointStore
+	leases   *leases
+	rejects  *rejectDir
+	now      func() time.Time
+	logf     func(string, ...any)
+	collide  bool
+	inRow    bool // the splits may cut inside rows (cellLevel)
 	maxTrack int
 	closers  []func() error
 	seed     uint64
@@ -288,7 +287,8 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	sum := &Summary{
 		Job: j.Path, Snapshot: j.Source.Name, Table: j.Target.Table, Sink: r.sink.Name(),
 		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget, SplitBytes: o.SplitBytes,
-		SplitInRow: r.inRow, CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
+		CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
+		SplitInRow:     r.inRow,
 	}
 	var todo []work
 	for _, w := range items {
