@@ -273,7 +273,7 @@ func (s *checkpointStore) close() error { return s.loc.Close() }
 // fingerprint hashes the parts of a run that decide which cells it writes
 // where; anything else (workers, limits, progress) may change between a run
 // and its resume.
-func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes, setTS int64, sink string, only []KeyRange, shard Shard) string {
+func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes int64, inRow bool, setTS int64, sink string, only []KeyRange, shard Shard) string {
 	oldKey, newKey := j.Program.Describe()
 	fams := make([]string, 0, len(j.Spec.Families))
 	for o, n := range j.Spec.Families {
@@ -293,7 +293,12 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		Sink            string
 		Only            []KeyRange
 		Shard           Shard
-	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard}
+		// InRow is left out when false, so the fingerprints of runs cut
+		// at rows are those of the builds before in-row cuts; a run cut
+		// inside rows never adopts their checkpoints, whose splits are
+		// other key ranges.
+		InRow bool `json:",omitempty"`
+	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, inRow}
 	b, _ := json.Marshal(doc)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

@@ -198,7 +198,14 @@ func (r *Run) chooseWork() error {
 	case r.o.SplitBytes < 0:
 		r.o.SplitBytes = 0 // off: one split per region
 	}
-	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes})
+	r.inRow = r.o.SplitBytes > 0 && r.cellLevel()
+	return r.cutWork()
+}
+
+// cutWork cuts the splits by the settled size and r.inRow, clips them to
+// Only, orders them largest first and keeps this shard's.
+func (r *Run) cutWork() error {
+	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow})
 	if err != nil {
 		return err
 	}
@@ -214,6 +221,23 @@ func (r *Run) chooseWork() error {
 	}
 	r.items = items
 	return nil
+}
+
+// cellLevel reports whether the run's work holds nothing across the
+// cells of a row, so that a heavy region may be cut inside a huge row (at
+// a column; snapshot.SplitOptions.InRow): not for a row-level transform
+// (a transform.Flusher needs whole rows), and not when two old cells of
+// different columns may become one new cell (the job's layouts drop a
+// field or merge families, or the run has no Program to ask), since the
+// collision check looks within one split and would miss such a pair cut
+// apart. The versions of one column never part, so --set-timestamp alone
+// does not prevent it.
+func (r *Run) cellLevel() bool {
+	if _, ok := r.o.NewMapper().(transform.Flusher); ok {
+		return false
+	}
+	p := r.j.Program
+	return p != nil && !p.MayCollide()
 }
 
 // sinkName is the name of the sink the run writes through, before it is
@@ -261,7 +285,7 @@ func (r *Run) checkCheckpoint() error {
 		// runs live in different folders.
 		name += "/" + string(o.Phase)
 	}
-	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, o.Only, o.Shard)
+	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.inRow, o.SetTimestamp, name, o.Only, o.Shard)
 	var prev *loadedCheckpoint
 	if o.Fresh {
 		// Not read: --fresh is also the way out of a damaged checkpoint.
@@ -270,6 +294,19 @@ func (r *Run) checkCheckpoint() error {
 		}
 	} else if prev, err = ck.load(); err != nil {
 		return err
+	}
+	if prev != nil && r.inRow && prev.Fingerprint != fp {
+		// A checkpoint of a build that cut at rows only: its splits are
+		// whole-row pieces, so this run goes on with those rather than
+		// refuse a resume after an upgrade.
+		if rowFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, false, o.SetTimestamp, name, o.Only, o.Shard); prev.Fingerprint == rowFP {
+			r.logf("the checkpoint %s holds splits of whole rows; this run keeps cutting at rows", o.Checkpoint)
+			r.inRow = false
+			if err := r.cutWork(); err != nil {
+				return err
+			}
+			fp = rowFP
+		}
 	}
 	switch {
 	case prev == nil:
@@ -280,7 +317,7 @@ func (r *Run) checkCheckpoint() error {
 	}
 	// The sketch's seed leaves the shard and --only out, so the sketches of
 	// a job's shards sample the same hashes and merge exactly.
-	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, o.SetTimestamp, name, nil, Shard{})
+	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.inRow, o.SetTimestamp, name, nil, Shard{})
 	return r.adoptCheckpoint(prev, fp, seedFP)
 }
 

@@ -53,6 +53,7 @@ type Run struct {
 	now      func() time.Time
 	logf     func(string, ...any)
 	collide  bool
+	inRow    bool // the splits may cut inside rows (cellLevel)
 	maxTrack int
 	closers  []func() error
 	seed     uint64
@@ -287,6 +288,7 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		Job: j.Path, Snapshot: j.Source.Name, Table: j.Target.Table, Sink: r.sink.Name(),
 		Checkpoint: o.Checkpoint, Splits: len(items), Workers: o.Workers, Budget: r.budget, SplitBytes: o.SplitBytes,
 		CollisionScope: map[bool]string{true: "split", false: "none"}[r.collide],
+		SplitInRow:     r.inRow,
 	}
 	var todo []work
 	for _, w := range items {

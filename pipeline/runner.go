@@ -54,7 +54,10 @@ func clip(splits []snapshot.Split, only []KeyRange) []work {
 			continue
 		}
 		for i, kr := range only {
-			start, stop := sp.StartRow, sp.EndRow
+			// The rows the split holds cells of: a piece that ends inside
+			// a row holds some of that row too. The scan keeps to the
+			// split's own column bounds within them.
+			start, stop := sp.StartRow, sp.StopRow()
 			if bytes.Compare(kr.Start, start) > 0 {
 				start = kr.Start
 			}

@@ -56,6 +56,10 @@ type Summary struct {
 	// SplitBytes is the piece size regions were cut by (0 = one split per
 	// region): the job's or --split-bytes, else the snapshot's default.
 	SplitBytes int64 `json:"split_bytes"`
+	// SplitInRow says the pieces may start and end inside a row, at a
+	// column (the run maps cell by cell; see snapshot.SplitOptions.InRow);
+	// false: every split holds whole rows.
+	SplitInRow bool `json:"split_in_row"`
 	// Splits counts every split of the run; Done those finished (also in
 	// earlier runs); Skipped those an earlier run had finished.
 	Splits  int `json:"splits"`

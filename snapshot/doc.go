@@ -29,7 +29,8 @@
 // # Reading
 //
 // A Snapshot is cut into Splits (one per region, or smaller pieces cut at
-// data-index keys). A Scanner merges the store files of one split with a
+// data-index keys: at rows, or with SplitOptions.InRow also at columns
+// inside a huge row). A Scanner merges the store files of one split with a
 // heap in HBase's cell order, breaking ties the way HBase's store scanner
 // does (higher sequence id first, then the newer file), and applies what
 // HBase's user scan applies: version limits, time range, TTL (family and

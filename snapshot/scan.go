@@ -116,8 +116,13 @@ type Scanner struct {
 	// curRules are the rules of curFam's family.
 	curRules *familyRules
 	haveRow  bool
-	stopRow  []byte
-	pending  bool // the top iterator's cell was returned; advance it first
+	// low, when set, is the split's first key inside its first row (a
+	// split that starts at a column): cells before it are the piece
+	// before's, and only its row's family delete markers are applied
+	// here (see skipBeforeStart). Cleared once the scan passes it.
+	low     *cell.Cell
+	raw     bool
+	pending bool // the top iterator's cell was returned; advance it first
 	// rep is what the top cell shares with the cell matched last, as far
 	// as the store file encoding tells (see advance).
 	rep     hfile.Repeat
@@ -148,11 +153,13 @@ type fileIter struct {
 	// files).
 	stamp int64
 	// stopKey: cells >= it end the file (bottom half of a reference, or
-	// the stop row). When it is the first key of a row (it nearly always
-	// is), stopRow holds that row and load compares rows only.
-	stopKey *cell.Cell
-	stopRow []byte
-	cur     *cell.Cell
+	// the split's end). stopRow is its row: load compares rows only, and
+	// the whole key only within that row, unless stopFirst says the key
+	// is the first of its row (it nearly always is).
+	stopKey   *cell.Cell
+	stopRow   []byte
+	stopFirst bool
+	cur       *cell.Cell
 	// ck is cur's row, family and qualifier as one slice when the
 	// iterator gives it (hf.ColumnKey), else nil.
 	ck      []byte
@@ -174,14 +181,11 @@ func (fi *fileIter) load(ok bool) bool {
 	} else {
 		c = fi.it.Cell()
 	}
-	if fi.stopRow != nil {
-		if bytes.Compare(c.Row, fi.stopRow) >= 0 {
+	if fi.stopKey != nil {
+		if r := bytes.Compare(c.Row, fi.stopRow); r > 0 || (r == 0 && (fi.stopFirst || cell.CompareColumnsAndVersion(c, fi.stopKey) >= 0)) {
 			fi.cur = nil
 			return false
 		}
-	} else if fi.stopKey != nil && cell.Compare(c, fi.stopKey) >= 0 {
-		fi.cur = nil
-		return false
 	}
 	if fi.stamp >= 0 {
 		fi.stamped = *c
@@ -293,12 +297,14 @@ func (s *Snapshot) NewScanner(ctx context.Context, sp Split, opts ScanOptions) (
 	if err != nil {
 		return nil, err
 	}
-	sc := &Scanner{ctx: ctx, snap: s, rules: rules}
-	start, stop, ok := scanRows(&sp, &opts)
+	sc := &Scanner{ctx: ctx, snap: s, rules: rules, raw: opts.Raw}
+	start, stop, ok := scanBounds(&sp, &opts)
 	if !ok {
 		return sc, nil // nothing to read
 	}
-	sc.stopRow = stop
+	if start.Family != nil {
+		sc.low = &start
+	}
 	todo, err := sc.storeFiles(&sp.Region)
 	if err == nil {
 		err = sc.openFiles(todo, start, stop)
@@ -384,18 +390,28 @@ func newFamilyRules(f *Family, opts *ScanOptions, cols map[string]struct{}, nowM
 	return r
 }
 
-// scanRows returns the rows the scan reads: the split's bounds narrowed by
-// the options' StartRow and StopRow; ok is false when none are left.
-func scanRows(sp *Split, opts *ScanOptions) (start, stop []byte, ok bool) {
-	start, stop = sp.StartRow, sp.EndRow
-	if len(opts.StartRow) > 0 && bytes.Compare(opts.StartRow, start) > 0 {
-		start = opts.StartRow
+// scanBounds returns the keys the scan reads from (inclusive) and to
+// (exclusive; nil: to the end): the split's bounds narrowed by the
+// options' StartRow and StopRow, which are whole rows; ok is false when
+// nothing is left. start has a family only when the scan starts at a
+// column inside its row.
+func scanBounds(sp *Split, opts *ScanOptions) (start cell.Cell, stop *cell.Cell, ok bool) {
+	start = sp.startKey()
+	if len(opts.StartRow) > 0 {
+		if o := cell.FirstOnRow(opts.StartRow); cell.Compare(&o, &start) > 0 {
+			start = o
+		}
 	}
-	if len(opts.StopRow) > 0 && (len(stop) == 0 || bytes.Compare(opts.StopRow, stop) < 0) {
-		stop = opts.StopRow
+	if k, bounded := sp.endKey(); bounded {
+		stop = &k
 	}
-	if len(stop) > 0 && bytes.Compare(start, stop) >= 0 {
-		return nil, nil, false
+	if len(opts.StopRow) > 0 {
+		if o := cell.FirstOnRow(opts.StopRow); stop == nil || cell.Compare(&o, stop) < 0 {
+			stop = &o
+		}
+	}
+	if stop != nil && cell.Compare(&start, stop) >= 0 {
+		return cell.Cell{}, nil, false
 	}
 	return start, stop, true
 }
@@ -483,7 +499,7 @@ func (r *familyRules) readsFile(m fileMeta) bool {
 // arrive side by side instead of one round trip after another. On error
 // the read-aheads not handed to a file are closed; the caller closes the
 // scanner.
-func (sc *Scanner) openFiles(todo []pendingFile, start, stop []byte) error {
+func (sc *Scanner) openFiles(todo []pendingFile, start cell.Cell, stop *cell.Cell) error {
 	ras := make([]*vfs.ReadAhead, len(todo))
 	for i, p := range todo {
 		ras[i] = sc.readAhead(p.si, start)
@@ -540,7 +556,7 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 // read, or nil when the options want none for it. When the scan starts at
 // or before the file's first cell (a whole region read; start is the
 // region's start row), the stream starts at the first data block at once.
-func (sc *Scanner) readAhead(si storeFileInfo, start []byte) *vfs.ReadAhead {
+func (sc *Scanner) readAhead(si storeFileInfo, start cell.Cell) *vfs.ReadAhead {
 	if si.file == nil || !sc.snap.readAhead.Wants(si.file) {
 		return nil
 	}
@@ -553,7 +569,7 @@ func (sc *Scanner) readAhead(si storeFileInfo, start []byte) *vfs.ReadAhead {
 	if cell.ParseKey(si.meta.FirstKey, &first) != nil {
 		return ra
 	}
-	if len(start) == 0 || bytes.Compare(start, first.Row) <= 0 {
+	if c := bytes.Compare(start.Row, first.Row); len(start.Row) == 0 || c < 0 || (c == 0 && start.Family == nil) {
 		ra.Prefetch(si.meta.DataStart)
 	}
 	return ra
@@ -561,7 +577,7 @@ func (sc *Scanner) readAhead(si storeFileInfo, start []byte) *vfs.ReadAhead {
 
 // addFile positions one store file at the first cell of the scan, reading
 // its data blocks through ra (nil: from the file).
-func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte, ra *vfs.ReadAhead) error {
+func (sc *Scanner) addFile(si storeFileInfo, order int, start cell.Cell, stop *cell.Cell, ra *vfs.ReadAhead) error {
 	var data io.ReaderAt
 	if ra != nil {
 		data = ra
@@ -573,10 +589,16 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte, ra *
 		fi.stamp = si.seqID
 	}
 	// The lower bound: the scan's start row, or for the top half of a
-	// reference the split key, whichever is later.
+	// reference the split key, whichever is later. A scan that starts at
+	// a column seeks to the start of that column's family in its row: the
+	// family's delete markers sort there (empty qualifier) and still
+	// apply; skipBeforeStart jumps over the columns between.
 	var seek *cell.Cell
-	if len(start) > 0 {
-		c := cell.FirstOnRow(start)
+	if len(start.Row) > 0 {
+		c := cell.FirstOnRow(start.Row)
+		if start.Family != nil {
+			c = firstOnColumn(start.Row, start.Family, nil)
+		}
 		seek = &c
 	}
 	if ref := si.f.ref; ref != nil {
@@ -588,10 +610,9 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte, ra *
 			fi.stopKey = &ref.Key
 		}
 	}
-	if len(stop) > 0 {
-		c := cell.FirstOnRow(stop)
-		if fi.stopKey == nil || cell.Compare(&c, fi.stopKey) < 0 {
-			fi.stopKey = &c
+	if stop != nil {
+		if fi.stopKey == nil || cell.Compare(stop, fi.stopKey) < 0 {
+			fi.stopKey = stop
 		}
 	}
 	if fi.stopKey != nil && len(si.meta.LastKey) > 0 {
@@ -605,10 +626,11 @@ func (sc *Scanner) addFile(si storeFileInfo, order int, start, stop []byte, ra *
 			fi.stopKey = nil
 		}
 	}
-	if k := fi.stopKey; k != nil && k.Type == cell.Maximum && k.Timestamp == cell.LatestTimestamp && len(k.Family) == 0 && len(k.Qualifier) == 0 {
+	if k := fi.stopKey; k != nil {
+		fi.stopRow = k.Row
 		// The first key of its row sorts before every cell of the row, so
 		// "cell >= key" is "row >= key's row".
-		fi.stopRow = k.Row
+		fi.stopFirst = k.Type == cell.Maximum && k.Timestamp == cell.LatestTimestamp && len(k.Family) == 0 && len(k.Qualifier) == 0
 	}
 	var ok bool
 	if seek != nil {
@@ -699,6 +721,15 @@ func (sc *Scanner) next() bool {
 		}
 		top := sc.h[0]
 		c := top.cur
+		if sc.low != nil {
+			skip, ok := sc.skipBeforeStart(c)
+			if !ok {
+				return false
+			}
+			if skip {
+				continue
+			}
+		}
 		// The store file encoding may say c repeats the row (and column)
 		// of the cell matched last (see advance), so the current row's
 		// state holds without comparing bytes.
@@ -741,6 +772,16 @@ func (sc *Scanner) next() bool {
 				return false
 			}
 		case matchSeekNextCol:
+			if len(c.Qualifier) == 0 {
+				// The empty qualifier is where a family's delete markers
+				// sort, after that column's newer Puts: HBase's next-column
+				// seek moves only past this cell there (HBASE-18471), so
+				// the markers still mask the family.
+				if !sc.advance() {
+					return false
+				}
+				continue
+			}
 			// The cells skipped here are not matched: the next one is
 			// compared in full.
 			sc.prevIter = nil
@@ -760,6 +801,52 @@ func (sc *Scanner) next() bool {
 		}
 	}
 	return false
+}
+
+// skipBeforeStart deals with the top cell c of a scan that starts at a
+// column inside its first row (sc.low). A cell before that column is the
+// piece before's: a cell of another qualifier moves its file to the
+// column (skip); a cell of the family's empty qualifier, where a family's
+// delete markers sort, is dropped too (skip) unless it is a delete marker
+// in normal mode, which goes on to the matcher so it masks this piece's
+// cells of the row and family as it would in a whole-row scan (the
+// matcher never returns a marker in normal mode). The piece before
+// returns the empty qualifier's cells themselves: raw markers, and a
+// Put with an empty qualifier. ok is false when the scan ended.
+func (sc *Scanner) skipBeforeStart(c *cell.Cell) (skip, ok bool) {
+	low := sc.low
+	if cell.Compare(c, low) >= 0 {
+		sc.low = nil // the heap's smallest cell is past it: so is every file
+		return false, true
+	}
+	sc.prevIter = nil
+	sc.rep = hfile.RepeatNone
+	if len(c.Qualifier) > 0 || !bytes.Equal(c.Family, low.Family) || !bytes.Equal(c.Row, low.Row) {
+		return true, sc.seekTop(low)
+	}
+	if sc.raw || !c.Type.IsDelete() {
+		return true, sc.advance()
+	}
+	return false, true
+}
+
+// seekTop moves the top iterator to the first cell >= key and restores
+// the heap.
+func (sc *Scanner) seekTop(key *cell.Cell) bool {
+	top := sc.h[0]
+	if top.load(top.it.SeekGE(key)) {
+		sc.stats.Examined++
+		heap.Fix(&sc.h, 0)
+		sc.minChild = 0
+		return true
+	}
+	if err := top.it.Err(); err != nil {
+		sc.err = fmt.Errorf("snapshot: %s: %w", top.f.where(), err)
+		return false
+	}
+	heap.Pop(&sc.h)
+	sc.minChild = 0
+	return true
 }
 
 // Cell returns the current cell, valid until the next call to Next.

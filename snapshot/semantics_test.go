@@ -72,6 +72,13 @@ var readSemanticsCases = []semanticsCase{
 		want:  "r/f:p/1/Put=x r/f:q/3/Put=c",
 	},
 	{
+		name:  "a DeleteFamily behind more empty-qualifier versions than asked for still masks",
+		attrs: []string{"VERSIONS", "3"},
+		files: []string{"r/f:/5/Put=a r/f:/4/Put=b r/f:q/2/Put=c r/f:p/6/Put=d", "r/f:/3/DeleteFamily"},
+		opts:  ScanOptions{MaxVersions: 1},
+		want:  "r/f:/5/Put=a r/f:p/6/Put=d",
+	},
+	{
 		name:  "DeleteFamily masks the family's cells at or before it, in its row only",
 		attrs: []string{"VERSIONS", "5"},
 		files: []string{"r/f:a/1/Put=a r/f:b/5/Put=b r/f:c/2/Put=c s/f:a/1/Put=s", "r/f:/2/DeleteFamily"},

@@ -14,6 +14,15 @@ type SplitOptions struct {
 	// this many bytes, at row boundaries taken from the data index of the
 	// region's largest store file. 0 = one split per region.
 	TargetBytes int64
+	// InRow lets TargetBytes cut inside a row too, at the start of a
+	// column (row, family, qualifier) where a row spans blocks of the
+	// index, so that a row far larger than a piece is read by several
+	// pieces. Never inside a column: every version of a column and its
+	// delete markers stay in one piece, and a piece that starts inside a
+	// row still applies the row's family delete markers (see Split). Only
+	// for work that maps cell by cell: a row-level transform needs whole
+	// rows.
+	InRow bool
 }
 
 // MinDefaultSplitBytes is the smallest piece DefaultSplitBytes cuts: a
@@ -62,7 +71,8 @@ func defaultSplitBytes(sizes []int64, floor int64) int64 {
 	return target
 }
 
-// Split is a unit of work: a row range of one region. Splits are made by
+// Split is a unit of work: a key range of one region, from a row (or a
+// column inside it) to a row (or a column inside it). Splits are made by
 // Snapshot.Splits and scanned with the same Snapshot's NewScanner.
 type Split struct {
 	// ID names the split for checkpoints and claims. It depends only on
@@ -74,13 +84,25 @@ type Split struct {
 	// (the same under any SplitOptions, since the region is the split). A
 	// piece of a region cut by TargetBytes is
 	// "<encoded name>_p<k>of<n>_t<TargetBytes>": piece k (from 1) of n, so
-	// a checkpoint written under other options never matches it. IDs use
-	// only [0-9a-z_], so they serve as file and znode names as they are.
+	// a checkpoint written under other options never matches it; with
+	// InRow the ID ends in "_c" besides, since its pieces follow another
+	// rule. IDs use only [0-9a-z_], so they serve as file and znode names
+	// as they are.
 	ID     string
 	Region Region
 	// StartRow (inclusive) and EndRow (exclusive; empty = to the end) are
-	// the region's bounds or the piece's.
+	// the region's bounds or the piece's, when StartColumn and EndColumn
+	// are nil.
 	StartRow, EndRow []byte
+	// StartColumn, when set, says the piece starts inside StartRow, at
+	// this column: StartRow's cells of families before
+	// StartColumn.Family, and of that family's qualifiers before
+	// StartColumn.Qualifier, belong to the piece before. EndColumn, when
+	// set, says the piece ends inside EndRow, before this column: EndRow's
+	// cells before it belong to this piece, the rest to the next. Only
+	// SplitOptions.InRow makes them; a column is never cut, so each
+	// column's versions and markers stay in one piece.
+	StartColumn, EndColumn *Column
 	// Bytes estimates the store file bytes the split reads.
 	Bytes int64
 
@@ -88,7 +110,43 @@ type Split struct {
 	snap *Snapshot
 }
 
-// Splits cuts the snapshot into splits, in row order.
+// StopRow returns the exclusive upper bound of the rows the split holds
+// cells of (empty = to the end): EndRow, or the row just after it when
+// the split ends inside EndRow.
+func (sp *Split) StopRow() []byte {
+	if sp.EndColumn == nil || len(sp.EndRow) == 0 {
+		return sp.EndRow
+	}
+	return append(append([]byte(nil), sp.EndRow...), 0)
+}
+
+// startKey is the smallest cell key the split holds.
+func (sp *Split) startKey() cell.Cell {
+	if sp.StartColumn != nil {
+		return firstOnColumn(sp.StartRow, sp.StartColumn.Family, sp.StartColumn.Qualifier)
+	}
+	return cell.FirstOnRow(sp.StartRow)
+}
+
+// endKey is the smallest cell key past the split; ok is false when the
+// split runs to the end of the table.
+func (sp *Split) endKey() (k cell.Cell, ok bool) {
+	if len(sp.EndRow) == 0 {
+		return cell.Cell{}, false
+	}
+	if sp.EndColumn != nil {
+		return firstOnColumn(sp.EndRow, sp.EndColumn.Family, sp.EndColumn.Qualifier), true
+	}
+	return cell.FirstOnRow(sp.EndRow), true
+}
+
+// firstOnColumn is the smallest possible cell of a column: the newest
+// timestamp and the highest type code sort first within it.
+func firstOnColumn(row, family, qualifier []byte) cell.Cell {
+	return cell.Cell{Row: row, Family: family, Qualifier: qualifier, Timestamp: cell.LatestTimestamp, Type: cell.Maximum}
+}
+
+// Splits cuts the snapshot into splits, in key order.
 func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 	var out []Split
 	for i := range s.regions {
@@ -98,7 +156,7 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		cuts, err := s.cutRows(r, opts.TargetBytes)
+		cuts, err := s.cutRegion(r, opts.TargetBytes, opts.InRow)
 		if err != nil {
 			return nil, err
 		}
@@ -106,41 +164,68 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		out = append(out, pieces(s, r, cuts, whole.Bytes, opts.TargetBytes)...)
+		out = append(out, pieces(s, r, cuts, whole.Bytes, opts)...)
 	}
 	return out, nil
 }
 
-// cut is a row a region is cut at, with the share of the region's bytes
-// before it (from 0 to 1), as the chosen store file's offsets say.
+// cut is a position a region is cut at, with the share of the region's
+// bytes before it (from 0 to 1), as the chosen store file's offsets say.
+// A nil col cuts at the start of row; else at that column inside it.
 type cut struct {
 	row    []byte
+	col    *Column
 	before float64
+}
+
+// key is the first cell key at or after the cut.
+func (c *cut) key() cell.Cell {
+	if c.col != nil {
+		return firstOnColumn(c.row, c.col.Family, c.col.Qualifier)
+	}
+	return cell.FirstOnRow(c.row)
 }
 
 // pieces makes the splits of region r cut at cuts: each piece's Bytes is
 // its share of the region's bytes, so the run's largest-first order puts a
 // piece that holds a huge row first.
-func pieces(s *Snapshot, r *Region, cuts []cut, bytes, target int64) []Split {
+func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) []Split {
 	n := len(cuts) + 1
 	out := make([]Split, 0, n)
+	suffix := ""
+	if opts.InRow {
+		suffix = "_c"
+	}
 	start, from := r.StartKey, 0.0
+	var startCol *Column
 	for k := 0; k < n; k++ {
 		end, to := r.EndKey, 1.0
+		var endCol *Column
 		if k < len(cuts) {
-			end, to = cuts[k].row, cuts[k].before
+			end, endCol, to = cuts[k].row, cuts[k].col, cuts[k].before
 		}
 		out = append(out, Split{
-			ID:       fmt.Sprintf("%s_p%dof%d_t%d", r.EncodedName, k+1, n, target),
-			Region:   *r,
-			StartRow: start,
-			EndRow:   end,
-			Bytes:    max(1, int64(float64(bytes)*(to-from))),
-			snap:     s,
+			ID:          fmt.Sprintf("%s_p%dof%d_t%d%s", r.EncodedName, k+1, n, opts.TargetBytes, suffix),
+			Region:      *r,
+			StartRow:    start,
+			EndRow:      end,
+			StartColumn: startCol,
+			EndColumn:   endCol,
+			Bytes:       max(1, int64(float64(bytes)*(to-from))),
+			snap:        s,
 		})
-		start, from = end, to
+		start, startCol, from = end, endCol, to
 	}
 	return out
+}
+
+// cutRegion picks positions that cut region r into pieces of about target
+// bytes: rows (cutRows), or with inRow rows and columns (cutInRow).
+func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error) {
+	if inRow {
+		return s.cutInRow(r, target)
+	}
+	return s.cutRows(r, target)
 }
 
 // cutRows picks rows that cut region r into pieces of about target bytes,
@@ -240,6 +325,158 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 		// whole in the piece it begins.
 		cuts = append(cuts, cut{row: c.row, before: float64(rowAt-first) / float64(end-first)})
 		last = rowAt
+	}
+	return cuts, nil
+}
+
+// fileIndex is one store file's data index inside a region: the blocks'
+// first keys in order, their offsets, and where the region's blocks begin
+// and end in the file.
+type fileIndex struct {
+	keys       []cell.Cell
+	offs       []int64
+	first, end int64
+}
+
+// before estimates the file's bytes before key k: those of the blocks
+// whose first key sorts before it.
+func (f *fileIndex) before(k *cell.Cell) int64 {
+	j := sort.Search(len(f.keys), func(i int) bool { return cell.Compare(&f.keys[i], k) >= 0 })
+	if j == len(f.keys) {
+		return f.end - f.first
+	}
+	return f.offs[j] - f.first
+}
+
+// cutInRow is cutRegion's rule with in-row cuts, over every store file of
+// the region (all families, all flushes): a huge row written over several
+// flushes, or wide in several families, has its cells in several files, and
+// one file's offsets would leave the others' share of the row to one piece.
+// The candidates are the positions the blocks' first keys give in every
+// file (a row start where a file's block starts a new row, else a column
+// start, unless the qualifier is empty); the bytes before a candidate are
+// the sum, over the files, of the bytes of their blocks that start before
+// it. Greedy as cutRegion: the first candidate a unit past the last cut,
+// a column only where its row goes on for half a unit more.
+func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
+	var files []fileIndex
+	var cands []cut
+	for _, ff := range r.Families {
+		for i := range ff.Files {
+			rf, err := s.resolve(r, ff.Family, &ff.Files[i])
+			if err != nil {
+				return nil, err
+			}
+			rd, _, err := s.acquire(rf)
+			if err != nil {
+				return nil, err
+			}
+			idx, err := rd.dataIndex()
+			end := rd.dataEnd()
+			s.release(rf)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
+			}
+			lo, hi := r.StartKey, r.EndKey
+			if rf.ref != nil {
+				sk := rf.ref.SplitRow()
+				if rf.ref.Top {
+					if bytes.Compare(sk, lo) > 0 {
+						lo = sk
+					}
+				} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
+					hi = sk
+				}
+			}
+			fx := fileIndex{end: end}
+			var prevRow []byte
+			havePrev := false
+			for _, e := range idx {
+				var c cell.Cell
+				if cell.ParseKey(e.Key, &c) != nil {
+					continue
+				}
+				if len(hi) > 0 && bytes.Compare(c.Row, hi) >= 0 {
+					fx.end = min(fx.end, e.Offset) // the blocks from here on are past the region
+					continue
+				}
+				newRow := !havePrev || !bytes.Equal(c.Row, prevRow)
+				prevRow, havePrev = append(prevRow[:0], c.Row...), true
+				rowCmp := bytes.Compare(c.Row, lo)
+				if rowCmp < 0 {
+					continue // the other half of a reference's parent
+				}
+				c = c.Clone()
+				fx.keys, fx.offs = append(fx.keys, c), append(fx.offs, e.Offset)
+				switch {
+				case len(c.Qualifier) > 0 && (!newRow || rowCmp == 0):
+					cands = append(cands, cut{row: c.Row, col: &Column{Family: c.Family, Qualifier: c.Qualifier}})
+				case newRow && rowCmp > 0:
+					cands = append(cands, cut{row: c.Row})
+				}
+			}
+			if len(fx.keys) == 0 {
+				continue
+			}
+			fx.first = fx.offs[0]
+			if fx.end <= fx.first {
+				fx.end = fx.offs[len(fx.offs)-1] + 1
+			}
+			files = append(files, fx)
+		}
+	}
+	pieces := (r.Bytes() + target - 1) / target
+	if len(cands) == 0 || pieces < 2 {
+		return nil, nil
+	}
+	keys := make([]cell.Cell, len(cands))
+	for i := range cands {
+		keys[i] = cands[i].key()
+	}
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cell.Compare(&keys[order[a]], &keys[order[b]]) < 0 })
+	// Distinct positions in key order, each with the bytes before it.
+	var pos []cut
+	var at []int64
+	var total int64
+	for i := range files {
+		total += files[i].end - files[i].first
+	}
+	for n, i := range order {
+		if n > 0 && cell.Compare(&keys[i], &keys[order[n-1]]) == 0 {
+			continue
+		}
+		var b int64
+		for f := range files {
+			b += files[f].before(&keys[i])
+		}
+		pos, at = append(pos, cands[i]), append(at, b)
+	}
+	unit := total / pieces
+	nextRow := make([]int64, len(pos))
+	for i, next := len(pos)-1, total; i >= 0; i-- {
+		nextRow[i] = next
+		if pos[i].col == nil {
+			next = at[i]
+		}
+	}
+	var cuts []cut
+	var last int64
+	for i := range pos {
+		b := at[i]
+		if b-last < unit || (pos[i].col != nil && nextRow[i]-b < unit/2) {
+			continue
+		}
+		if total-b < unit/2 {
+			break // a last piece of less than half a unit joins the one before
+		}
+		c := pos[i]
+		c.before = float64(b) / float64(total)
+		cuts = append(cuts, c)
+		last = b
 	}
 	return cuts, nil
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -47,8 +48,9 @@ func even(n int, size int64) []int64 {
 	return out
 }
 
-// TestSplitsCutAroundHugeRow cuts a region whose row "c" holds most of its
-// cells: the pieces tile the region and read every cell once, and the
+// TestSplitsCutAroundHugeRow cuts at rows only (no InRow: the rule of a
+// row-level transform, and of checkpoints from before in-row cuts) a
+// region whose row "c" holds most of its cells: the pieces tile the region and read every cell once, and the
 // piece holding "c" is estimated the largest, at least half the region, so
 // a run's largest-first order starts it first (an even share per piece
 // would put it last among equals).
@@ -113,4 +115,147 @@ func oneRegion(t *testing.T, cells []string) *Snapshot {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// heavyRowCells is a region of rows "a".."t" of 20 cells each, but row
+// "c" holds 600 cells over families f and g (g's in a second store file),
+// with two versions of each column, a Put with an empty qualifier, and in
+// a newer file of f: a DeleteFamily (masking f's versions at ts 1), a
+// DeleteFamilyVersion (ts 2 of f in row c), a DeleteColumn and a Delete.
+func heavyRowRegion(t *testing.T) *Snapshot {
+	t.Helper()
+	var f, g []string
+	for _, r := range "abcdefghijklmnopqrst" {
+		n := 10
+		if r == 'c' {
+			n = 150
+			f = append(f, "c/f:/5/Put=empty", "c/f:/1/Put=emptyold")
+			g = append(g, "c/g:/4/Put=gempty")
+		}
+		for i := 0; i < n; i++ {
+			for _, ts := range []int{3, 2} {
+				f = append(f, fmt.Sprintf("%c/f:q%04d/%d/Put=v", r, i, ts))
+				g = append(g, fmt.Sprintf("%c/g:q%04d/%d/Put=w", r, i, ts))
+			}
+		}
+	}
+	f = append(f, "c/f:q0001/3/Put=new")
+	markers := "c/f:/1/DeleteFamily c/f:/2/DeleteFamilyVersion c/f:q0100/3/DeleteColumn c/f:q0120/3/Delete c/g:/2/DeleteFamily b/f:/9/DeleteFamily"
+	mem, root := buildSnapshot(t, []*manifest.ColumnFamilySchema{family("f", "VERSIONS", "3"), family("g", "VERSIONS", "3")}, []testRegion{{enc: "aaaa", files: []testFile{
+		{family: "f", cells: strings.Join(f, " "), meta: fileMeta{HasMaxSeqID: true, MaxSeqID: 10}},
+		{family: "g", cells: strings.Join(g, " "), meta: fileMeta{HasMaxSeqID: true, MaxSeqID: 10}},
+		{family: "f", cells: markers, meta: fileMeta{HasMaxSeqID: true, MaxSeqID: 20}},
+		{family: "g", cells: "c/g:q0050/3/DeleteColumn", meta: fileMeta{HasMaxSeqID: true, MaxSeqID: 20}},
+	}}})
+	s, err := Open(t.Context(), root, "snap", OpenOptions{FS: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// scanAll returns the cells of the splits read one after the other, in
+// the short form, and each split's count.
+func scanAll(t *testing.T, s *Snapshot, splits []Split, opts ScanOptions) (out []string, per []int) {
+	t.Helper()
+	for _, sp := range splits {
+		sc, err := s.NewScanner(t.Context(), sp, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for sc.Next() {
+			out = append(out, formatCell(sc.Cell()))
+			n++
+		}
+		if err := sc.Close(); err != nil {
+			t.Fatalf("split %s: %v", sp.ID, err)
+		}
+		per = append(per, n)
+	}
+	return out, per
+}
+
+// TestSplitsCutInsideHugeRow cuts the heavy row of heavyRowRegion with
+// InRow: row c is cut at column starts, several times, never at an empty
+// qualifier; the pieces tile the region (each starts where the one before
+// ends); IDs say the rule; and read one after the other, in normal mode,
+// raw mode and with one version, they return exactly the cells of the
+// whole region read at once, each once (which the read-semantics tests
+// hold to HBase's; TestInRowCutOnHBase holds the pieces to HBase's own
+// scan).
+func TestSplitsCutInsideHugeRow(t *testing.T) {
+	s := heavyRowRegion(t)
+	whole, err := s.Splits(SplitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := whole[0].Bytes / 10
+	rows, err := s.Splits(SplitOptions{TargetBytes: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	splits, err := s.Splits(SplitOptions{TargetBytes: target, InRow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inC := 0
+	for i, sp := range splits {
+		if !strings.HasSuffix(sp.ID, "_c") {
+			t.Errorf("split %s: an in-row piece's ID must end in _c", sp.ID)
+		}
+		if sp.StartColumn != nil {
+			if string(sp.StartRow) != "c" || len(sp.StartColumn.Qualifier) == 0 {
+				t.Errorf("split %s starts at %s/%s:%s, want a non-empty qualifier of row c", sp.ID, sp.StartRow, sp.StartColumn.Family, sp.StartColumn.Qualifier)
+			}
+			inC++
+		}
+		if i > 0 {
+			p := splits[i-1]
+			if !bytes.Equal(p.EndRow, sp.StartRow) || (p.EndColumn == nil) != (sp.StartColumn == nil) || (p.EndColumn != nil && (!bytes.Equal(p.EndColumn.Family, sp.StartColumn.Family) || !bytes.Equal(p.EndColumn.Qualifier, sp.StartColumn.Qualifier))) {
+				t.Errorf("split %s does not start where %s ends", sp.ID, p.ID)
+			}
+		}
+	}
+	if inC < 3 {
+		t.Fatalf("%d pieces start inside row c (%d row-cut pieces), want 3 or more", inC, len(rows))
+	}
+	for _, opts := range []ScanOptions{{}, {Raw: true}, {MaxVersions: 1}, {StartRow: []byte("c"), StopRow: []byte("d")}} {
+		want, _ := scanAll(t, s, whole, opts)
+		got, per := scanAll(t, s, splits, opts)
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%+v: pieces read %d cells, the whole region %d:\n got %v\nwant %v", opts, len(got), len(want), got, want)
+		}
+		t.Logf("%+v: %d cells, per piece %v", opts, len(got), per)
+		if opts.Raw {
+			// Row c is wide in both families: the cut takes both files'
+			// offsets, so no piece holds g's share of the row alone.
+			for i, n := range per {
+				if n > 2*len(got)/len(per) {
+					t.Errorf("piece %s holds %d of %d raw cells in %d pieces, more than twice the mean", splits[i].ID, n, len(got), len(per))
+				}
+			}
+		}
+	}
+	// A piece that starts late in row c seeks there: it reads the row's
+	// empty-qualifier column of its family (the family markers) and its
+	// own cells, not the row from its start.
+	for _, sp := range splits {
+		if sp.StartColumn == nil || sp.EndColumn == nil {
+			continue
+		}
+		sc, err := s.NewScanner(t.Context(), sp, ScanOptions{Raw: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for sc.Next() {
+			n++
+		}
+		sc.Close()
+		if ex := sc.Stats().Examined; ex > int64(n)+10 {
+			t.Errorf("split %s examined %d cells to return %d", sp.ID, ex, n)
+		}
+	}
 }
