@@ -141,7 +141,7 @@ func BenchmarkWriterCells(b *testing.B) {
 				binary.BigEndian.PutUint64(v, uint64(i))
 				cl.Row = row
 				cl.Timestamp = 1767225600000 + int64(i%7)
-				if err := w.Write(ctx, cl); err != nil {
+				if err := w.WriteCell(ctx, &cl); err != nil {
 					b.Fatal(err)
 				}
 			}
