@@ -629,6 +629,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 	regionDone := make([]bool, len(batch))
 	relocated := make([]bool, len(batch))
 	answered := 0
+	acked := make([]*mutation, 0, nmuts)
 	derr := multiResults(msg, func(i int, exc *pb.NameBytesPair) {
 		answered++
 		if i >= len(batch) {
@@ -665,8 +666,9 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 			w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
 			return
 		}
-		w.finish(m, nil)
+		acked = append(acked, m)
 	})
+	w.finishAcked(acked)
 	// Whatever the answer left unsettled is retried: a region or an action
 	// it did not answer, or all that a malformed part hid.
 	for i, rb := range batch {
@@ -719,6 +721,23 @@ func (w *Writer) retryOrFail(m *mutation, err error) {
 func (w *Writer) finish(m *mutation, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.finishLocked(m, err)
+}
+
+// finishAcked settles acknowledged mutations under one hold of the lock:
+// a call of small rows acknowledges thousands at once.
+func (w *Writer) finishAcked(ms []*mutation) {
+	if len(ms) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range ms {
+		w.finishLocked(m, nil)
+	}
+}
+
+func (w *Writer) finishLocked(m *mutation, err error) {
 	if err != nil {
 		w.failLocked(m, err)
 	} else {
