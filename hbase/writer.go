@@ -29,9 +29,10 @@ type WriterConfig struct {
 	// at once [2].
 	InFlightPerServer int
 	// MaxBufferedBytes bounds the memory the Writer holds for cells written
-	// but not yet acknowledged or failed (each cell's copy and its place in
-	// its mutation, its encoding for the call, each mutation's own
-	// structures: see heldBytes); Write blocks beyond it [64 MiB].
+	// but not yet acknowledged or failed: the arena chunks their encodings
+	// and their mutations live in, counted whole until every mutation in a
+	// chunk settled, and each mutation's place in a call (see reserve and
+	// heldMutation); Write blocks beyond it [64 MiB].
 	MaxBufferedBytes int
 	// RetryTimeout is how long a mutation is retried, from its first send,
 	// before it is reported failed [2 min].
@@ -373,7 +374,10 @@ func (w *Writer) reserve(ctx context.Context, need int, newMut bool) error {
 		// quarter more; a chunk that ran out of slots first gets more.
 		w.mutCap = max(minMutCap, min(maxMutCap, len(old.muts)*chunkBytes/len(old.buf)*5/4+1))
 	}
-	held := size + w.mutCap*mutationSize
+	// The slots' array as the allocator rounds it (its size classes waste
+	// up to an eighth), and the chunk itself.
+	slots := w.mutCap * mutationSize
+	held := size + slots + slots/8 + 64
 	w.mu.Lock()
 	// Wait only while something outstanding will free space; the chunk
 	// being left goes at once when nothing in it is outstanding.
