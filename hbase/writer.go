@@ -418,6 +418,7 @@ func (w *Writer) reserve(ctx context.Context, need int, newMut bool) error {
 	if old != nil {
 		w.mu.Lock()
 		w.unrefLocked(old)
+		w.spaceFreedLocked()
 		w.mu.Unlock()
 	}
 	return nil
@@ -441,16 +442,17 @@ func (w *Writer) waitSpaceLocked(ctx context.Context) error {
 }
 
 // unrefLocked drops one reference to ch, taking its memory off the count
-// with the last. Called with mu held.
+// with the last. Called with mu held; the caller wakes the waiters
+// (spaceFreedLocked).
 func (w *Writer) unrefLocked(ch *chunk) {
 	ch.refs--
 	if ch.refs == 0 {
 		w.buffered -= ch.held
-		w.spaceFreedLocked()
 	}
 }
 
-// spaceFreedLocked wakes the goroutines waiting for buffer space.
+// spaceFreedLocked wakes the goroutines waiting for buffer space: once per
+// batch of settled mutations, since each wake replaces the channel.
 func (w *Writer) spaceFreedLocked() {
 	if w.waiters > 0 {
 		close(w.space)
@@ -726,6 +728,7 @@ func (w *Writer) finish(m *mutation, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.finishLocked(m, err)
+	w.spaceFreedLocked()
 }
 
 // finishAcked settles acknowledged mutations under one hold of the lock:
@@ -739,6 +742,7 @@ func (w *Writer) finishAcked(ms []*mutation) {
 	for _, m := range ms {
 		w.finishLocked(m, nil)
 	}
+	w.spaceFreedLocked()
 }
 
 func (w *Writer) finishLocked(m *mutation, err error) {
@@ -750,7 +754,6 @@ func (w *Writer) finishLocked(m *mutation, err error) {
 	w.outstanding--
 	w.buffered -= m.held
 	w.unrefLocked(m.ch)
-	w.spaceFreedLocked()
 	if w.outstanding == 0 {
 		close(w.idle)
 	}
@@ -870,6 +873,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		if w.chunk != nil {
 			w.mu.Lock()
 			w.unrefLocked(w.chunk)
+			w.spaceFreedLocked()
 			w.mu.Unlock()
 			w.chunk = nil
 		}
