@@ -103,7 +103,7 @@ type WriterStats struct {
 	Failed   uint64 // cells reported failed
 	Calls    uint64 // Multi calls sent
 	Retries  uint64 // mutation retries
-	Buffered int    // memory held for cells written but not yet acknowledged or failed (see MaxBufferedBytes)
+	Buffered int    // memory held for cells written but not yet acknowledged or failed, with the arena chunk being filled (see MaxBufferedBytes)
 }
 
 // Writer batches puts like Java's BufferedMutator: cells are grouped into
