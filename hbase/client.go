@@ -178,6 +178,17 @@ func (c *Client) call(ctx context.Context, addr, service, method string, req pro
 	return conn.Call(cctx, method, req, cellBlock, priority, resp)
 }
 
+// callRaw is call for a request the caller encoded (rpc.Conn.CallRaw).
+func (c *Client) callRaw(ctx context.Context, addr, service, method string, req []byte, cells [][]byte, priority uint32) (msg, cellBlock []byte, err error) {
+	conn, err := c.conn(ctx, addr, service)
+	if err != nil {
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.RPCTimeout)
+	defer cancel()
+	return conn.CallRaw(cctx, method, req, cells, priority)
+}
+
 var backoffSteps = []int{1, 2, 3, 5, 10, 20, 40, 100, 100, 100, 100, 200, 200}
 
 // pauseFor returns the wait before retry number attempt (0-based) of an

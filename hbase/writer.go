@@ -10,8 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase/pb"
 	"github.com/rekeyhq/rekey/hbase/rpc"
@@ -31,9 +29,10 @@ type WriterConfig struct {
 	// at once [2].
 	InFlightPerServer int
 	// MaxBufferedBytes bounds the memory the Writer holds for cells written
-	// but not yet acknowledged or failed (each cell's copy and its place in
-	// its mutation, its encoding for the call, each mutation's own
-	// structures: see heldBytes); Write blocks beyond it [64 MiB].
+	// but not yet acknowledged or failed: the arena chunks their encodings
+	// and their mutations live in, counted whole until every mutation in a
+	// chunk settled, and each mutation's place in a call (see reserve and
+	// heldMutation); Write blocks beyond it [64 MiB].
 	MaxBufferedBytes int
 	// RetryTimeout is how long a mutation is retried, from its first send,
 	// before it is reported failed [2 min].
@@ -104,7 +103,7 @@ type WriterStats struct {
 	Failed   uint64 // cells reported failed
 	Calls    uint64 // Multi calls sent
 	Retries  uint64 // mutation retries
-	Buffered int    // memory held for cells written but not yet acknowledged or failed (see MaxBufferedBytes)
+	Buffered int    // memory held for cells written but not yet acknowledged or failed, with the arena chunk being filled (see MaxBufferedBytes)
 }
 
 // Writer batches puts like Java's BufferedMutator: cells are grouped into
@@ -130,15 +129,26 @@ type Writer struct {
 	table []byte
 	cfg   WriterConfig
 
+	tname string // table as the region cache names it
+
+	// wmu serializes the gathering of rows by WriteCell and Flush: the
+	// mutation being gathered, the arena chunk it is copied into, and the
+	// next mutation index. It is held while WriteCell waits for buffer
+	// space, so a second writer goroutine waits behind the first.
+	wmu       sync.Mutex
+	cur       *mutation // the row being gathered
+	chunk     *chunk    // the arena chunk cells are copied into now
+	mutCap    int       // mutation slots for the next chunk
+	nextIndex uint64
+
 	mu          sync.Mutex
-	cur         *mutation // the row being gathered by Write
-	nextIndex   uint64
 	servers     map[string]*serverBuf
 	retryQ      []*mutation
 	outstanding int // mutations routed and not yet finished
 	buffered    int // memory held for those (mutation.held)
 	idle        chan struct{}
-	space       chan struct{}
+	space       chan struct{} // closed and replaced when space frees and someone waits
+	waiters     int           // goroutines waiting on space
 	failures    []Failure
 	stats       WriterStats
 	closed      bool
@@ -148,25 +158,56 @@ type Writer struct {
 	bg   sync.WaitGroup
 }
 
+// A mutation is one row's cells, kept as they travel: their cell block
+// encoding (KeyValueCodecWithTags), which every attempt sends as it is, so
+// a cell is copied once, when written, and never re-encoded on a retry.
+// The row and the encoding live in an arena chunk, and so does the
+// mutation itself (a slot of the chunk's slab): writing a cell allocates
+// nothing of its own.
 type mutation struct {
 	index   uint64
-	row     []byte
-	del     bool // delete markers (a Delete mutation) rather than puts
-	cells   []cell.Cell
-	bytes   int       // encoded cell bytes (rpc.CellBlockLen), for the call limits
-	copied  int       // bytes of the cells' copies, row left out (shared)
-	held    int       // memory the mutation holds, set when it is admitted
+	row     []byte // in ch
+	del     bool   // delete markers (a Delete mutation) rather than puts
+	n       int    // cells
+	enc     []byte // the cells' cell block encoding, in ch
+	ch      *chunk
+	held    int       // memory counted for the mutation outside its chunk, set when it is admitted
 	first   time.Time // first send
 	attempt int
 	due     time.Time // when a retry is due
 	lastErr error
 }
 
-func (m *mutation) kind() *pb.MutationProto_MutationType {
+func (m *mutation) kind() pb.MutationProto_MutationType {
 	if m.del {
-		return pb.MutationProto_DELETE.Enum()
+		return pb.MutationProto_DELETE
 	}
-	return pb.MutationProto_PUT.Enum()
+	return pb.MutationProto_PUT
+}
+
+// cells decodes a copy of m's cells, for a Failure: the copy owns its
+// bytes, so a failure the caller keeps does not pin an arena chunk.
+func (m *mutation) cells() ([]cell.Cell, error) {
+	enc := append([]byte(nil), m.enc...)
+	row := append([]byte(nil), m.row...)
+	cells, err := rpc.DecodeCells(rpc.NewCellBlock(enc), m.n, make([]cell.Cell, 0, m.n))
+	for i := range cells {
+		cells[i].Row = row // one copy of the row for all of them
+	}
+	return cells, err
+}
+
+// A chunk is a piece of the Writer's arena: rows and cell encodings copied
+// one after another into buf, and the mutations that hold them in muts,
+// whose capacity is fixed when the chunk is made (its slots are never
+// reused: a chunk is garbage once nothing points into it). Its memory is
+// counted in Writer.buffered from its making until every mutation in it
+// settled and the Writer moved on to another chunk.
+type chunk struct {
+	buf  []byte
+	muts []mutation
+	refs int // admitted mutations not yet settled, +1 while it is the Writer's current chunk
+	held int // what Writer.buffered counts for it
 }
 
 type regionBatch struct {
@@ -188,6 +229,8 @@ func (c *Client) NewWriter(table []byte, cfg WriterConfig) *Writer {
 	cfg.fill()
 	w := &Writer{
 		c: c, table: table, cfg: cfg,
+		tname:   normTable(string(table)),
+		mutCap:  64,
 		servers: map[string]*serverBuf{},
 		idle:    make(chan struct{}), space: make(chan struct{}),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}),
@@ -198,108 +241,258 @@ func (c *Client) NewWriter(table []byte, cfg WriterConfig) *Writer {
 	return w
 }
 
-// Write queues cells for writing. Consecutive cells of the same row become
-// one mutation (a row larger than one call's limits becomes several).
-// Cells are copied. Write blocks while MaxBufferedBytes are
-// outstanding; it fails only on a cell whose type is neither Put nor a
-// delete marker or whose tags outgrow a cell block, after Close, or
-// when ctx ends while waiting.
+// Write queues cells for writing, as WriteCell does for each.
 func (w *Writer) Write(ctx context.Context, cells ...cell.Cell) error {
 	for i := range cells {
-		cl := &cells[i]
-		if cl.Type != cell.Put && !cl.Type.IsDelete() {
-			return fmt.Errorf("hbase: writer to %s: cell %s is neither a Put nor a delete marker", w.table, cl)
+		if err := w.WriteCell(ctx, &cells[i]); err != nil {
+			return err
 		}
-		if err := rpc.CheckTags(cl); err != nil {
-			return fmt.Errorf("hbase: writer to %s: %w", w.table, err)
+	}
+	return nil
+}
+
+// WriteCell queues one cell for writing. Consecutive cells of the same row
+// become one mutation (a row larger than one call's limits becomes
+// several). The cell is copied before WriteCell returns (c is not kept),
+// into an arena the Writer allocates in chunks, so writing a cell makes no
+// allocation of its own. WriteCell blocks while MaxBufferedBytes are
+// outstanding; it fails only on a cell whose type is neither Put nor a
+// delete marker or whose tags outgrow a cell block, after Close, or when
+// ctx ends while waiting (the row being gathered is then reported failed
+// by Flush).
+func (w *Writer) WriteCell(ctx context.Context, c *cell.Cell) error {
+	if (c.Type != cell.Put && !c.Type.IsDelete()) || len(c.Tags) > rpc.MaxTagsLen {
+		return w.badCell(*c)
+	}
+	del := c.Type.IsDelete()
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return fmt.Errorf("hbase: writer to %s is closed", w.table)
+	}
+	if w.cur != nil && (!bytes.Equal(w.cur.row, c.Row) || w.cur.del != del) {
+		if err := w.admit(ctx, w.takeCur()); err != nil {
+			return err
 		}
-		del := cl.Type.IsDelete()
+	}
+	n := rpc.CellBlockLen(c)
+	need := n
+	if w.cur == nil {
+		need += len(c.Row)
+	}
+	if err := w.reserve(ctx, need, w.cur == nil); err != nil {
+		return err
+	}
+	ch := w.chunk
+	if w.cur == nil {
+		ch.muts = ch.muts[:len(ch.muts)+1]
+		m := &ch.muts[len(ch.muts)-1]
+		start := len(ch.buf)
+		ch.buf = append(ch.buf, c.Row...)
+		*m = mutation{index: w.nextIndex, row: ch.buf[start:len(ch.buf):len(ch.buf)], del: del, ch: ch, enc: ch.buf[len(ch.buf):len(ch.buf)]}
+		w.nextIndex++
+		w.cur = m
+	}
+	m := w.cur
+	ch.buf = rpc.AppendCell(ch.buf, c)
+	m.enc = ch.buf[len(ch.buf)-len(m.enc)-n : len(ch.buf)]
+	m.n++
+	if m.n >= w.cfg.MaxCellsPerCall || len(m.enc) >= w.cfg.MaxBytesPerCall {
+		// A huge row goes out in slices: memory stays bounded and no
+		// call outgrows its limits. The slices are separate mutations,
+		// which is fine for cells that keep their timestamps.
+		return w.admit(ctx, w.takeCur())
+	}
+	return nil
+}
+
+// badCell is the error for a cell WriteCell refuses. It takes a copy, so
+// that the cell WriteCell is given does not escape to the heap.
+func (w *Writer) badCell(c cell.Cell) error {
+	if err := rpc.CheckTags(&c); err != nil {
+		return fmt.Errorf("hbase: writer to %s: %w", w.table, err)
+	}
+	return fmt.Errorf("hbase: writer to %s: cell %s is neither a Put nor a delete marker", w.table, &c)
+}
+
+// takeCur returns the mutation being gathered and forgets it. Called with
+// wmu held.
+func (w *Writer) takeCur() *mutation {
+	m := w.cur
+	w.cur = nil
+	if m != nil {
+		m.enc = m.enc[:len(m.enc):len(m.enc)]
+	}
+	return m
+}
+
+// Chunk sizes: a chunk holds chunkBytes of rows and cells (less under a
+// small MaxBufferedBytes; twice a row too large for it, as it grows), and
+// between minMutCap and maxMutCap mutation slots, sized from how many rows
+// the last chunk's bytes held, so chunks of small rows and of wide rows
+// both fill.
+const (
+	chunkBytes = 128 << 10
+	minMutCap  = 16
+	maxMutCap  = chunkBytes / 32
+)
+
+// mutationSize is the memory of one mutation slot.
+const mutationSize = int(unsafe.Sizeof(mutation{}))
+
+// heldMutation is the memory an admitted mutation holds outside its chunk
+// (besides its row, counted apart, for the copy in the call's request):
+// its place in its region's batch and in a call's list of cell block
+// pieces, and the rest of its Action in the request.
+const heldMutation = 64
+
+// reserve makes room in the current chunk for need more bytes (and a
+// mutation slot, when newMut), starting a new chunk when the current one
+// has no room; the row being gathered, if any, moves to the new chunk, so
+// a mutation's bytes are always contiguous. A new chunk waits for buffer
+// space first. Called with wmu held.
+func (w *Writer) reserve(ctx context.Context, need int, newMut bool) error {
+	old := w.chunk
+	if old != nil && cap(old.buf)-len(old.buf) >= need && (!newMut || len(old.muts) < cap(old.muts)) {
+		return nil
+	}
+	partial := 0
+	if w.cur != nil {
+		partial = len(w.cur.row) + len(w.cur.enc)
+	}
+	size := min(chunkBytes, max(4<<10, w.cfg.MaxBufferedBytes/16))
+	if 2*(partial+need) > size {
+		// In whole 8 KiB pages, as the allocator hands out large
+		// objects: the count then matches what the chunk takes.
+		size = (2*(partial+need) + 8<<10 - 1) &^ (8<<10 - 1)
+	}
+	if old != nil && len(old.buf) > 0 {
+		// As many slots as the last chunk's bytes held rows, and a
+		// quarter more; a chunk that ran out of slots first gets more.
+		w.mutCap = max(minMutCap, min(maxMutCap, len(old.muts)*chunkBytes/len(old.buf)*5/4+1))
+	}
+	// The slots' array as the allocator rounds it (its size classes waste
+	// up to an eighth), and the chunk itself.
+	slots := w.mutCap * mutationSize
+	held := size + slots + slots/8 + 64
+	w.mu.Lock()
+	// Wait only while something outstanding will free space; the chunk
+	// being left goes at once when nothing in it is outstanding.
+	for w.outstanding > 0 {
+		b := w.buffered
+		if old != nil && old.refs == 1 {
+			b -= old.held
+		}
+		if b+held <= w.cfg.MaxBufferedBytes {
+			break
+		}
+		if err := w.waitSpaceLocked(ctx); err != nil {
+			if m := w.takeCur(); m != nil {
+				// m's cells were accepted by earlier calls; they are lost
+				// to the caller's cancellation: say so.
+				w.failLocked(m, err)
+			}
+			w.mu.Unlock()
+			return fmt.Errorf("hbase: writer to %s: waiting for buffer space: %w", w.table, err)
+		}
+	}
+	w.buffered += held
+	w.mu.Unlock()
+	nc := &chunk{buf: make([]byte, 0, size), muts: make([]mutation, 0, w.mutCap), refs: 1, held: held}
+	if cur := w.cur; cur != nil {
+		nc.muts = nc.muts[:1]
+		m := &nc.muts[0]
+		*m = *cur
+		nc.buf = append(nc.buf, cur.row...)
+		m.row = nc.buf[:len(nc.buf):len(nc.buf)]
+		start := len(nc.buf)
+		nc.buf = append(nc.buf, cur.enc...)
+		m.enc = nc.buf[start:]
+		m.ch = nc
+		w.cur = m
+	}
+	w.chunk = nc
+	if old != nil {
 		w.mu.Lock()
-		if w.closed {
-			w.mu.Unlock()
-			return fmt.Errorf("hbase: writer to %s is closed", w.table)
-		}
-		if w.cur != nil && (!bytes.Equal(w.cur.row, cl.Row) || w.cur.del != del) {
-			m := w.cur
-			w.cur = nil
-			w.mu.Unlock()
-			if err := w.admit(ctx, m); err != nil {
-				return err
-			}
-			w.mu.Lock()
-		}
-		if w.cur == nil {
-			w.cur = &mutation{index: w.nextIndex, row: append([]byte(nil), cl.Row...), del: del}
-			w.nextIndex++
-		}
-		cp := cl.Clone()
-		cp.Row = w.cur.row
-		w.cur.cells = append(w.cur.cells, cp)
-		w.cur.bytes += rpc.CellBlockLen(cl)
-		// Clone's one allocation, rounded up as the allocator's size
-		// classes round it (16-byte steps for small objects).
-		w.cur.copied += (len(cl.Row) + len(cl.Family) + len(cl.Qualifier) + len(cl.Value) + len(cl.Tags) + 15) &^ 15
-		if len(w.cur.cells) >= w.cfg.MaxCellsPerCall || w.cur.bytes >= w.cfg.MaxBytesPerCall {
-			// A huge row goes out in slices: memory stays bounded and no
-			// call outgrows its limits. The slices are separate mutations,
-			// which is fine for cells that keep their timestamps.
-			m := w.cur
-			w.cur = nil
-			w.mu.Unlock()
-			if err := w.admit(ctx, m); err != nil {
-				return err
-			}
-			continue
-		}
+		w.unrefLocked(old)
+		w.spaceFreedLocked()
 		w.mu.Unlock()
 	}
 	return nil
 }
 
-// The parts of heldBytes: a cell.Cell in a mutation's slice (144 bytes on
-// 64-bit), and a mutation with the Action and MutationProto a call builds
-// for it (the protobuf pair allocates 204 bytes, measured with
-// runtime.MemStats over 100,000 of them; 256 leaves room for the request's
-// slices).
-const (
-	heldCell     = int(unsafe.Sizeof(cell.Cell{}))
-	heldMutation = int(unsafe.Sizeof(mutation{})) + 256
-)
-
-// heldBytes is the memory m holds from Write to its settling: its cells'
-// structs (the slice's capacity), their copies (Clone copies the row too,
-// though the cell then points at the mutation's), the row, the cells'
-// encoding into a call's cell block and the mutation's own structures.
-// Counting only the encoded bytes (m.bytes) undercounts small cells
-// several times over: a 40-byte cell holds about 250 bytes.
-func heldBytes(m *mutation) int {
-	return heldMutation + 2*len(m.row) + cap(m.cells)*heldCell + m.copied + m.bytes
+// waitSpaceLocked waits, with mu held on entry and on return, until some
+// buffer space was freed or ctx ends.
+func (w *Writer) waitSpaceLocked(ctx context.Context) error {
+	ch := w.space
+	w.waiters++
+	w.mu.Unlock()
+	var err error
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	w.mu.Lock()
+	w.waiters--
+	return err
 }
 
-// admit waits for buffer space, then routes m.
+// unrefLocked drops one reference to ch, taking its memory off the count
+// with the last. Called with mu held; the caller wakes the waiters
+// (spaceFreedLocked).
+func (w *Writer) unrefLocked(ch *chunk) {
+	ch.refs--
+	if ch.refs == 0 {
+		w.buffered -= ch.held
+	}
+}
+
+// spaceFreedLocked wakes the goroutines waiting for buffer space: once per
+// batch of settled mutations, since each wake replaces the channel.
+func (w *Writer) spaceFreedLocked() {
+	if w.waiters > 0 {
+		close(w.space)
+		w.space = make(chan struct{})
+	}
+}
+
+// failLocked reports m failed with err. Called with mu held.
+func (w *Writer) failLocked(m *mutation, err error) {
+	cells, derr := m.cells()
+	if derr != nil {
+		err = fmt.Errorf("%w (and its cells could not be listed: %v)", err, derr)
+	}
+	row := append([]byte(nil), m.row...)
+	if len(cells) > 0 {
+		row = cells[0].Row
+	}
+	w.failures = append(w.failures, Failure{Index: m.index, Row: row, Cells: cells, Err: err})
+	w.stats.Failed += uint64(m.n)
+}
+
+// admit waits for buffer space for m's structures outside its chunk, then
+// routes m. Called with wmu held.
 func (w *Writer) admit(ctx context.Context, m *mutation) error {
-	m.held = heldBytes(m)
+	m.held = heldMutation + len(m.row)
 	w.mu.Lock()
-	for w.buffered > 0 && w.buffered+m.held > w.cfg.MaxBufferedBytes {
-		ch := w.space
-		w.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
+	for w.outstanding > 0 && w.buffered+m.held > w.cfg.MaxBufferedBytes {
+		if err := w.waitSpaceLocked(ctx); err != nil {
 			// m is lost to the caller's cancellation; say so.
-			w.mu.Lock()
-			w.failures = append(w.failures, Failure{Index: m.index, Row: m.row, Cells: m.cells, Err: ctx.Err()})
-			w.stats.Failed += uint64(len(m.cells))
+			w.failLocked(m, err)
 			w.mu.Unlock()
-			return fmt.Errorf("hbase: writer to %s: waiting for buffer space: %w", w.table, ctx.Err())
+			return fmt.Errorf("hbase: writer to %s: waiting for buffer space: %w", w.table, err)
 		}
-		w.mu.Lock()
 	}
 	if w.outstanding == 0 {
 		w.idle = make(chan struct{})
 	}
 	w.outstanding++
 	w.buffered += m.held
+	m.ch.refs++
 	m.first = time.Now()
 	w.mu.Unlock()
 	w.route(ctx, m)
@@ -309,12 +502,17 @@ func (w *Writer) admit(ctx context.Context, m *mutation) error {
 // route finds m's region and adds m to its server's batch, sending the
 // batch when full.
 func (w *Writer) route(ctx context.Context, m *mutation) {
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.cfg.RPCTimeout)
-	r, err := w.c.Locate(lctx, w.table, m.row)
-	cancel()
-	if err != nil {
-		w.retryOrFail(m, err)
-		return
+	// The cached region, found without the context a meta lookup needs.
+	r := w.c.cache.lookup(w.tname, m.row)
+	if r == nil || w.tname == MetaTable {
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.c.cfg.RPCTimeout)
+		var err error
+		r, err = w.c.Locate(lctx, w.table, m.row)
+		cancel()
+		if err != nil {
+			w.retryOrFail(m, err)
+			return
+		}
 	}
 	w.mu.Lock()
 	sb := w.servers[r.Server]
@@ -337,8 +535,8 @@ func (w *Writer) route(ctx context.Context, m *mutation) {
 		sb.regions = append(sb.regions, rb)
 	}
 	rb.muts = append(rb.muts, m)
-	sb.cells += len(m.cells)
-	sb.bytes += m.bytes
+	sb.cells += m.n
+	sb.bytes += len(m.enc)
 	var full []*regionBatch
 	if sb.cells >= w.cfg.MaxCellsPerCall || sb.bytes >= w.cfg.MaxBytesPerCall {
 		full = w.takeLocked(sb)
@@ -388,25 +586,21 @@ func (w *Writer) sendAll(minAge time.Duration) {
 	}
 }
 
-// send makes one Multi call and settles every mutation in it.
+// send makes one Multi call and settles every mutation in it. The request
+// is encoded by hand (appendMulti), and the cell block is the mutations'
+// encodings, copied straight into the frame.
 func (w *Writer) send(addr string, batch []*regionBatch) {
-	req := &pb.MultiRequest{}
-	var block []byte
+	nmuts, size := 0, 0
 	for _, rb := range batch {
-		ra := &pb.RegionAction{Region: rb.region.spec()}
-		for i, m := range rb.muts {
-			ra.Action = append(ra.Action, &pb.Action{
-				Index: proto.Uint32(uint32(i)),
-				Mutation: &pb.MutationProto{
-					Row: m.row, MutateType: m.kind(),
-					AssociatedCellCount: proto.Int32(int32(len(m.cells))),
-				},
-			})
-			for j := range m.cells {
-				block = rpc.AppendCell(block, &m.cells[j])
-			}
+		nmuts += len(rb.muts)
+		size += bytesFieldLen(fMultiRegionAction, regionActionLen(rb))
+	}
+	req := appendMulti(make([]byte, 0, size), batch)
+	pieces := make([][]byte, 0, nmuts)
+	for _, rb := range batch {
+		for _, m := range rb.muts {
+			pieces = append(pieces, m.enc)
 		}
-		req.RegionAction = append(req.RegionAction, ra)
 	}
 	w.mu.Lock()
 	w.stats.Calls++
@@ -424,8 +618,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), oldest.Add(w.cfg.RetryTimeout).Add(w.c.cfg.Pause))
 	defer cancel()
-	var resp pb.MultiResponse
-	_, err := w.c.call(ctx, addr, rpc.ClientService, "Multi", req, block, rpc.PriorityNormal, &resp)
+	msg, _, err := w.c.callRaw(ctx, addr, rpc.ClientService, "Multi", req, pieces, rpc.PriorityNormal)
 	if err != nil {
 		for _, rb := range batch {
 			w.c.onError(rb.region, err)
@@ -436,48 +629,72 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 		w.kick()
 		return
 	}
-	results := resp.GetRegionActionResult()
-	for i, rb := range batch {
-		if i >= len(results) {
-			err := fmt.Errorf("hbase: Multi to %s answered %d region actions of %d", addr, len(results), len(batch))
-			for _, m := range rb.muts {
-				w.retryOrFail(m, err)
-			}
-			continue
+	// seen[i] marks the answered actions of region i; it stays nil when
+	// region i got no result, or failed whole (regionDone).
+	seen := make([][]bool, len(batch))
+	regionDone := make([]bool, len(batch))
+	relocated := make([]bool, len(batch))
+	answered := 0
+	acked := make([]*mutation, 0, nmuts)
+	derr := multiResults(msg, func(i int, exc *pb.NameBytesPair) {
+		answered++
+		if i >= len(batch) {
+			return
 		}
-		rr := results[i]
-		if e := rr.GetException(); e != nil {
-			re := rpc.ActionError(e, addr)
+		rb := batch[i]
+		if exc != nil {
+			re := rpc.ActionError(exc, addr)
 			w.c.onError(rb.region, re)
+			regionDone[i] = true
 			for _, m := range rb.muts {
 				w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
 			}
+			return
+		}
+		seen[i] = make([]bool, len(rb.muts))
+	}, func(i int, index uint32, exc *pb.NameBytesPair) {
+		if i >= len(batch) || seen[i] == nil {
+			return
+		}
+		rb := batch[i]
+		idx := int(index)
+		if idx >= len(rb.muts) || seen[i][idx] {
+			return
+		}
+		seen[i][idx] = true
+		m := rb.muts[idx]
+		if exc != nil {
+			re := rpc.ActionError(exc, addr)
+			if !relocated[i] {
+				w.c.onError(rb.region, re)
+				relocated[i] = true
+			}
+			w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
+			return
+		}
+		acked = append(acked, m)
+	})
+	w.finishAcked(acked)
+	// Whatever the answer left unsettled is retried: a region or an action
+	// it did not answer, or all that a malformed part hid.
+	for i, rb := range batch {
+		if regionDone[i] {
 			continue
 		}
-		seen := make([]bool, len(rb.muts))
-		relocated := false
-		for _, roe := range rr.GetResultOrException() {
-			idx := int(roe.GetIndex())
-			if idx < 0 || idx >= len(rb.muts) || seen[idx] {
+		for idx, m := range rb.muts {
+			if seen[i] != nil && seen[i][idx] {
 				continue
 			}
-			seen[idx] = true
-			m := rb.muts[idx]
-			if e := roe.GetException(); e != nil {
-				re := rpc.ActionError(e, addr)
-				if !relocated {
-					w.c.onError(rb.region, re)
-					relocated = true
-				}
-				w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
-				continue
+			var err error
+			switch {
+			case derr != nil:
+				err = fmt.Errorf("hbase: Multi to %s: %w", addr, derr)
+			case seen[i] == nil:
+				err = fmt.Errorf("hbase: Multi to %s answered %d region actions of %d", addr, answered, len(batch))
+			default:
+				err = fmt.Errorf("hbase: Multi to %s returned no result for action %d of region %s", addr, idx, rb.region.Name)
 			}
-			w.finish(m, nil)
-		}
-		for idx, ok := range seen {
-			if !ok {
-				w.retryOrFail(rb.muts[idx], fmt.Errorf("hbase: Multi to %s returned no result for action %d of region %s", addr, idx, rb.region.Name))
-			}
+			w.retryOrFail(m, err)
 		}
 	}
 	w.kick()
@@ -510,16 +727,33 @@ func (w *Writer) retryOrFail(m *mutation, err error) {
 func (w *Writer) finish(m *mutation, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.finishLocked(m, err)
+	w.spaceFreedLocked()
+}
+
+// finishAcked settles acknowledged mutations under one hold of the lock:
+// a call of small rows acknowledges thousands at once.
+func (w *Writer) finishAcked(ms []*mutation) {
+	if len(ms) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, m := range ms {
+		w.finishLocked(m, nil)
+	}
+	w.spaceFreedLocked()
+}
+
+func (w *Writer) finishLocked(m *mutation, err error) {
 	if err != nil {
-		w.failures = append(w.failures, Failure{Index: m.index, Row: m.row, Cells: m.cells, Err: err})
-		w.stats.Failed += uint64(len(m.cells))
+		w.failLocked(m, err)
 	} else {
-		w.stats.Written += uint64(len(m.cells))
+		w.stats.Written += uint64(m.n)
 	}
 	w.outstanding--
 	w.buffered -= m.held
-	close(w.space)
-	w.space = make(chan struct{})
+	w.unrefLocked(m.ch)
 	if w.outstanding == 0 {
 		close(w.idle)
 	}
@@ -584,14 +818,14 @@ func (w *Writer) background() {
 // failures since the last Flush, or ctx's error if ctx ends first (the
 // mutations stay in flight; a later Flush reports them).
 func (w *Writer) Flush(ctx context.Context) error {
-	w.mu.Lock()
-	m := w.cur
-	w.cur = nil
-	w.mu.Unlock()
-	if m != nil {
-		if err := w.admit(ctx, m); err != nil {
-			return err
-		}
+	w.wmu.Lock()
+	var err error
+	if m := w.takeCur(); m != nil {
+		err = w.admit(ctx, m)
+	}
+	w.wmu.Unlock()
+	if err != nil {
+		return err
 	}
 	w.sendAll(0)
 	for {
@@ -635,6 +869,15 @@ func (w *Writer) Close(ctx context.Context) error {
 	if !already {
 		close(w.stop)
 		w.bg.Wait()
+		w.wmu.Lock()
+		if w.chunk != nil {
+			w.mu.Lock()
+			w.unrefLocked(w.chunk)
+			w.spaceFreedLocked()
+			w.mu.Unlock()
+			w.chunk = nil
+		}
+		w.wmu.Unlock()
 	}
 	return err
 }

@@ -77,7 +77,7 @@ type putsSplit struct {
 }
 
 func (s *putsSplit) Write(ctx context.Context, c *cell.Cell) error {
-	if err := s.w.Write(ctx, *c); err != nil {
+	if err := s.w.WriteCell(ctx, c); err != nil {
 		return err
 	}
 	s.cells++

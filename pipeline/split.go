@@ -58,11 +58,12 @@ func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sk
 // entities and collisions on the way. A worker makes one per split and
 // uses it from its own goroutine only.
 type splitReader struct {
-	r   *Run
-	w   work
-	st  *SplitStats
-	out sink.SplitSink
-	rej *rejectWriter
+	r    *Run
+	w    work
+	st   *SplitStats
+	out  sink.SplitSink
+	out1 cell.Cell // the cell emit passes to out (valid during the call)
+	rej  *rejectWriter
 
 	mapper transform.Mapper
 	named  transform.EntityMapper // the mapper, when it names its entities
@@ -162,24 +163,29 @@ func (sr *splitReader) readAll(ctx context.Context, sc *snapshot.Scanner) error 
 }
 
 // emit writes one new cell to the split's sink; the transform calls it.
+// The cell is passed on from sr.out1, not from emit's argument: a pointer
+// to the argument, given to the sink through its interface, made the
+// argument escape, one heap allocation per cell.
 func (sr *splitReader) emit(c cell.Cell) {
 	if sr.writeErr != nil {
 		return
 	}
+	sr.out1 = c
+	o := &sr.out1
 	if sr.setTS != 0 {
-		c.Timestamp = sr.setTS
+		o.Timestamp = sr.setTS
 	}
-	if sr.coll != nil && sr.coll.add(&c, sr.src) {
+	if sr.coll != nil && sr.coll.add(o, sr.src) {
 		sr.st.Collided++
 		sr.r.collided.Add(1)
-		sr.r.example("collision: %s and another old cell both become %s", shortCell(sr.src), shortCell(&c))
+		sr.r.example("collision: %s and another old cell both become %s", shortCell(sr.src), shortCell(o))
 	}
-	if sr.writeErr = sr.out.Write(sr.ctx, &c); sr.writeErr != nil {
+	if sr.writeErr = sr.out.Write(sr.ctx, o); sr.writeErr != nil {
 		return
 	}
 	sr.emitted++
 	sr.pending++
-	sr.emittedB += cell.Size(&c)
+	sr.emittedB += cell.Size(o)
 }
 
 // rejectKey deals with an old cell whose key does not fit the layout: to

@@ -269,12 +269,46 @@ func (c *Conn) checkSASLError() error {
 // deadline is sent to the server as the call timeout. A remote exception is
 // returned as *RemoteError.
 func (c *Conn) Call(ctx context.Context, method string, param proto.Message, cellBlock []byte, priority uint32, resp proto.Message) ([]byte, error) {
+	var cells [][]byte
+	if len(cellBlock) > 0 {
+		cells = [][]byte{cellBlock}
+	}
+	msg, cb, err := c.call(ctx, method, body{msg: param}, cells, priority)
+	if err != nil {
+		return nil, err
+	}
+	if resp != nil {
+		if err := proto.Unmarshal(msg, resp); err != nil {
+			return nil, fmt.Errorf("%w: %s response from %s: %v", ErrCorrupt, method, c.addr, err)
+		}
+	}
+	return cb, nil
+}
+
+// CallRaw is Call for a caller that encodes its request and decodes its
+// response itself (the batched writer, whose Multi calls would otherwise
+// build and parse a few protobuf structs per row): param is the encoded
+// request message, sent as it is, and the cell block is the concatenation
+// of cells, copied straight into the frame. It returns the encoded response
+// message and the response cell block, both owned by the caller.
+func (c *Conn) CallRaw(ctx context.Context, method string, param []byte, cells [][]byte, priority uint32) (msg, cellBlock []byte, err error) {
+	return c.call(ctx, method, body{raw: param, isRaw: true}, cells, priority)
+}
+
+// body is a request message: a protobuf to encode, or one encoded already.
+type body struct {
+	msg   proto.Message
+	raw   []byte
+	isRaw bool
+}
+
+func (c *Conn) call(ctx context.Context, method string, param body, cells [][]byte, priority uint32) ([]byte, []byte, error) {
 	ch := make(chan *Response, 1)
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", method, err)
+		return nil, nil, fmt.Errorf("%s: %w", method, err)
 	}
 	id := c.nextID
 	c.nextID++
@@ -294,28 +328,23 @@ func (c *Conn) Call(ctx context.Context, method string, param proto.Message, cel
 			hdr.Timeout = proto.Uint32(uint32(ms))
 		}
 	}
-	if err := c.write(ctx, hdr, param, cellBlock); err != nil {
+	if err := c.write(ctx, hdr, param, cells); err != nil {
 		c.forget(id)
-		return nil, fmt.Errorf("%s to %s: %w", method, c.addr, err)
+		return nil, nil, fmt.Errorf("%s to %s: %w", method, c.addr, err)
 	}
 
 	select {
 	case r, ok := <-ch:
 		if !ok {
-			return nil, fmt.Errorf("%s: %w", method, c.Err())
+			return nil, nil, fmt.Errorf("%s: %w", method, c.Err())
 		}
 		if e := r.Header.Exception; e != nil {
-			return nil, remoteError(e, c.addr)
+			return nil, nil, remoteError(e, c.addr)
 		}
-		if resp != nil {
-			if err := proto.Unmarshal(r.Message, resp); err != nil {
-				return nil, fmt.Errorf("%w: %s response from %s: %v", ErrCorrupt, method, c.addr, err)
-			}
-		}
-		return r.CellBlock, nil
+		return r.Message, r.CellBlock, nil
 	case <-ctx.Done():
 		c.forget(id)
-		return nil, fmt.Errorf("%s to %s: %w", method, c.addr, ctx.Err())
+		return nil, nil, fmt.Errorf("%s to %s: %w", method, c.addr, ctx.Err())
 	}
 }
 
@@ -329,10 +358,20 @@ func (c *Conn) forget(id uint32) {
 
 // write sends one frame. A failed or partial write leaves the stream in an
 // unknown state, so it breaks the connection.
-func (c *Conn) write(ctx context.Context, hdr *pb.RequestHeader, param proto.Message, cellBlock []byte) error {
+func (c *Conn) write(ctx context.Context, hdr *pb.RequestHeader, param body, cells [][]byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	buf, err := AppendRequest(c.wbuf[:0], hdr, param, cellBlock)
+	var buf []byte
+	var err error
+	if param.isRaw {
+		buf, err = appendRequestRaw(c.wbuf[:0], hdr, param.raw, cells)
+	} else {
+		var cellBlock []byte
+		if len(cells) == 1 {
+			cellBlock = cells[0]
+		}
+		buf, err = AppendRequest(c.wbuf[:0], hdr, param.msg, cellBlock)
+	}
 	if err != nil {
 		return err
 	}

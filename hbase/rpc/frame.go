@@ -3,6 +3,7 @@ package rpc
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,6 +47,40 @@ func AppendRequest(dst []byte, hdr *pb.RequestHeader, param proto.Message, cellB
 		}
 	}
 	dst = append(dst, cellBlock...)
+	total := len(dst) - start - 4
+	if total > MaxFrame {
+		return nil, fmt.Errorf("hbase/rpc: %s request of %d bytes is over the %d-byte frame limit", hdr.GetMethodName(), total, MaxFrame)
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(total))
+	return dst, nil
+}
+
+// appendRequestRaw is AppendRequest for a param already encoded and a cell
+// block in pieces (their concatenation is the block).
+func appendRequestRaw(dst []byte, hdr *pb.RequestHeader, param []byte, cells [][]byte) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	hdr.RequestParam = proto.Bool(true)
+	n := 0
+	for _, p := range cells {
+		n += len(p)
+	}
+	if n > MaxFrame {
+		return nil, fmt.Errorf("hbase/rpc: %s request's cell block of %d bytes is over the %d-byte frame limit", hdr.GetMethodName(), n, MaxFrame)
+	}
+	if n > 0 {
+		hdr.CellBlockMeta = &pb.CellBlockMeta{Length: proto.Uint32(uint32(n))}
+	}
+	var err error
+	if dst, err = appendDelimited(dst, hdr); err != nil {
+		return nil, fmt.Errorf("hbase/rpc: encoding request header: %w", err)
+	}
+	dst = protowire.AppendVarint(dst, uint64(len(param)))
+	dst = append(dst, param...)
+	dst = slices.Grow(dst, n)
+	for _, p := range cells {
+		dst = append(dst, p...)
+	}
 	total := len(dst) - start - 4
 	if total > MaxFrame {
 		return nil, fmt.Errorf("hbase/rpc: %s request of %d bytes is over the %d-byte frame limit", hdr.GetMethodName(), total, MaxFrame)
