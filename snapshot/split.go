@@ -228,6 +228,39 @@ func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error)
 	return s.cutRows(r, target)
 }
 
+// regionIndex reads the data index of store file f of region r: its
+// entries, where its data blocks end, and the row bounds [lo, hi) its
+// entries count within (the region's, narrowed to the half a reference
+// names), which the cut rules share.
+func (s *Snapshot) regionIndex(r *Region, family []byte, f *StoreFile) (idx []indexKey, end int64, lo, hi []byte, err error) {
+	rf, err := s.resolve(r, family, f)
+	if err != nil {
+		return nil, 0, nil, nil, err
+	}
+	rd, _, err := s.acquire(rf)
+	if err != nil {
+		return nil, 0, nil, nil, err
+	}
+	idx, err = rd.dataIndex()
+	end = rd.dataEnd()
+	s.release(rf)
+	if err != nil {
+		return nil, 0, nil, nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
+	}
+	lo, hi = r.StartKey, r.EndKey
+	if rf.ref != nil {
+		sk := rf.ref.SplitRow()
+		if rf.ref.Top {
+			if bytes.Compare(sk, lo) > 0 {
+				lo = sk
+			}
+		} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
+			hi = sk
+		}
+	}
+	return idx, end, lo, hi, nil
+}
+
 // cutRows picks rows that cut region r into pieces of about target bytes,
 // from the data index of its largest store file (block first keys, whose
 // offsets say how far into the file each lies).
@@ -244,32 +277,10 @@ func (s *Snapshot) cutRows(r *Region, target int64) ([]cut, error) {
 	if best == nil {
 		return nil, nil
 	}
-	rf, err := s.resolve(r, bestFam, best)
+	// end is moved below to where the region's rows end in the file.
+	idx, end, lo, hi, err := s.regionIndex(r, bestFam, best)
 	if err != nil {
 		return nil, err
-	}
-	rd, _, err := s.acquire(rf)
-	if err != nil {
-		return nil, err
-	}
-	idx, err := rd.dataIndex()
-	end := rd.dataEnd() // moved below to where the region's rows end in the file
-	s.release(rf)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
-	}
-	// Keep the entries inside the region (and inside the half, for a
-	// reference).
-	lo, hi := r.StartKey, r.EndKey
-	if rf.ref != nil {
-		sk := rf.ref.SplitRow()
-		if rf.ref.Top {
-			if bytes.Compare(sk, lo) > 0 {
-				lo = sk
-			}
-		} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
-			hi = sk
-		}
 	}
 	type cand struct {
 		row []byte
@@ -363,30 +374,9 @@ func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
 	var cands []cut
 	for _, ff := range r.Families {
 		for i := range ff.Files {
-			rf, err := s.resolve(r, ff.Family, &ff.Files[i])
+			idx, end, lo, hi, err := s.regionIndex(r, ff.Family, &ff.Files[i])
 			if err != nil {
 				return nil, err
-			}
-			rd, _, err := s.acquire(rf)
-			if err != nil {
-				return nil, err
-			}
-			idx, err := rd.dataIndex()
-			end := rd.dataEnd()
-			s.release(rf)
-			if err != nil {
-				return nil, fmt.Errorf("snapshot %s: %s: data index: %w", s.info.Name, rf.where(), err)
-			}
-			lo, hi := r.StartKey, r.EndKey
-			if rf.ref != nil {
-				sk := rf.ref.SplitRow()
-				if rf.ref.Top {
-					if bytes.Compare(sk, lo) > 0 {
-						lo = sk
-					}
-				} else if len(hi) == 0 || bytes.Compare(sk, hi) < 0 {
-					hi = sk
-				}
 			}
 			fx := fileIndex{end: end}
 			var prevRow []byte
