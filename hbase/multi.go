@@ -114,10 +114,9 @@ func multiResults(msg []byte, region func(i int, exc *pb.NameBytesPair), action 
 		var rexc *pb.NameBytesPair
 		if err := eachField(v, "RegionActionResult", func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 			if num == fRARException && typ == protowire.BytesType {
-				rexc = &pb.NameBytesPair{}
-				if err := proto.Unmarshal(v, rexc); err != nil {
-					return fmt.Errorf("%w: MultiResponse: region exception: %v", rpc.ErrCorrupt, err)
-				}
+				var err error
+				rexc, err = exception(v, "region")
+				return err
 			}
 			return nil
 		}); err != nil {
@@ -136,10 +135,9 @@ func multiResults(msg []byte, region func(i int, exc *pb.NameBytesPair), action 
 					case num == fROEIndex && typ == protowire.VarintType:
 						index = uint32(x)
 					case num == fROEException && typ == protowire.BytesType:
-						exc = &pb.NameBytesPair{}
-						if err := proto.Unmarshal(v, exc); err != nil {
-							return fmt.Errorf("%w: MultiResponse: action exception: %v", rpc.ErrCorrupt, err)
-						}
+						var err error
+						exc, err = exception(v, "action")
+						return err
 					}
 					return nil
 				}); err != nil {
@@ -155,6 +153,16 @@ func multiResults(msg []byte, region func(i int, exc *pb.NameBytesPair), action 
 		return nil
 	})
 	return err
+}
+
+// exception decodes the NameBytesPair of a region's or an action's
+// exception in a MultiResponse (what names which).
+func exception(v []byte, what string) (*pb.NameBytesPair, error) {
+	exc := &pb.NameBytesPair{}
+	if err := proto.Unmarshal(v, exc); err != nil {
+		return nil, fmt.Errorf("%w: MultiResponse: %s exception: %v", rpc.ErrCorrupt, what, err)
+	}
+	return exc, nil
 }
 
 // eachField calls f for each field of the encoded message b: its number,
