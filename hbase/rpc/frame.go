@@ -47,12 +47,7 @@ func AppendRequest(dst []byte, hdr *pb.RequestHeader, param proto.Message, cellB
 		}
 	}
 	dst = append(dst, cellBlock...)
-	total := len(dst) - start - 4
-	if total > MaxFrame {
-		return nil, fmt.Errorf("hbase/rpc: %s request of %d bytes is over the %d-byte frame limit", hdr.GetMethodName(), total, MaxFrame)
-	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(total))
-	return dst, nil
+	return closeFrame(dst, start, hdr)
 }
 
 // appendRequestRaw is AppendRequest for a param already encoded and a cell
@@ -81,6 +76,12 @@ func appendRequestRaw(dst []byte, hdr *pb.RequestHeader, param []byte, cells [][
 	for _, p := range cells {
 		dst = append(dst, p...)
 	}
+	return closeFrame(dst, start, hdr)
+}
+
+// closeFrame writes the length of the request frame that starts at
+// dst[start] (its 4-byte prefix), refusing one over MaxFrame.
+func closeFrame(dst []byte, start int, hdr *pb.RequestHeader) ([]byte, error) {
 	total := len(dst) - start - 4
 	if total > MaxFrame {
 		return nil, fmt.Errorf("hbase/rpc: %s request of %d bytes is over the %d-byte frame limit", hdr.GetMethodName(), total, MaxFrame)
