@@ -32,6 +32,10 @@ else
 fi
 
 export REKEY_REQUIRE_CLUSTER=1
+# The oracle's JVMs start with C1 only, the serial collector and a
+# class-data archive (testenv/bin/oracle): most test calls are short and
+# their CPU went to the JVM's start, on the same 2 cores as everything else.
+export ORACLE_QUICK_START=1
 # gotestsum (a tool pinned in go.mod) runs go test -json: the usual
 # per-package lines, the failures' output at the end, and the events for
 # the skip summary, which fails the run if an integration test skipped
