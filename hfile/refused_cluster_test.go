@@ -24,7 +24,7 @@ import (
 func seedOneStoreFile(t *testing.T, st *testenv.State, prefix, codec string) (string, int, *hdfs.FileReader) {
 	t.Helper()
 	table := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano()%1_000_000_000)
-	t.Cleanup(func() { testenv.RunOracle("drop-table", table) })
+	t.Cleanup(func() { testenv.Drop(nil, []string{table}) })
 	const rows = 200
 	spec := map[string]any{
 		"table":    table,

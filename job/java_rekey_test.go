@@ -154,8 +154,7 @@ func ruleSource(t *testing.T) (st *testenv.State, src, want, refused []cell.Cell
 	}
 	testenv.Oracle(t, "seed", spec)
 	t.Cleanup(func() {
-		testenv.RunOracle("delete-snapshot", "bench_rule_snap")
-		testenv.RunOracle("drop-table", "bench_rule_src")
+		testenv.Drop([]string{"bench_rule_snap"}, []string{"bench_rule_src"})
 	})
 	src = parseDump(t, "dump-snapshot", testenv.Oracle(t, "dump-snapshot", st.RootDir, "bench_rule_snap"))
 	for _, c := range src {
@@ -275,7 +274,7 @@ func checkContender(t *testing.T, st *testenv.State, read int, want []cell.Cell,
 		t.Fatal(err)
 	}
 	testenv.Oracle(t, "seed", spec)
-	t.Cleanup(func() { testenv.RunOracle("drop-table", table) })
+	t.Cleanup(func() { testenv.Drop(nil, []string{table}) })
 
 	out := testenv.Oracle(t, append([]string{cmd, st.RootDir, "bench_rule_snap", table}, extra...)...)
 	var res struct {

@@ -242,7 +242,7 @@ func uniq(t *testing.T, prefix string) string {
 }
 
 func dropTable(t *testing.T, table string) {
-	testenv.RunOracle("drop-table", table)
+	testenv.Drop(nil, []string{table})
 }
 
 func TestPresetsThroughPuts(t *testing.T) {
@@ -257,7 +257,7 @@ func TestPresetsThroughPuts(t *testing.T) {
 			dst := uniq(t, "run_dst_"+name)
 			defer dropTable(t, src)
 			defer dropTable(t, dst)
-			defer testenv.RunOracle("delete-snapshot", snap)
+			defer testenv.Drop([]string{snap}, nil)
 			cells := p.gen(rand.New(rand.NewSource(7)))
 			source := seedSource(t, st, src, snap, p, cells, 3)
 			want := expect(p, source)

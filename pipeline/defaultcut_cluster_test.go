@@ -34,7 +34,7 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 	dst := uniq(t, "cut_dst")
 	defer dropTable(t, src)
 	defer dropTable(t, dst)
-	defer testenv.RunOracle("delete-snapshot", snap)
+	defer testenv.Drop([]string{snap}, nil)
 	r := rand.New(rand.NewSource(11))
 	var cells []cell.Cell
 	for s := 1; s <= 30; s++ {

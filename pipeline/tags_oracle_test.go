@@ -58,7 +58,7 @@ func snapshotTags(t *testing.T, st *testenv.State, table string) []cell.Cell {
 	t.Helper()
 	name := table + "_tags_snap"
 	testenv.Oracle(t, "snapshot", table, name)
-	t.Cleanup(func() { testenv.RunOracle("delete-snapshot", name) })
+	t.Cleanup(func() { testenv.Drop([]string{name}, nil) })
 	cells, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, name, "--tags"))
 	if err != nil {
 		t.Fatal(err)

@@ -177,8 +177,7 @@ func TestReadSemanticsOnHBase(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		// One oracle JVM for all the snapshots, one for all the tables.
-		testenv.RunOracle(append([]string{"delete-snapshot"}, names...)...)
-		testenv.RunOracle(append([]string{"drop-table"}, names...)...)
+		testenv.Drop(names, names)
 	})
 	writeSpecs(t, specs)
 

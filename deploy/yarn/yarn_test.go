@@ -118,7 +118,7 @@ func newSetup(t *testing.T, cells int, sink string) *setup {
 	s.table = fmt.Sprintf("yarn_dst_%d", id)
 	s.state = fmt.Sprintf("hdfs://%s/tmp/rekey-yarn-%d", st.NameNode, id)
 	testenv.DropAfter(t, src, snap)
-	t.Cleanup(func() { testenv.RunOracle("drop-table", s.table) })
+	t.Cleanup(func() { testenv.Drop(nil, []string{s.table}) })
 	got := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snap, Families: []string{"cf"},
 		SplitKeys: []string{"1767300000000", "1767400000000"}}, source(cells))
 	for _, c := range got {

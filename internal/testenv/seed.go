@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -67,11 +68,41 @@ func SeedCells(t testing.TB, st *State, src SourceTable, cells []cell.Cell) []ce
 // DropAfter removes the table and snapshot when the test ends.
 func DropAfter(t testing.TB, table, snapshot string) {
 	t.Cleanup(func() {
+		var snapshots []string
 		if snapshot != "" {
-			RunOracle("delete-snapshot", snapshot)
+			snapshots = []string{snapshot}
 		}
-		RunOracle("drop-table", table)
+		Drop(snapshots, []string{table})
 	})
+}
+
+// Drop deletes the snapshots, then the tables, of a test that is done with
+// them; names that do not exist are fine, and so is an error (cleanup
+// never fails a test). It asks the cluster process, over its control
+// channel, whose HBase connection is already open: an oracle JVM started
+// for a drop cost more CPU than the drop, on the cores the tests share.
+// A cluster that does not know the command (one started by an older
+// checkout) gets the oracle's drop-table and delete-snapshot.
+func Drop(snapshots, tables []string) {
+	var cmd strings.Builder
+	cmd.WriteString("drop-tables")
+	for _, s := range snapshots {
+		cmd.WriteString(" --snapshot " + s)
+	}
+	for _, tb := range tables {
+		cmd.WriteString(" " + tb)
+	}
+	if st, err := Load(); err == nil {
+		if _, err := st.Control(cmd.String()); err == nil {
+			return
+		}
+	}
+	if len(snapshots) > 0 {
+		RunOracle(append([]string{"delete-snapshot"}, snapshots...)...)
+	}
+	if len(tables) > 0 {
+		RunOracle(append([]string{"drop-table"}, tables...)...)
+	}
 }
 
 // DumpTable returns a live table's cells as HBase's own client scans them

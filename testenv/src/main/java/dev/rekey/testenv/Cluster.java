@@ -25,6 +25,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.hbase.ServerName;
+import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
@@ -238,6 +239,9 @@ public final class Cluster {
         return h.command(f);
       }
     }
+    if (f[0].equals("drop-tables")) {
+      return dropTables(f);
+    }
     if (f[0].equals("zk-expire-session")) {
       if (f.length != 2) {
         return "error usage: zk-expire-session HOST:PORT (the client's address as ZooKeeper sees it)";
@@ -245,6 +249,47 @@ public final class Cluster {
       return ZkSessions.expire(f[1]);
     }
     return command(line);
+  }
+
+  /**
+   * drop-tables [--snapshot NAME]... TABLE...: a test's cleanup. Deletes the
+   * snapshots, then disables and deletes the tables; names that do not
+   * exist are fine. It runs here, on the connection this process holds,
+   * rather than in an oracle JVM of its own, whose start-up cost more than
+   * the drop; and outside the lock of the region server commands, as it
+   * waits for the master's procedures.
+   */
+  private String dropTables(String[] f) {
+    try (Admin admin = conn.getAdmin()) {
+      List<String> tables = new ArrayList<>();
+      java.util.Set<String> snapshots = new java.util.HashSet<>();
+      for (int i = 1; i < f.length; i++) {
+        if (f[i].equals("--snapshot") && i + 1 < f.length) {
+          snapshots.add(f[++i]);
+        } else {
+          tables.add(f[i]);
+        }
+      }
+      if (!snapshots.isEmpty()) {
+        for (var d : admin.listSnapshots()) {
+          if (snapshots.contains(d.getName())) {
+            admin.deleteSnapshot(d.getName());
+          }
+        }
+      }
+      for (String name : tables) {
+        TableName tn = TableName.valueOf(name);
+        if (admin.tableExists(tn)) {
+          if (admin.isTableEnabled(tn)) {
+            admin.disableTable(tn);
+          }
+          admin.deleteTable(tn);
+        }
+      }
+      return "ok";
+    } catch (Exception e) {
+      return "error " + oneLine(e);
+    }
   }
 
   private static String oneLine(Throwable e) {
@@ -336,7 +381,7 @@ public final class Cluster {
       default:
         return "error unknown command " + f[0]
             + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
-            + " start-master, zk-expire-session HOST:PORT, yarn-start, shutdown;"
+            + " start-master, zk-expire-session HOST:PORT, drop-tables [--snapshot NAME]... TABLE..., yarn-start, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
             + " the same with dfs3-; ha1-start, ha1-active, ha1-failover, ha1-kill-active,"
