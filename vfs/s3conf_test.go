@@ -1,6 +1,7 @@
 package vfs_test
 
 import (
+	"bytes"
 	"errors"
 	iofs "io/fs"
 	"os"
@@ -209,4 +210,74 @@ func TestS3Credentials(t *testing.T) {
 			t.Fatalf("Open with a wrong secret in core-site.xml: %v; want ErrPermission naming the endpoint", err)
 		}
 	})
+}
+
+// TestS3ReadAheadWithinBudget scans a 3 MiB object on versitygw front to
+// back in 64 KiB reads through vfs.ReadAhead (as snapshot scans read store
+// files) with 512 KiB chunks and a 1 MiB budget, through a proxy that
+// records the downloads: the bytes are the object's; the chunks held never
+// pass the budget; the scan is served by a few large GETs (an open-ended
+// stream, "bytes=N-"), not one per read. A second scan while the first
+// holds the budget finds no room, starts no stream, and still reads the
+// right bytes with ranged GETs.
+func TestS3ReadAheadWithinBudget(t *testing.T) {
+	st := testenv.RequireS3(t)
+	p := s3test.StartFaultProxy(t, st.Endpoint, s3test.S3Protocol)
+	s := dialThrough(t, st, p, 0)
+	dir := s3Prefix(t)
+	defer s.RemoveAll(dir)
+	data := randomBytes(3<<20, 9)
+	writeObject(t, s, dir+"/obj", data)
+	f, err := s.Open(dir + "/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	scan := func(ra *vfs.ReadAhead) {
+		t.Helper()
+		got := make([]byte, len(data))
+		for off := 0; off < len(data); off += 64 << 10 {
+			if _, err := ra.ReadAt(got[off:off+64<<10], int64(off)); err != nil {
+				t.Fatalf("read at %d: %v", off, err)
+			}
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatal("the scan read other bytes than the object's")
+		}
+	}
+	const budget = 1 << 20
+	b := vfs.NewBudget(budget)
+	p.CutReads(0, 0) // resets the recorded ranges
+	ra := vfs.NewReadAhead(f, 0, vfs.ReadAheadOptions{Chunk: 512 << 10, Budget: b})
+	defer ra.Close()
+	scan(ra)
+	gets := p.Ranges()
+	if _, peak := b.Used(); peak > budget || peak == 0 {
+		t.Errorf("peak read-ahead buffers %d bytes, want some and at most the budget %d", peak, budget)
+	}
+	if st := ra.Stats(); st.Streams == 0 {
+		t.Errorf("no stream was used: %+v", st)
+	}
+	open := 0
+	for _, r := range gets {
+		if strings.HasSuffix(r, "-") {
+			open++
+		}
+	}
+	if open == 0 || len(gets) > 4 {
+		t.Errorf("downloads %q for 48 reads: want a few, one of them an open-ended stream", gets)
+	}
+
+	p.CutReads(0, 0)
+	ra2 := vfs.NewReadAhead(f, 0, vfs.ReadAheadOptions{Chunk: 512 << 10, Budget: b})
+	scan(ra2)
+	if st := ra2.Stats(); st.Streams != 0 {
+		t.Errorf("a stream started beyond the budget: %+v", st)
+	}
+	ra2.Close()
+	ra.Close()
+	if now, _ := b.Used(); now != 0 {
+		t.Errorf("%d bytes of the budget still held after Close", now)
+	}
+	t.Logf("downloads of the scan within the budget: %q; the scan without room: %d ranged GETs", gets, len(p.Ranges()))
 }
