@@ -49,7 +49,7 @@ func TestStageOnS3WritesFinalNames(t *testing.T) {
 
 	ctx := context.Background()
 	o := Options{Staging: "s3a://" + st.Bucket + prefix, Table: "t", SplitKeys: [][]byte{[]byte("m")},
-		Memory: 128 << 10, BatchBytes: 1 << 10, HFileSize: 32 << 10, MaxFiles: 64}
+		Memory: 128 << 10, BatchBytes: 1 << 10, HFileSize: 64 << 10, MaxFiles: 64}
 	s, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +57,14 @@ func TestStageOnS3WritesFinalNames(t *testing.T) {
 	if !s.whole {
 		t.Fatal("the S3 staging folder is not written as whole objects")
 	}
-	cells := genCells(5, 6000)
-	a, b := cells[:3000], cells[3000:]
+	cells := genCells(5, 3000)
+	a, b := cells[:1500], cells[1500:]
 	writeSplit(t, s, "a", a)
 	w, err := s.Begin(ctx, sink.SplitInfo{ID: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range b[:2000] {
+	for i := range b[:1000] {
 		if err := w.Write(ctx, &b[i]); err != nil {
 			t.Fatal(err)
 		}
