@@ -612,10 +612,10 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 // whole.
 func (w *splitSink) record() error {
 	for _, r := range w.runs {
-		final := path.Join(w.s.root, r.Name)
 		if w.s.whole {
-			continue
+			break
 		}
+		final := path.Join(w.s.root, r.Name)
 		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
 			return fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
