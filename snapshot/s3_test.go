@@ -2,6 +2,7 @@ package snapshot_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -75,7 +76,7 @@ func storeFiles(t *testing.T, fsys vfs.FS, dir string) []string {
 // snapshot's manifest fails the read instead of yielding fewer cells: a
 // store file the manifest names that is missing from the bucket fails
 // with ErrNotFound naming its key, and one whose size is not the
-// manifest's fails with ErrCorrupt naming both sizes.
+// manifest's fails with ErrCorrupt naming its key and both sizes.
 func TestS3SnapshotConsistency(t *testing.T) {
 	st, fsys := s3test.Setup(t)
 	repo, err := testenv.RepoRoot()
@@ -117,7 +118,8 @@ func TestS3SnapshotConsistency(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = read(short)
-	if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "manifest records") || !strings.Contains(err.Error(), path.Base(cut)) {
-		t.Errorf("a store file one byte short: %v; want ErrCorrupt naming the sizes", err)
+	if !errors.Is(err, snapshot.ErrCorrupt) || !strings.Contains(err.Error(), "manifest records") || !strings.Contains(err.Error(), cut) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("is %d bytes", len(b)-1)) || !strings.Contains(err.Error(), fmt.Sprintf("records %d bytes", len(b))) {
+		t.Errorf("a store file one byte short: %v; want ErrCorrupt naming its key %s and both sizes", err, cut)
 	}
 }

@@ -17,7 +17,8 @@ import (
 // checkObjectStore (writes of one Put Blob and of two staged blocks stored
 // byte for byte, stat with size and ETag, listings, ranged reads, rename,
 // exclusive create with two writers, remove), and a wasbs:// URL of the
-// same container reads the same blobs.
+// same container reads the same blobs; the account key is found in each
+// place a Hadoop or Azure client looks (checkAzureCredentials).
 func TestAzureFileSystem(t *testing.T) {
 	az := s3test.StartAzurite(t)
 	az.UseEnv(t)
@@ -43,6 +44,7 @@ func TestAzureFileSystem(t *testing.T) {
 	if _, err := vfs.Open("abfs://no-such-container@" + s3test.AzuriteAccount + ".dfs.core.windows.net/x"); !errors.Is(err, iofs.ErrNotExist) || !strings.Contains(err.Error(), "no-such-container") {
 		t.Errorf("Open of a missing container: %v; want ErrNotExist naming it", err)
 	}
+	t.Run("Credentials", func(t *testing.T) { checkAzureCredentials(t, az) })
 }
 
 // TestAzureReadPinsETag replaces a blob after it was opened: the next read

@@ -34,8 +34,8 @@ var (
 // all: a writer that fails or is never closed leaves nothing under name
 // (an incomplete multipart upload is aborted; one a killed process left is
 // invisible and is cleaned by the bucket's lifecycle rules). So on S3 a
-// caller could write the final name directly; the callers' write to a
-// temporary name and Rename still hold, at the cost of a server-side copy.
+// caller may write the final name directly (WholeWriter), as the staging
+// and WriteFileAtomic do, saving Rename's server-side copy.
 func (s *S3) Create(name string) (WriteFile, error) {
 	return &s3Writer{s: s, name: name, key: key(name)}, nil
 }

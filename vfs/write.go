@@ -51,7 +51,12 @@ var tmpSeq atomic.Uint64
 // WriteFileAtomic writes data to name so that a reader (or a crash) sees
 // either the old content or all of the new one, never a torn file: it
 // writes a temporary file beside name, syncs it, and renames it over name.
+// On an object store (WritesWhole) it writes name directly: the object
+// appears whole at Close or not at all, and there is no rename to save.
 func WriteFileAtomic(fsys WriteFS, name string, data []byte) error {
+	if WritesWhole(fsys) {
+		return writeWhole(fsys, name, data)
+	}
 	tmp := fmt.Sprintf("%s.tmp-%d-%d-%d", name, os.Getpid(), time.Now().UnixNano(), tmpSeq.Add(1))
 	f, err := fsys.Create(tmp)
 	if err != nil {
@@ -74,6 +79,23 @@ func WriteFileAtomic(fsys WriteFS, name string, data []byte) error {
 	if err := fsys.Rename(tmp, name); err != nil {
 		fsys.Remove(tmp)
 		return fmt.Errorf("vfs: rename %s to %s: %w", tmp, name, err)
+	}
+	return nil
+}
+
+// writeWhole is WriteFileAtomic on a WholeWriter: one object, whose Close
+// makes it visible; a failed write leaves the old object.
+func writeWhole(fsys WriteFS, name string, data []byte) error {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return fmt.Errorf("vfs: create %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("vfs: write %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("vfs: close %s: %w", name, err)
 	}
 	return nil
 }

@@ -108,6 +108,8 @@ type FaultProxy struct {
 	// afterCopy runs once a server-side copy was answered.
 	afterCopy func()
 	ranges    []string
+	// copies counts the server-side copies asked for.
+	copies int
 }
 
 // StartFaultProxy starts a proxy in front of the server at endpoint (its
@@ -141,6 +143,9 @@ func StartFaultProxy(t testing.TB, endpoint string, proto Protocol) *FaultProxy 
 		p.mu.Lock()
 		if rng, read := proto.Read(r); read {
 			p.ranges = append(p.ranges, rng)
+		}
+		if proto.Copy(r) {
+			p.copies++
 		}
 		refuse := p.refuse > 0
 		a := p.answer
@@ -203,6 +208,14 @@ func (p *FaultProxy) Ranges() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.ranges...)
+}
+
+// Copies is how many server-side copies (a rename's first half) the
+// proxy passed on since it started.
+func (p *FaultProxy) Copies() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.copies
 }
 
 // Refused is how many requests were answered by Refuse's answer.

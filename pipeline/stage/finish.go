@@ -382,7 +382,9 @@ func newHFileName() string {
 }
 
 // hfileOut is one HFile being written: first to _NAME (the bulk load tool
-// skips names starting with '_'), renamed to NAME when closed and synced.
+// skips names starting with '_'), renamed to NAME when closed and synced;
+// on an object store to NAME directly, which appears whole at Close or not
+// at all (Sink.whole), so tmp is final.
 type hfileOut struct {
 	rel, tmp, final string
 	f               interface{ Sync() error }
@@ -395,7 +397,8 @@ type hfileOut struct {
 func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, error) {
 	name := newHFileName()
 	rel := path.Join(dir, name)
-	out := &hfileOut{rel: rel, final: path.Join(s.root, rel), tmp: path.Join(s.root, dir, "_"+name)}
+	out := &hfileOut{rel: rel, final: path.Join(s.root, rel)}
+	out.tmp = s.writeName(out.final, "_")
 	f, err := s.fs.Create(out.tmp)
 	if err != nil {
 		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
@@ -432,7 +435,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	if cerr := o.closeFile(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	if err == nil && o.tmp != o.final {
 		err = s.fs.Rename(o.tmp, o.final)
 	}
 	if err != nil {

@@ -35,6 +35,11 @@ type Sink struct {
 	fs   vfs.WriteFS
 	root string
 	plan *Plan
+	// whole is set when fs writes whole objects (vfs.WritesWhole: S3,
+	// GCS, Azure): runs and HFiles are then written under their final
+	// names, which appear whole at Close or not at all, instead of a
+	// temporary name and a rename that would copy every byte again.
+	whole bool
 
 	// task is the phase task this sink is (Options.Task); spill is the
 	// folder of its runs/ and splits/, and state its merge or load state
@@ -92,7 +97,7 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 		loc.Close()
 		return nil, err
 	}
-	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path, task: o.Task}
+	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path, task: o.Task, whole: vfs.WritesWhole(loc.FS)}
 	s.spill, s.state = o.Task.spillDir(), o.Task.stateFile()
 	if err := s.open(ctx); err != nil {
 		loc.Close()
@@ -162,7 +167,7 @@ func CheckKind(staging string, task Task) error {
 		return fmt.Errorf("stage: staging folder: %w", err)
 	}
 	defer loc.Close()
-	s := &Sink{loc: loc, fs: loc.FS, root: loc.Path, task: task}
+	s := &Sink{loc: loc, fs: loc.FS, root: loc.Path, task: task, whole: vfs.WritesWhole(loc.FS)}
 	return s.checkKind()
 }
 
@@ -520,7 +525,7 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		w.sort()
 	}
 	rel := path.Join(w.s.spill, runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
-	name := path.Join(w.s.root, rel) + tmpSuffix
+	name := w.s.writeName(path.Join(w.s.root, rel), tmpSuffix)
 	f, err := w.s.fs.Create(name)
 	if err != nil {
 		return fmt.Errorf("stage: split %s: create run %s: %w", w.info.ID, name, err)
@@ -600,10 +605,16 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
 }
 
-// record renames the split's runs from .tmp and writes its record,
-// replacing (and removing the runs of) an earlier attempt's.
+// record renames the split's runs from .tmp (on an object store they were
+// written under their final names: nothing to rename) and writes its
+// record, replacing (and removing the runs of) an earlier attempt's. It
+// runs only after every run's Close returned: a run the record names is
+// whole.
 func (w *splitSink) record() error {
 	for _, r := range w.runs {
+		if w.s.whole {
+			break
+		}
 		final := path.Join(w.s.root, r.Name)
 		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
 			return fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
@@ -666,4 +677,18 @@ func (w *splitSink) Abort() {
 		w.s.staged.Add(-r.Size)
 	}
 	w.runs = nil
+}
+
+// writeName is the name a file whose final name is final is written
+// under: final itself on an object store (whole), else the temporary
+// name tmp makes of it (a suffix, or a prefix of the base name), renamed
+// to final once closed.
+func (s *Sink) writeName(final, tmp string) string {
+	if s.whole {
+		return final
+	}
+	if strings.HasPrefix(tmp, "_") {
+		return path.Join(path.Dir(final), tmp+path.Base(final))
+	}
+	return final + tmp
 }
