@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,10 +139,17 @@ func stageKillResume(t *testing.T, bin, jobPath string, fsys vfs.WriteFS, root s
 	for k, d := range []time.Duration{3 * time.Second, 2500 * time.Millisecond} {
 		cmd := exec.Command(bin, append(args, "--max-cells-per-sec", "4000")...)
 		cmd.Env = env
-		var stderr bytes.Buffer
+		var stderr lockedBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		// The kill comes d after the run has warned, and so has started
+		// its work: on a loaded machine its start (the cluster, the
+		// manifest) alone can take longer than d.
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(stderr.String(), warning) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
 		}
 		time.Sleep(d)
 		cmd.Process.Signal(syscall.SIGKILL)
@@ -222,4 +230,23 @@ func stageKillResume(t *testing.T, bin, jobPath string, fsys vfs.WriteFS, root s
 	}
 	testenv.SortCells(got)
 	sameCells(t, "staged HFiles on "+staging+" after kills and resume, read by HBase", got, want)
+}
+
+// lockedBuffer is a bytes.Buffer a child's output goes into while the
+// test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
