@@ -43,7 +43,7 @@ func (r Run) MemoryOrDefault() int64 {
 // whole process, its peak RSS, is to stay within Total. The Go runtime's
 // soft limit (SoftLimit: three quarters of Total less 32 MiB, at least
 // half of Total) bounds what the runtime manages; what it does not (the
-// binary's pages, about 35 MB of this one's RSS) and the soft limit's
+// binary's pages, about 36 MB of this one's RSS) and the soft limit's
 // overshoot while a collection runs on a busy machine take the rest.
 // Of the soft limit, 7/16 go to the sink's buffers, 3/16 to the
 // snapshot's read-ahead and 2/16 to the collision sets, the parts that
@@ -74,9 +74,10 @@ type Budget struct {
 }
 
 // softLimitReserve is what the soft limit leaves below three quarters of
-// the budget for memory the Go runtime does not count: the binary's pages
-// (text, data and bss touched) came to about 35 MB of the staged job's
-// RSS beyond the heap and the runtime's own (issue 28, --memory 256MiB).
+// the budget for memory the Go runtime does not count, the binary's pages
+// above all: at --memory 256MiB with the soft limit at three quarters
+// (192 MiB), the staged job's peak RSS was about 36 MB above the limit
+// while its heap stayed within the collector's goal (issue 28).
 const softLimitReserve = 32 << 20
 
 // NewBudget divides total bytes for workers workers (at least 1).
