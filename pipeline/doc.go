@@ -16,9 +16,10 @@
 //
 //  1. settle: Options over the job's run section over the defaults of
 //     package job (workers: GOMAXPROCS; memory: 1 GiB), and the one
-//     division of the memory budget, job.NewBudget: half to the sink's
-//     buffers, a quarter to the snapshot's read-ahead, a quarter to the
-//     collision sets, each shared by the workers. Then the run's state
+//     division of the memory budget, job.NewBudget: of the Go soft limit
+//     (three quarters of the budget less 32 MiB) 7/16 to the sink's
+//     buffers, 3/16 to the snapshot's read-ahead, 2/16 to the collision
+//     sets, each shared by the workers. Then the run's state
 //     (checkpoint, staging folder) is leased, or refused (ErrLeased)
 //     while another run holds it.
 //  2. the source: the snapshot opened once, through a metered file system

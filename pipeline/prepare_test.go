@@ -90,12 +90,18 @@ func TestBudgetDividedOnce(t *testing.T) {
 	}
 	defer r.Close()
 	got := r.Plan().Budget
-	want := job.Budget{Total: 64 << 20, Workers: 4, Sink: 32 << 20, ReadAhead: 16 << 20, Collisions: 16 << 20}
+	// The soft limit: three quarters less 32 MiB, at least half (32 MiB
+	// here); of it 7/16 to the sink, 3/16 to read-ahead, 2/16 to the
+	// collision sets.
+	want := job.Budget{Total: 64 << 20, Workers: 4, Sink: 14 << 20, ReadAhead: 6 << 20, Collisions: 4 << 20, SoftLimit: 32 << 20}
 	if got != want {
 		t.Errorf("budget %+v, want %+v", got, want)
 	}
-	if n := got.CollisionEntriesPerWorker(); n != (16<<20)/4/40 {
-		t.Errorf("collision entries per worker %d, want %d", n, (16<<20)/4/40)
+	if n := got.CollisionEntriesPerWorker(); n != (4<<20)/4/40 {
+		t.Errorf("collision entries per worker %d, want %d", n, (4<<20)/4/40)
+	}
+	if b := job.NewBudget(1<<30, 2); b.SoftLimit != 736<<20 || b.Sink != 322<<20 || b.ReadAhead != 138<<20 || b.Collisions != 92<<20 {
+		t.Errorf("1 GiB: %+v, want a soft limit of 736 MiB: 322 MiB to the sink, 138 MiB to read-ahead, 92 MiB to the collision sets", b)
 	}
 }
 

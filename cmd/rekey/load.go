@@ -91,7 +91,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		}
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(j.Run.MemoryOrDefault()) // as rekey run does
+		debug.SetMemoryLimit(j.Run.Budget().SoftLimit) // as rekey run does
 	}
 	stderr := cmd.ErrOrStderr()
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }

@@ -162,11 +162,11 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return usageError{err}
 	}
 	opts.LoadCommand = loadCommand(path, f.staging)
-	// The memory budget is also the Go runtime's soft limit, so garbage
-	// collection works harder before the heap overshoots the budget
-	// (unless GOMEMLIMIT says otherwise).
+	// The Go runtime's soft limit is the budget's (job.Budget.SoftLimit,
+	// below the budget), so garbage collection works harder before the
+	// process overshoots the budget (unless GOMEMLIMIT says otherwise).
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(j.Run.MemoryOrDefault())
+		debug.SetMemoryLimit(j.Run.Budget().SoftLimit)
 	}
 	ctx, signalled, stop := stopOnSignal(cmd.Context(), logf)
 	defer stop()
@@ -456,7 +456,7 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p("  splits    %d: mean %.1f s, slowest %.1f s (%.1fx the mean, %s)\n", t.Splits, t.MeanSeconds, t.MaxSeconds, t.MaxToMean, t.Slowest)
 	}
 	if b := s.Budget; b.Total > 0 {
-		p("  memory    %d workers, budget %d MiB: %d MiB sink buffers, %d MiB read-ahead, %d MiB collision sets\n", s.Workers, b.Total>>20, b.Sink>>20, b.ReadAhead>>20, b.Collisions>>20)
+		p("  memory    %d workers, budget %d MiB: %d MiB sink buffers, %d MiB read-ahead, %d MiB collision sets, Go soft limit %d MiB\n", s.Workers, b.Total>>20, b.Sink>>20, b.ReadAhead>>20, b.Collisions>>20, b.SoftLimit>>20)
 	}
 	p("  integrity %d store files read whole, each cell count matching its trailer\n", s.FilesChecked)
 	p("  collisions checked: %s\n", map[string]string{"none": "not needed (the new key keeps every old field)", "split": "within each split"}[s.CollisionScope])

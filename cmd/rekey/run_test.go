@@ -116,7 +116,7 @@ func TestRunWorkersFollowGOMAXPROCS(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("--json output: %v\n%s", err, out)
 	}
-	if sum.Workers != 1 || sum.Budget.Workers != 1 || sum.Budget.Total != 64<<20 || sum.Budget.Sink != 32<<20 {
-		t.Errorf("GOMAXPROCS=1, --memory 64MiB: workers %d, budget %+v; want 1 worker, a budget for 1, half of 64 MiB to the sink", sum.Workers, sum.Budget)
+	if sum.Workers != 1 || sum.Budget.Workers != 1 || sum.Budget.Total != 64<<20 || sum.Budget.Sink != 14<<20 {
+		t.Errorf("GOMAXPROCS=1, --memory 64MiB: workers %d, budget %+v; want 1 worker, a budget for 1, 7/16 of its 32 MiB soft limit to the sink", sum.Workers, sum.Budget)
 	}
 }
