@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -26,9 +24,7 @@ import (
 // target holds exactly the source's cells through the preset's rule, as
 // HBase's dumps of both tables say, with the cells of every entity counted
 // exactly although s001's are read by two pieces. The same job through a
-// row-level transform (a transform.Flusher) keeps whole rows. The two
-// workers never write two pieces of the heavy region at once while a
-// split of another region is still to do.
+// row-level transform (a transform.Flusher) keeps whole rows.
 func TestDefaultCutThroughPuts(t *testing.T) {
 	st := testenv.Require(t)
 	ctx := context.Background()
@@ -57,14 +53,10 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 	source := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snap, Families: p.families, SplitKeys: p.split, Versions: 3, Encoding: "NONE", Compression: "NONE"}, cells)
 	want := expect(p, source)
 	j := loadJob(t, p, st, snap, dst)
-	// Two workers, through a sink that watches which regions' splits are
-	// open at once (the dealer's promise, deal.go).
-	watch := &dealWatch{Sink: pipeline.NewPuts(targetClient(t, ctx, j, p.newSplits), j.Target.Table, pipeline.PutsOptions{BatchCells: 500, Workers: 2})}
-	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Sink: watch})
+	sum, err := runPuts(t, ctx, j, p.newSplits, pipeline.Options{})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	watch.check(t, sum)
 	if sum.SplitBytes != 8<<20 || sum.Splits <= 3 {
 		t.Errorf("split size %d, %d splits; want the 8 MiB floor and the heavy region of 3 cut", sum.SplitBytes, sum.Splits)
 	}
@@ -141,100 +133,6 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 	for _, ps := range rows.PerSplit {
 		if strings.HasSuffix(ps.ID, "_c") {
 			t.Errorf("row-level run: split %s is an in-row piece", ps.ID)
-		}
-	}
-}
-
-// dealWatch is a sink that passes everything to its Sink and notes, at
-// each split's Begin, the source regions of the splits open then and how
-// many splits of each region are yet to begin.
-type dealWatch struct {
-	sink.Sink
-	mu     sync.Mutex
-	open   map[string]int // region -> splits begun, not yet committed or aborted
-	begun  map[string]int // region -> splits begun
-	events []dealEvent
-}
-
-type dealEvent struct {
-	id, region string
-	sameOpen   int            // splits of its region open when it began
-	begun      map[string]int // splits begun per region before it
-}
-
-func (d *dealWatch) Begin(ctx context.Context, s sink.SplitInfo) (sink.SplitSink, error) {
-	out, err := d.Sink.Begin(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.open == nil {
-		d.open, d.begun = map[string]int{}, map[string]int{}
-	}
-	ev := dealEvent{id: s.ID, region: s.Region, sameOpen: d.open[s.Region], begun: map[string]int{}}
-	for r, n := range d.begun {
-		ev.begun[r] = n
-	}
-	d.events = append(d.events, ev)
-	d.open[s.Region]++
-	d.begun[s.Region]++
-	return &watchedSplit{SplitSink: out, d: d, region: s.Region}, nil
-}
-
-type watchedSplit struct {
-	sink.SplitSink
-	d      *dealWatch
-	region string
-	closed bool
-}
-
-func (w *watchedSplit) close() {
-	w.d.mu.Lock()
-	defer w.d.mu.Unlock()
-	if !w.closed {
-		w.closed = true
-		w.d.open[w.region]--
-	}
-}
-
-func (w *watchedSplit) Commit(ctx context.Context) (sink.Ack, error) {
-	ack, err := w.SplitSink.Commit(ctx)
-	w.close()
-	return ack, err
-}
-
-func (w *watchedSplit) Abort() {
-	w.SplitSink.Abort()
-	w.close()
-}
-
-// check fails t when a split began beside another split of its region
-// while a split of some other region had not begun yet, and when no region
-// had two or more splits (nothing to deal apart).
-func (d *dealWatch) check(t *testing.T, sum *pipeline.Summary) {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	total := map[string]int{}
-	for _, ps := range sum.PerSplit {
-		total[ps.Region]++
-	}
-	multi := false
-	for _, n := range total {
-		multi = multi || n > 1
-	}
-	if !multi {
-		t.Errorf("no region has two splits: %v", total)
-	}
-	for _, ev := range d.events {
-		if ev.sameOpen == 0 {
-			continue
-		}
-		for r, n := range total {
-			if r != ev.region && ev.begun[r] < n {
-				t.Errorf("split %s began while another split of region %s was being written and region %s had %d of %d splits to do", ev.id, ev.region, r, n-ev.begun[r], n)
-			}
 		}
 	}
 }

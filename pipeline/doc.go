@@ -23,9 +23,7 @@
 //     while another run holds it.
 //  2. the source: the snapshot opened once, through a metered file system
 //     (bytes read feed the progress and the read cap), cut into splits,
-//     clipped to Options.Only, largest first, dealt to Options.Shard;
-//     a free worker takes the largest split left whose region no other
-//     worker reads (deal.go), so that the workers write apart.
+//     clipped to Options.Only, largest first, dealt to Options.Shard.
 //  3. the checkpoint: an earlier run's is resumed, discarded (Fresh) or
 //     refused (ErrCheckpointExists, ErrCheckpointMismatch,
 //     ErrCheckpointDamaged). It is a base file rewritten now and then

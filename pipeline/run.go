@@ -318,29 +318,17 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	stopAux := r.startAux(ctx, len(items))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(o.Workers)
-	// One goroutine a split; each takes, once a worker's slot is free,
-	// the split the dealer hands out then (deal.go).
-	d := newDealer(todo)
-	for range todo {
+	for i, w := range todo {
 		if gctx.Err() != nil {
 			break
 		}
-		g.Go(func() error {
-			if gctx.Err() != nil {
-				return nil // the run is stopping: leave the rest undealt
-			}
-			w, next, hasNext, ok := d.take()
-			if !ok {
-				return nil
-			}
-			defer d.done(w)
-			// The next split's store files open while this one is read,
-			// so whichever worker takes it starts reading at once.
-			if hasNext && next.split.Region.EncodedName != w.split.Region.EncodedName {
-				r.snap.Prepare(next.split, r.scan)
-			}
-			return r.runSplit(gctx, w)
-		})
+		g.Go(func() error { return r.runSplit(gctx, w) })
+		// g.Go returned: a worker took w. The next split's store files
+		// open while the workers read, so whichever takes it next starts
+		// reading at once.
+		if i+1 < len(todo) && todo[i+1].split.Region.EncodedName != w.split.Region.EncodedName {
+			r.snap.Prepare(todo[i+1].split, r.scan)
+		}
 	}
 	werr := g.Wait()
 	stopAux()
