@@ -67,13 +67,6 @@ final class Conf {
     // Several engineers' tests take snapshots at once; the master's
     // default of one snapshot at a time rejects the others outright.
     conf.setInt("hbase.snapshot.master.threads", 4);
-    // A snapshot whose region moved mid-way (another test stopped its
-    // region server) waits for a region server that will never answer
-    // until the master's snapshot timeout, 5 minutes by default: a seed
-    // stalled that long in CI. A minute is ample for a test's tables, and
-    // the seed takes a failed snapshot again (Oracle.snapshot).
-    conf.setLong("hbase.snapshot.master.timeout.millis", 60_000);
-    conf.setLong("hbase.snapshot.region.timeout", 60_000);
     // A shared, loaded machine can take minutes to bring a master up; the
     // mini cluster's own limits (30 s to become active, 200 s to
     // initialize) would abort the start long before bin/up gives up.
