@@ -278,13 +278,7 @@ public final class Cluster {
         }
       }
       for (String name : tables) {
-        TableName tn = TableName.valueOf(name);
-        if (admin.tableExists(tn)) {
-          if (admin.isTableEnabled(tn)) {
-            admin.disableTable(tn);
-          }
-          admin.deleteTable(tn);
-        }
+        Oracle.dropTable(admin, TableName.valueOf(name));
       }
       return "ok";
     } catch (Exception e) {

@@ -440,13 +440,7 @@ public final class Oracle {
         need(a, 1, Integer.MAX_VALUE, "drop-table TABLE...");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
           for (String name : a) {
-            TableName tn = TableName.valueOf(name);
-            if (admin.tableExists(tn)) {
-              if (admin.isTableEnabled(tn)) {
-                admin.disableTable(tn);
-              }
-              admin.deleteTable(tn);
-            }
+            dropTable(admin, TableName.valueOf(name));
           }
         }
         System.out.println("ok");
@@ -874,6 +868,16 @@ public final class Oracle {
         }
         Thread.sleep(200);
       }
+    }
+  }
+
+  /** Disables and deletes tn if it exists (drop-table, and the cluster's drop-tables). */
+  static void dropTable(Admin admin, TableName tn) throws IOException {
+    if (admin.tableExists(tn)) {
+      if (admin.isTableEnabled(tn)) {
+        admin.disableTable(tn);
+      }
+      admin.deleteTable(tn);
     }
   }
 
