@@ -13,7 +13,7 @@ import (
 
 // BenchmarkStage stages 400k cells (about 55 MB of cell bytes) from 4 splits into a
 // local folder and writes the HFiles (no load): cells/s of the spill
-// (sort + Arrow runs) and of the merge (k-way merge + hfile.Writer),
+// (sort + run files) and of the merge (k-way merge + hfile.Writer),
 // measured apart.
 func BenchmarkStage(b *testing.B) {
 	const splits, per = 4, 100000

@@ -238,7 +238,7 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 					return nil, fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
 				}
 				pt := get(p.Region, p.Family)
-				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
+				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), size: f.Size, part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
 				pt.bytes += p.Bytes
 			}
 		}

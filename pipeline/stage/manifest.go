@@ -48,7 +48,7 @@ const (
 	mergeDir   = "merge"
 	hfilesDir  = "hfiles"
 	tmpSuffix  = ".tmp"
-	runSuffix  = ".arrow"
+	runSuffix  = ".run"
 
 	// A job in phases (phases.go) shares the folder between its tasks.
 	spillRoot = "spill"

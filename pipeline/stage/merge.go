@@ -15,6 +15,7 @@ import (
 // partRun is one run holding cells of a partition.
 type partRun struct {
 	name string // path in the staging folder's file system
+	size int64  // the file's bytes, as its record says (0: not recorded)
 	part RunPart
 	// order places the run among the partition's sources (split ID, run
 	// index): a collision keeps the cell of the first.
@@ -94,7 +95,7 @@ func newMerger(fsys vfs.FS, runs []partRun, kept []keptPart) (*merger, error) {
 	for i, src := range sources(runs, kept) {
 		var cur cursor
 		if src.run != nil {
-			rc, err := openCursor(fsys, src.run.name, src.run.part, i)
+			rc, err := openCursor(fsys, src.run.name, src.run.size, src.run.part, i)
 			if err != nil {
 				m.close()
 				return nil, err
@@ -208,7 +209,7 @@ func (s *Sink) mergeToRun(runs []partRun, name string, region int) (partRun, int
 	if len(parts) != 1 {
 		return partRun{}, 0, fmt.Errorf("stage: merge pass %s: wrote %d partitions, want 1", name, len(parts))
 	}
-	return partRun{name: name, part: parts[0]}, size, nil
+	return partRun{name: name, size: size, part: parts[0]}, size, nil
 }
 
 // sameCell reports whether a and b (equal keys) also carry the same value

@@ -54,10 +54,12 @@ type Options struct {
 	// partitions the merge writes at once (default job.DefaultWorkers); it
 	// divides Memory.
 	Workers int
-	// RunCompression compresses run files: "lz4" (default) or "zstd".
+	// RunCompression compresses run files' blocks: "s2" (default: the
+	// cheapest per byte of the four), "lz4", "zstd" (smallest, for
+	// staging whose bytes cost more than CPU) or "none".
 	RunCompression string
-	// BatchBytes is the size of a run file's record batches (default 1 MiB,
-	// at most Memory/8): the unit the merge reads.
+	// BatchBytes is the size of a run file's blocks (default 1 MiB of
+	// cells, at most Memory/8): the unit the merge reads.
 	BatchBytes int64
 	// MaxStagingBytes bounds the bytes in the staging folder (runs, merge
 	// passes and HFiles); 0 means no bound. Going over it fails the split
@@ -109,7 +111,7 @@ func (o *Options) fill() {
 		o.Examples = 10
 	}
 	if o.RunCompression == "" {
-		o.RunCompression = "lz4"
+		o.RunCompression = "s2"
 	}
 }
 
