@@ -115,8 +115,11 @@ func largestKept(ks []*splitSink) int {
 // it is durable; heldMu is held.
 func (s *Sink) spillKept(ctx context.Context, w *splitSink) error {
 	s.keptBytes.Add(-w.held)
-	if err := w.spill(ctx); err != nil {
-		w.release()
+	err := w.spill(ctx)
+	// The spill keeps the buffer for a next run; a kept split has none,
+	// and its memory is what the caller is waiting for.
+	w.release()
+	if err != nil {
 		return err
 	}
 	if err := w.record(); err != nil {

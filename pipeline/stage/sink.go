@@ -393,6 +393,7 @@ type splitSink struct {
 
 	ents   []entry
 	chunks [][]byte
+	cur    int   // the chunk Write appends to (later ones are kept empty for reuse)
 	held   int64 // bytes accounted in s.held
 
 	runs   []runFile   // spilled, still named .tmp
@@ -438,20 +439,31 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	// Spill before taking memory that would go past the split's share, so
 	// the share is a bound, not a trigger (a single cell bigger than the
 	// share is the one exception: it is held alone).
-	chunk, grow := w.needs(n)
+	chunk, next, grow := w.needs(n)
 	if w.held+int64(chunk)+grow > w.budget && len(w.ents) > 0 {
 		if err := w.spill(ctx); err != nil {
 			return err
 		}
-		chunk, grow = w.needs(n)
+		chunk, next, grow = w.needs(n)
+	}
+	if w.held+int64(chunk)+grow > w.budget && len(w.ents) == 0 && w.held > 0 {
+		// The buffer kept from the last run is the wrong shape for this
+		// cell (a bigger cell than its chunks, or entries to grow past the
+		// share): give it back and start from nothing, as a fresh split does.
+		w.release()
+		chunk, next, grow = w.needs(n)
 	}
 	// The memory is taken here, as one reservation (reserve), so that the
 	// buffers of all splits, kept ones included, stay within the budget.
 	if err := w.s.reserve(ctx, int64(chunk)+grow); err != nil {
 		return err
 	}
-	if chunk > 0 {
+	switch {
+	case chunk > 0:
 		w.chunks = append(w.chunks, make([]byte, 0, chunk))
+		w.cur = len(w.chunks) - 1
+	case next:
+		w.cur++
 	}
 	if grow > 0 {
 		// make, not append or slices.Grow: the capacity is exactly what
@@ -463,7 +475,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		w.ents = ents
 	}
 	cost := int64(chunk) + grow
-	ci := len(w.chunks) - 1
+	ci := w.cur
 	buf := w.chunks[ci]
 	off := len(buf)
 	buf = append(buf, c.Row...)
@@ -485,10 +497,16 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 }
 
 // needs returns the bytes Write must allocate to hold a cell of n bytes:
-// a new arena chunk, and room for more entries (the slice doubles).
-func (w *splitSink) needs(n int) (chunk int, grow int64) {
-	if len(w.chunks) == 0 || cap(w.chunks[len(w.chunks)-1])-len(w.chunks[len(w.chunks)-1]) < n {
-		chunk = max(min(arenaChunk, int(w.budget/8)), n)
+// a new arena chunk, and room for more entries (the slice doubles). next
+// says the cell goes into the kept chunk after the current one instead,
+// which costs nothing.
+func (w *splitSink) needs(n int) (chunk int, next bool, grow int64) {
+	if len(w.chunks) == 0 || cap(w.chunks[w.cur])-len(w.chunks[w.cur]) < n {
+		if w.cur+1 < len(w.chunks) && cap(w.chunks[w.cur+1]) >= n {
+			next = true
+		} else {
+			chunk = max(min(arenaChunk, int(w.budget/8)), n)
+		}
 	}
 	if cap(w.ents) == len(w.ents) {
 		// Bounded so that doubling a large slice cannot by itself pass the
@@ -496,7 +514,22 @@ func (w *splitSink) needs(n int) (chunk int, grow int64) {
 		more := max(min(cap(w.ents), int((w.budget/2)/entrySize)), 64)
 		grow = int64(more) * entrySize
 	}
-	return chunk, grow
+	return chunk, next, grow
+}
+
+// reuse empties the buffer after a run is spilled but keeps its memory,
+// still reserved: the split's next run fills the same entries and
+// chunks, where allocating them again would double the entries from 64
+// and fault in fresh chunks for every run (on the heavy split's shape,
+// growing the entries was two fifths of Write).
+func (w *splitSink) reuse() {
+	w.ents = w.ents[:0]
+	for i := range w.chunks {
+		w.chunks[i] = w.chunks[i][:0]
+	}
+	w.cur = 0
+	w.sorted = false
+	w.ranges = nil
 }
 
 // release gives the sort buffer's memory back.
@@ -505,6 +538,7 @@ func (w *splitSink) release() {
 	w.held = 0
 	w.ents = nil
 	w.chunks = nil
+	w.cur = 0
 	w.sorted = false
 	w.ranges = nil
 }
@@ -551,9 +585,7 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
 	w.runs = append(w.runs, runFile{Name: rel, Size: size, Parts: parts})
-	// Give the buffer back whole: a kept entries slice could by itself
-	// fill the split's share and make every later Write spill.
-	w.release()
+	w.reuse()
 	if err := w.s.addStaged(size); err != nil {
 		return fmt.Errorf("stage: split %s: after spilling %s: %w", w.info.ID, rel, err)
 	}
