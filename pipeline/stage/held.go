@@ -224,7 +224,10 @@ type keptRange struct {
 }
 
 // rangesOf cuts w's sorted buffer into its partitions' ranges. Kept
-// splits do it at Commit, in their workers, rather than Finish alone.
+// splits do it at Commit, in their workers, rather than Finish alone. It
+// reads the arena only where the family could change: the entries are
+// sorted, and a view of every one (a cache miss each, in sort order) cost
+// more than the cut itself.
 func rangesOf(w *splitSink) []keptRange {
 	var out []keptRange
 	var c cell.Cell
@@ -235,12 +238,12 @@ func rangesOf(w *splitSink) []keptRange {
 		out = append(out, keptRange{region: int(w.ents[lo].region), family: string(c.Family), mp: memPart{w: w, lo: lo, hi: hi}, bytes: size})
 	}
 	for i := range w.ents {
-		if i > lo && !samePart(w, &w.ents[lo], &w.ents[i]) {
+		e := &w.ents[i]
+		if i > lo && !samePart(w, &w.ents[i-1], e) {
 			cut(i)
 			lo, size = i, 0
 		}
-		w.view(&w.ents[i], &c)
-		size += cell.Size(&c)
+		size += entryCellSize(e)
 	}
 	if lo < len(w.ents) {
 		cut(len(w.ents))
@@ -248,15 +251,25 @@ func rangesOf(w *splitSink) []keptRange {
 	return out
 }
 
+// entryCellSize is cell.Size of e's cell, from its lengths alone: the two
+// u32 lengths, the key (u16 row length, row, u8 family length, family,
+// qualifier, u64 timestamp, type byte) and the value, then the tags.
+func entryCellSize(e *entry) int64 {
+	n := int64(4+4+2+int(e.row)+1+int(e.fam)+8+1) + int64(e.qual) + int64(e.val)
+	if e.tags > 0 {
+		n += int64(2 + int(e.tags))
+	}
+	return n
+}
+
 // samePart says entries a and b of w lie in one partition.
 func samePart(w *splitSink, a, b *entry) bool {
 	if a.region != b.region || a.fam != b.fam {
 		return false
 	}
-	var ca, cb cell.Cell
-	w.view(a, &ca)
-	w.view(b, &cb)
-	return bytes.Equal(ca.Family, cb.Family)
+	fa := w.chunks[a.chunk][a.off+uint32(a.row):][:a.fam]
+	fb := w.chunks[b.chunk][b.off+uint32(b.row):][:b.fam]
+	return bytes.Equal(fa, fb)
 }
 
 // memCursor reads one memPart in order; its cell points into the kept

@@ -333,3 +333,28 @@ func TestStageKeptConcurrent(t *testing.T) {
 	}
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
 }
+
+// TestEntryCellSizeIsCellSize holds entryCellSize, which rangesOf sums
+// instead of viewing each entry, to cell.Size of the entry's cell.
+func TestEntryCellSizeIsCellSize(t *testing.T) {
+	w := &splitSink{}
+	for i, c := range []cell.Cell{
+		{Row: []byte("r"), Family: []byte("d"), Qualifier: []byte("q"), Timestamp: 1, Type: cell.Put, Value: []byte("v")},
+		{Row: []byte("row-two"), Family: []byte("fam"), Timestamp: 2, Type: cell.Delete},
+		{Row: []byte("r3"), Family: []byte("d"), Qualifier: make([]byte, 300), Timestamp: 3, Type: cell.Put, Value: make([]byte, 70000), Tags: []byte{0, 2, 1, 'x'}},
+	} {
+		off := 0
+		if len(w.chunks) > 0 {
+			off = len(w.chunks[0])
+		} else {
+			w.chunks = [][]byte{nil}
+		}
+		w.chunks[0] = append(append(append(append(append(w.chunks[0], c.Row...), c.Family...), c.Qualifier...), c.Value...), c.Tags...)
+		e := entry{ts: c.Timestamp, off: uint32(off), qual: uint32(len(c.Qualifier)), val: uint32(len(c.Value)), row: uint16(len(c.Row)), tags: uint16(len(c.Tags)), fam: uint8(len(c.Family)), typ: c.Type}
+		var v cell.Cell
+		w.view(&e, &v)
+		if got, want := entryCellSize(&e), cell.Size(&c); got != want || cell.Size(&v) != want {
+			t.Errorf("cell %d: entryCellSize %d, view's cell.Size %d, cell.Size %d", i, got, cell.Size(&v), want)
+		}
+	}
+}
