@@ -125,6 +125,18 @@ func splitKey(id string) string {
 	return hex.EncodeToString(h[:12])
 }
 
+// badRecordError is a record that exists but does not parse.
+type badRecordError struct {
+	name string
+	err  error
+}
+
+func (e *badRecordError) Error() string {
+	return fmt.Sprintf("stage: %s is not valid (%v); the staging folder is damaged", e.name, e.err)
+}
+
+func (e *badRecordError) Unwrap() error { return e.err }
+
 func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
 	b, err := vfs.ReadFile(fsys, name)
 	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
@@ -134,7 +146,7 @@ func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
 		return false, fmt.Errorf("stage: read %s: %w", name, err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("stage: %s is not valid (%w); the staging folder is damaged", name, err)
+		return false, &badRecordError{name, err}
 	}
 	return true, nil
 }

@@ -193,30 +193,54 @@ func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 // readPublishedPlan reads the plan another task published, waiting a
 // little for one still being written.
 func readPublishedPlan(fsys vfs.FS, name, table string) (*Plan, error) {
-	var last error
-	for range 40 {
-		var q Plan
-		found, err := readJSON(fsys, name, &q)
-		if err == nil && found {
-			if q.Table != table {
-				return nil, fmt.Errorf("stage: %s is the plan of table %s, not %s; use another staging folder", name, q.Table, table)
-			}
-			if err := q.check(); err != nil {
-				return nil, err
-			}
-			return &q, nil
+	var q Plan
+	found, err := readPlan(fsys, name, &q)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("stage: %s was created by another spill task and then removed; rerun the shards", name)
+	}
+	if q.Table != table {
+		return nil, fmt.Errorf("stage: %s is the plan of table %s, not %s; use another staging folder", name, q.Table, table)
+	}
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// readPlan reads the folder's plan into p; found is false when there is
+// none. The first spill task writes the file in place after creating it
+// exclusively (on HDFS and a local disk the name exists before its bytes
+// do), so another task or `rekey status` can find it short. A plan that
+// does not parse is read again for up to planWait before it is called
+// damaged.
+func readPlan(fsys vfs.FS, name string, p *Plan) (found bool, err error) {
+	deadline := time.Now().Add(planWait)
+	for {
+		found, err = readJSON(fsys, name, p)
+		var bad *badRecordError
+		if !errors.As(err, &bad) || time.Now().After(deadline) {
+			break
 		}
-		last = err
 		time.Sleep(250 * time.Millisecond)
 	}
-	return nil, fmt.Errorf("stage: the plan %s another spill task began is still unreadable after 10 s (%v); if that task died while writing it, remove the file and rerun the shards", name, last)
+	if bad := (*badRecordError)(nil); errors.As(err, &bad) {
+		return false, fmt.Errorf("%w; it did not become whole in %s: if the spill task that began the folder died while writing it, remove the file and rerun the shards", err, planWait)
+	}
+	return found, err
 }
+
+// planWait bounds how long a reader waits for a plan still being written:
+// the file is a few kilobytes, written and synced at once.
+var planWait = 10 * time.Second
 
 // openLater opens the folder for a merge or load task: the plan must be
 // there, recorded by the spill.
 func (s *Sink) openLater(ctx context.Context) error {
 	var p Plan
-	found, err := readJSON(s.fs, path.Join(s.root, planFile), &p)
+	found, err := readPlan(s.fs, path.Join(s.root, planFile), &p)
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,15 @@ package stage
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // TestSpillCommitsOnlyItsSplits: a spill shard's commit names the records
@@ -149,4 +152,50 @@ func TestMergePartRedoneAfterRespill(t *testing.T) {
 		got = append(got, f.cells...)
 	}
 	equalDumps(t, sorted(got), sorted(cells))
+}
+
+// TestPlanReadWhileBeingWritten: the first spill task creates plan.json
+// exclusively and then writes it, so another task (or `rekey status`) can
+// find the name with only part of its bytes. The reader waits for the
+// whole file; one that never becomes whole is called damaged, naming the
+// file and the way out.
+func TestPlanReadWhileBeingWritten(t *testing.T) {
+	p, err := PlanFromSplitKeys("t", [][]byte{[]byte("m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := vfs.NewMem()
+	fsys.WriteFile("/s/plan.json", whole[:len(whole)/2])
+	go func() {
+		time.Sleep(400 * time.Millisecond)
+		fsys.WriteFile("/s/plan.json", whole)
+	}()
+	var got Plan
+	found, err := readPlan(fsys, "/s/plan.json", &got)
+	if err != nil || !found {
+		t.Fatalf("plan written while read: found %v, %v", found, err)
+	}
+	if got.Table != "t" || len(got.Regions) != 2 {
+		t.Errorf("plan read: table %q, %d regions; want t, 2", got.Table, len(got.Regions))
+	}
+
+	defer func(w time.Duration) { planWait = w }(planWait)
+	planWait = 600 * time.Millisecond
+	fsys.WriteFile("/s/plan.json", whole[:len(whole)/3])
+	found, err = readPlan(fsys, "/s/plan.json", &got)
+	if err == nil || found {
+		t.Fatalf("a plan that stays short: found %v, err %v; want an error", found, err)
+	}
+	for _, want := range []string{"/s/plan.json", "not valid", "remove the file and rerun the shards"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if _, err := readPublishedPlan(fsys, "/s/plan.json", "t"); err == nil {
+		t.Error("readPublishedPlan accepted a short plan")
+	}
 }

@@ -204,7 +204,7 @@ func (s *Sink) checkKind() error {
 // no other task did first, and then partitions by the one published.
 func (s *Sink) choosePlan(ctx context.Context) error {
 	var p Plan
-	found, err := readJSON(s.fs, path.Join(s.root, planFile), &p)
+	found, err := readPlan(s.fs, path.Join(s.root, planFile), &p)
 	if err != nil {
 		return err
 	}

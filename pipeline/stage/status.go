@@ -95,7 +95,7 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now t
 	r := &statusReader{fs: loc.FS, root: loc.Path, live: live, now: now}
 	st := &Status{Staging: loc.URL, At: now, ETASeconds: -1}
 	var p Plan
-	found, err := readJSON(r.fs, path.Join(r.root, planFile), &p)
+	found, err := readPlan(r.fs, path.Join(r.root, planFile), &p)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +279,7 @@ func (r *statusReader) load(st *Status) error {
 		}
 	}
 	var p Plan
-	readJSON(r.fs, path.Join(r.root, planFile), &p)
+	readPlan(r.fs, path.Join(r.root, planFile), &p)
 	loaded := 0
 	for i := range regions {
 		if i < len(p.Regions) && fs.Loaded[p.Regions[i].Dir] {
