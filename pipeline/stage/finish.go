@@ -210,6 +210,8 @@ type partition struct {
 	bytes  int64
 	runs   []partRun
 	kept   []keptPart
+	// pipe says the partition is heavy enough to merge on two goroutines.
+	pipe bool
 }
 
 // partitions gathers every partition of the committed runs and the kept
@@ -333,8 +335,20 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 	}
 	bySize(todo)
 	workers := max(min(s.o.Workers, len(todo)), 1)
-	// The merge's memory bound holds over all workers together.
-	fan := s.o.mergeFanIn(workers, s.keptBytes.Load())
+	// The merge's memory bound holds over all workers together, the
+	// pipes' batches included (a budget too small to spare them merges
+	// every partition on one goroutine).
+	held := s.keptBytes.Load()
+	batch := pipeBatchSize(s.o.Memory-held, workers)
+	piped := 0
+	if batch >= minPipeBatch {
+		piped = markHeavy(todo, s.o.Workers)
+	}
+	held += int64(piped * pipeBatches * batch)
+	fan := s.o.mergeFanIn(workers, held)
+	s.mu.Lock()
+	s.stats.MergePiped += int64(piped)
+	s.mu.Unlock()
 	doneBefore := len(parts) - len(todo)
 	var finished int
 	g, gctx := errgroup.WithContext(ctx)
@@ -345,7 +359,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		}
 		ps := st.Parts[partKey(p.region, p.family)]
 		g.Go(func() error {
-			if err := s.writePartition(gctx, st, ps, p, fan); err != nil {
+			if err := s.writePartition(gctx, st, ps, p, fan, batch); err != nil {
 				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[p.region].Dir, p.family))
 			}
 			s.finMu.Lock()
@@ -359,6 +373,29 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		return err
 	}
 	return ctx.Err()
+}
+
+// markHeavy marks the partitions to merge on two goroutines: with more
+// than one worker, those holding more than half a worker's share of the
+// bytes. Largest first, such a partition would still be merging on one
+// core after the other workers ran out of partitions; the second
+// goroutine costs a copy of each cell, so light partitions do without.
+// It returns how many it marked.
+func markHeavy(ps []*partition, workers int) int {
+	if workers < 2 {
+		return 0
+	}
+	var total int64
+	for _, p := range ps {
+		total += p.bytes
+	}
+	n := 0
+	for _, p := range ps {
+		if p.pipe = p.bytes*int64(2*workers) > total; p.pipe {
+			n++
+		}
+	}
+	return n
 }
 
 // familyOptions is the HFile writer configuration of a family.

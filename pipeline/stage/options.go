@@ -140,7 +140,10 @@ type Stats struct {
 	SplitsInMemory int64 `json:"splits_in_memory"`
 	CellsInMemory  int64 `json:"cells_in_memory"`
 	// Merge phase.
-	MergePasses int64    `json:"merge_passes"` // extra passes for partitions with too many runs
+	MergePasses int64 `json:"merge_passes"` // extra passes for partitions with too many runs
+	// MergePiped counts the heavy partitions merged on two goroutines,
+	// one reading the runs and one writing the HFiles.
+	MergePiped  int64    `json:"merge_piped_partitions"`
 	HFiles      int64    `json:"hfiles"`
 	HFileBytes  int64    `json:"hfile_bytes"`
 	Cells       int64    `json:"cells"`      // cells written to HFiles

@@ -17,10 +17,13 @@ import (
 // (a redone split), a collision otherwise (counted, the first run's cell
 // kept).
 //
+// A partition marked pipe reads its merge on a goroutine of its own, in
+// batches of pipeBatch bytes (pipe.go).
+//
 // Partitions merge in parallel: ps is this call's own, but finish.json
 // holds every partition, so changes to ps that others may save (and the
 // save itself) happen under finMu.
-func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, p *partition, fan int) error {
+func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, p *partition, fan, pipeBatch int) error {
 	w, err := s.newPartWriter(st, ps, p.bytes)
 	if err != nil {
 		return err
@@ -35,7 +38,13 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 		return err
 	}
 	defer m.close()
-	if err := m.each(func(c *cell.Cell) error { return w.add(ctx, c) }); err != nil {
+	add := func(c *cell.Cell) error { return w.add(ctx, c) }
+	if p.pipe {
+		err = pipeCells(ctx, m, pipeBatch, add)
+	} else {
+		err = m.each(add)
+	}
+	if err != nil {
 		w.abort()
 		return err
 	}

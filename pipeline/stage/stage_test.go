@@ -409,6 +409,9 @@ func testStageCrashResume(t *testing.T, workers int) {
 	}
 	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
+	if piped := s.Stats().MergePiped; (workers > 1) != (piped > 0) {
+		t.Errorf("%d workers: %d partitions merged through a pipe", workers, piped)
+	}
 
 	// A second Finish (a later --resume) does nothing new.
 	if err := s.Finish(ctx, logRep{t}); err != nil {
