@@ -94,13 +94,12 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now t
 	defer loc.Close()
 	r := &statusReader{fs: loc.FS, root: loc.Path, live: live, now: now}
 	st := &Status{Staging: loc.URL, At: now, ETASeconds: -1}
-	var p Plan
-	found, err := readPlan(r.fs, path.Join(r.root, planFile), &p)
+	found, err := readPlan(r.fs, path.Join(r.root, planFile), &r.plan)
 	if err != nil {
 		return nil, err
 	}
 	if found {
-		st.Table, st.Regions = p.Table, len(p.Regions)
+		st.Table, st.Regions = r.plan.Table, len(r.plan.Regions)
 	}
 	if err := r.spill(st); err != nil {
 		return nil, err
@@ -120,6 +119,7 @@ type statusReader struct {
 	root string
 	live func(vfs.FS, string) bool
 	now  time.Time
+	plan Plan // the folder's, empty when it has none yet
 
 	// gathered for the ETA
 	spillStart, mergeStart time.Time
@@ -278,8 +278,7 @@ func (r *statusReader) load(st *Status) error {
 			regions[ps.Region] = true
 		}
 	}
-	var p Plan
-	readPlan(r.fs, path.Join(r.root, planFile), &p)
+	p := &r.plan
 	loaded := 0
 	for i := range regions {
 		if i < len(p.Regions) && fs.Loaded[p.Regions[i].Dir] {
