@@ -345,7 +345,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		piped = markHeavy(todo, s.o.Workers)
 	}
 	held += int64(piped * pipeBatches * batch)
-	fan := s.o.mergeFanIn(workers, held)
+	pool := newRunMemory(&s.o, held, workers)
 	s.mu.Lock()
 	s.stats.MergePiped += int64(piped)
 	s.mu.Unlock()
@@ -359,7 +359,12 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		}
 		ps := st.Parts[partKey(p.region, p.family)]
 		g.Go(func() error {
-			if err := s.writePartition(gctx, st, ps, p, fan, batch); err != nil {
+			fan := pool.take(len(p.runs))
+			defer pool.give(fan)
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			if err := s.writePartition(gctx, st, ps, p, max(fan, 2), batch); err != nil {
 				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[p.region].Dir, p.family))
 			}
 			s.finMu.Lock()

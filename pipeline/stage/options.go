@@ -120,14 +120,6 @@ func (o *Options) splitBudget() int64 {
 	return max(o.Memory/int64(o.Workers), 64<<10)
 }
 
-// mergeFanIn is how many runs one partition's merge reads at once when
-// workers partitions merge side by side: each open run holds about one
-// decoded batch and its compressed body, and all workers share Memory
-// less the kept splits' buffers (kept bytes), which the merge reads too.
-func (o *Options) mergeFanIn(workers int, kept int64) int {
-	return max(int(max(o.Memory-kept, 0)/(2*o.BatchBytes*int64(max(workers, 1)))), 2)
-}
-
 // Stats is what the sink did, for the run's summary.
 type Stats struct {
 	// Spill phase.

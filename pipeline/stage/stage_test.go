@@ -266,7 +266,7 @@ func TestStageTinyBudget(t *testing.T) {
 		t.Errorf("%d runs spilled; the tiny budget should force many", st.Runs)
 	}
 	if st.MergePasses == 0 {
-		t.Errorf("no extra merge pass, though runs outnumber the fan-in %d", s.o.mergeFanIn(s.o.Workers, 0))
+		t.Errorf("no extra merge pass, though runs outnumber the fan-in %d", s.o.maxFanIn(0))
 	}
 	if st.Duplicates != 50 || st.Collisions != 7 {
 		t.Errorf("duplicates %d collisions %d, want 50 and 7", st.Duplicates, st.Collisions)
