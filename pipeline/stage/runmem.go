@@ -48,10 +48,9 @@ func newRunMemory(o *Options, held int64, workers int) *runMemory {
 // take returns how many runs a partition of runs runs may read at once
 // (its fan-in), taking them from the pool until give: all of its runs
 // when the pool holds them and still leaves two for each other worker
-// holding none,
-// else as many as that allows; at least two (or runs, if fewer). It waits
-// while the pool holds less than that least. A partition without runs
-// (kept buffers only) takes nothing.
+// holding none, else as many as that allows; at least two (or runs, if
+// fewer). It waits while the pool holds less than that least. A
+// partition without runs (kept buffers only) takes nothing.
 func (m *runMemory) take(runs int) int {
 	if runs == 0 {
 		return 0
