@@ -323,6 +323,9 @@ func Parse(path string, data []byte) (*Job, error) {
 	if j.Sink.Staging != "" {
 		j.Sink.Staging = resolve(dir, j.Sink.Staging)
 	}
+	if j.Sink.SpillDir != "" && j.Sink.SpillDir != SpillStaging {
+		j.Sink.SpillDir = resolve(dir, j.Sink.SpillDir)
+	}
 	for _, f := range []*string{&j.Security.Keytab, &j.Security.Krb5Conf} {
 		if *f != "" {
 			*f = resolve(dir, *f)

@@ -64,7 +64,14 @@ type Sink struct {
 	// MaxStagingBytes bounds what the hfiles sink puts in the staging
 	// folder (0 = no bound): a run fails rather than fill a shared disk.
 	MaxStagingBytes int64
+	// SpillDir is where a one-process hfiles run spills its sorted runs:
+	// a local folder, SpillStaging (the staging folder), or empty for the
+	// default (SpillDirFor).
+	SpillDir string
 }
+
+// SpillStaging as sink.spill_dir keeps the runs in the staging folder.
+const SpillStaging = "staging"
 
 // Run is the run section: how a run spreads, throttles and records work.
 // Flags of `rekey run` override every field.
@@ -127,6 +134,32 @@ func (j *Job) StateDir() string {
 	}
 	base := filepath.Base(j.Path)
 	return filepath.Join(filepath.Dir(absOr(j.Path)), strings.TrimSuffix(base, filepath.Ext(base))+".rekey")
+}
+
+// SpillDirFor is the local folder a one-process hfiles run whose
+// checkpoint is checkpoint spills its runs to, "" for the staging folder:
+// sink.spill_dir when set, else, when the checkpoint is on a local disk
+// and the staging folder is not, a folder beside the checkpoint
+// (CHECKPOINT.spill, under the checkpoint's lease, so resuming the
+// checkpoint finds its runs). A staging folder on a local disk keeps them:
+// moving them would gain nothing. The HFiles always go to the staging
+// folder.
+func (j *Job) SpillDirFor(checkpoint string) string {
+	switch d := j.Sink.SpillDir; {
+	case d == SpillStaging:
+		return ""
+	case d != "":
+		return absOr(strings.TrimPrefix(d, "file://"))
+	case IsLocalPath(checkpoint) && !IsLocalPath(j.StagingPath()):
+		return strings.TrimSuffix(strings.TrimPrefix(checkpoint, "file://"), ".json") + ".spill"
+	}
+	return ""
+}
+
+// IsLocalPath reports whether p names a local path: no URL scheme, or
+// file://.
+func IsLocalPath(p string) bool {
+	return !strings.Contains(p, "://") || strings.HasPrefix(p, "file://")
 }
 
 // StagingPath is the hfiles sink's staging folder: sink.staging, else
@@ -240,6 +273,12 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 		"load":        func(n *yaml.Node, p string) { s.NoLoad = !d.boolean(n, p) },
 		"offline":     func(n *yaml.Node, p string) { s.Offline = d.boolean(n, p) },
 		"staging_max": func(n *yaml.Node, p string) { s.MaxStagingBytes = d.size(n, p) },
+		"spill_dir": func(n *yaml.Node, p string) {
+			s.SpillDir = d.nonEmpty(n, p, "a local folder for sorted runs, or staging")
+			if s.SpillDir != SpillStaging && !IsLocalPath(s.SpillDir) {
+				d.errorf(n, p, "spill_dir %q is not a local folder: runs are spilled to a local disk, or to the staging folder with spill_dir: staging", s.SpillDir)
+			}
+		},
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -101,14 +102,20 @@ func TestKillNineKeptSplitsThenResume(t *testing.T) {
 				Splits   int  `json:"splits"`
 				Skipped  int  `json:"splits_skipped"`
 				Stats    struct {
-					Runs           int64 `json:"runs"`
-					SplitsInMemory int64 `json:"splits_in_memory"`
+					Runs           int64  `json:"runs"`
+					SplitsInMemory int64  `json:"splits_in_memory"`
+					LocalRuns      string `json:"local_runs"`
 				} `json:"sink_stats"`
 			}
 			if err := json.Unmarshal(out, &sum); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("resume: %d of %d splits done by the killed run; %d runs, %d splits written from memory", sum.Skipped, sum.Splits, sum.Stats.Runs, sum.Stats.SplitsInMemory)
+			t.Logf("resume: %d of %d splits done by the killed run; %d runs in %q, %d splits written from memory", sum.Skipped, sum.Splits, sum.Stats.Runs, sum.Stats.LocalRuns, sum.Stats.SplitsInMemory)
+			// The checkpoint is local and the staging folder on HDFS: the
+			// runs go beside the checkpoint (job.Job.SpillDirFor).
+			if want := filepath.Join(dir, "job.rekey", "checkpoint.spill"); sum.Stats.LocalRuns != want {
+				t.Errorf("runs spilled to %q, want %s", sum.Stats.LocalRuns, want)
+			}
 			if !sum.Finished {
 				t.Errorf("resume did not finish: %s", out)
 			}

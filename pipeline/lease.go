@@ -183,6 +183,11 @@ func (r *Run) takeLeases() error {
 			return err
 		}
 		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
+		if d := r.spillDir(); d != "" {
+			// Two jobs given one spill_dir would remove each other's runs
+			// as strays.
+			todo = append(todo, state{"spill folder", d, path.Join(d, stagingLeaseName)})
+		}
 	}
 	for _, s := range todo {
 		err := r.leases.take(s.lease, s.what+" "+s.where, r.leaseOptions())

@@ -366,15 +366,14 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items),
 	}
-	if o.Task.Phase == stage.PhaseSpill {
-		o.SplitIDs = make([]string, 0, len(r.items)) // a shard may have none
-	}
+	// A spill task commits exactly its splits; one process checks that
+	// each has its record before it merges.
+	o.SplitIDs = make([]string, 0, len(r.items)) // a shard may have none
 	for _, w := range r.items {
 		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
-		if o.Task.Phase == stage.PhaseSpill {
-			o.SplitIDs = append(o.SplitIDs, w.id)
-		}
+		o.SplitIDs = append(o.SplitIDs, w.id)
 	}
+	o.LocalRuns = r.spillDir()
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys
 		from := "target.create.split_keys"
@@ -404,7 +403,41 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkLost(s); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// spillDir is the local folder the hfiles sink spills its runs to, "" for
+// the staging folder (job.Job.SpillDirFor): a job in phases always keeps
+// them in the staging folder, which every merge part reads.
+func (r *Run) spillDir() string {
+	if r.o.spillTask().Phase != stage.PhaseAll {
+		return ""
+	}
+	return r.j.SpillDirFor(r.o.Checkpoint)
+}
+
+// checkLost refuses to go on when the sink dropped the record of a split
+// this run's checkpoint counts done, because the split's runs are not in
+// the local spill folder (another machine's, or removed): the run would
+// skip the split and the merge miss its cells. A dropped split the
+// checkpoint does not count done is simply redone.
+func (r *Run) checkLost(s *stage.Sink) error {
+	var done []stage.LostSplit
+	for _, l := range s.Lost() {
+		if st := r.state.Splits[l.ID]; st != nil && st.Done {
+			done = append(done, l)
+		} else {
+			r.logf("split %s is redone: %s", l.ID, l.Why)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s records %d splits done whose runs are not in the spill folder %s (split %s: %s); resume on the machine that spilled them, or start over with --fresh", ErrCheckpointDamaged, r.o.Checkpoint, len(done), r.spillDir(), done[0].ID, done[0].Why)
 }
 
 // connect opens a client to the target cluster, found the one way every

@@ -25,6 +25,8 @@
 #   CONTENDERS="java-put ..."  which to run (default all that exist)
 #   BATCH=1000                 cells per put batch, for every put contender
 #   REUSE=1                    reuse the seeded snapshot of the same SIZE
+#   REKEY_ARGS="--flag ..."    more `rekey run` flags for the rekey
+#                              contenders, for A/B runs (never in a record)
 #   BENCH_DIR                  scratch (default /tmp/rekey-bench-e2e)
 #   RESULTS                    output JSON (default bench/results/latest.json)
 #   CHART                      its chart, wall and CPU time per contender
@@ -40,6 +42,10 @@ cd "$(dirname "$0")/.."
 REPO="$(pwd)"
 
 SIZE="${SIZE:-default}"
+REKEY_ARGS="${REKEY_ARGS:-}"
+if [ -n "$REKEY_ARGS" ]; then
+	echo "bench-e2e: rekey contenders run with extra flags: $REKEY_ARGS (an A/B run, not the shipped defaults)"
+fi
 BATCH="${BATCH:-1000}"
 BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench-e2e}"
 RESULTS="${RESULTS:-bench/results/latest.json}"
@@ -140,8 +146,10 @@ run_rekey() {
 	local common=(--workers "$workers" --zk "$zk" --fresh --progress none --json
 		--checkpoint "$BENCH_DIR/$table.rekey/checkpoint.json")
 	case "$contender" in
-	rekey-put-*) bin/rekey run "$job" --sink puts --batch-cells "$BATCH" "${common[@]}" ;;
-	rekey-hfile-*) bin/rekey run "$job" --sink hfiles --staging "hdfs://$nn/tmp/bench-e2e-stage-$table-$$-$RANDOM" "${common[@]}" ;;
+	# shellcheck disable=SC2086 # REKEY_ARGS is a list of flags
+	rekey-put-*) bin/rekey run "$job" --sink puts --batch-cells "$BATCH" "${common[@]}" ${REKEY_ARGS:-} ;;
+	# shellcheck disable=SC2086
+	rekey-hfile-*) bin/rekey run "$job" --sink hfiles --staging "hdfs://$nn/tmp/bench-e2e-stage-$table-$$-$RANDOM" "${common[@]}" ${REKEY_ARGS:-} ;;
 	esac
 }
 
@@ -204,7 +212,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		# the last contender's writes and drop settled).
 		settle
 		status=ok
-		if ! /usr/bin/time -f '%e %U %S %M' -o "$tm" bash -c "$(declare -f contender_cmd run_rekey); $(declare -p rootdir SNAP BATCH nn zk BENCH_DIR); contender_cmd $c $t" >"$out" 2>"$err"; then
+		if ! /usr/bin/time -f '%e %U %S %M' -o "$tm" bash -c "$(declare -f contender_cmd run_rekey); $(declare -p rootdir SNAP BATCH nn zk BENCH_DIR REKEY_ARGS); contender_cmd $c $t" >"$out" 2>"$err"; then
 			status=failed
 			echo "   $c: FAILED (tail of $err):" >&2
 			tail -n 15 "$err" >&2

@@ -27,7 +27,7 @@ import (
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
-	staging, stagingMax                                                          string
+	staging, stagingMax, spillDir                                                string
 	noLoad, offline                                                              bool
 	controlAddr, controlToken, progress, only, setTS, shard                      string
 	phase, part                                                                  string
@@ -104,6 +104,7 @@ interrupted, resumable.`,
 	fl.StringVar(&f.staging, "staging", "", "hfiles sink: staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging); to bulk load it must be on the cluster's HDFS")
 	fl.BoolVar(&f.noLoad, "no-load", false, "hfiles sink: write the HFiles but do not bulk load them; print the command that loads them")
 	fl.BoolVar(&f.offline, "offline", false, "hfiles sink: no cluster: plan the target regions from target.create.split_keys or the snapshot, and do not load")
+	fl.StringVar(&f.spillDir, "spill-dir", "", "hfiles sink, one process: a local folder for the sorted runs, or 'staging' to keep them in the staging folder (job: sink.spill_dir; default CHECKPOINT.spill when the checkpoint is local and the staging folder is not)")
 	fl.StringVar(&f.stagingMax, "staging-max", "", "hfiles sink: fail rather than put more than this in the staging folder, e.g. 500GiB")
 	fl.IntVar(&f.workers, "workers", 0, "splits read at once (job: run.workers; default the number of CPUs)")
 	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB; off = one split per region; default: cut the regions far above the mean (job: run.split_bytes)")
@@ -351,6 +352,12 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	}
 	if f.staging != "" {
 		j.Sink.Staging = f.staging
+	}
+	if f.spillDir != "" {
+		if f.spillDir != job.SpillStaging && !job.IsLocalPath(f.spillDir) {
+			return fmt.Errorf("--spill-dir %s: runs are spilled to a local folder, or to the staging folder with --spill-dir staging", f.spillDir)
+		}
+		j.Sink.SpillDir = f.spillDir
 	}
 	if f.noLoad {
 		j.Sink.NoLoad = true

@@ -11,11 +11,15 @@
 //     pointers, so a buffer of millions of cells costs the garbage
 //     collector nothing to scan). When the
 //     split's share of Options.Memory is full, the buffer is sorted by
-//     (region, family, cell.Compare) and written as one run file: an Arrow
-//     IPC file with LZ4 or ZSTD buffers whose record batches each hold one
-//     partition. Commit syncs and renames the split's runs and records them
-//     in splits/SPLIT.json (atomically); until then they do not count, and
-//     reopening the folder removes them. A split that spilled nothing is
+//     (region, family, cell.Compare) and written as one run file in
+//     rekey's own format (runfile.go): blocks of one partition's cells,
+//     each compressed and checked by a CRC-32C. Commit syncs and renames
+//     the split's runs and records them in splits/SPLIT.json (atomically);
+//     until then they do not count, and reopening the folder removes them.
+//     In one process the runs may go to a local folder instead
+//     (Options.LocalRuns, localruns.go): the records stay in the staging
+//     folder and name the folder they are in, and a record whose runs are
+//     not in this process's folder stages nothing (Sink.Lost). A split that spilled nothing is
 //     kept in memory instead, sorted (held.go): its Ack says Held, and it
 //     is recorded (and reported durable through OnDurable) only once its
 //     cells are on disk, spilled when other buffers need the memory or in

@@ -41,6 +41,13 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	if st, err := s.readFinish(); err != nil {
+		return err
+	} else if !st.Written {
+		// A record whose runs are not here (Lost, and not redone) stages
+		// nothing; checkStaged fails the merge if the run counts it done.
+		recs, _ = s.dropLost(recs)
+	}
 	// The kept splits count as the records they get once their HFiles are
 	// written, so a Finish that dies first leaves finish.json of other
 	// splits than the resumed run's (those splits are redone).
@@ -67,6 +74,9 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 // st records them written, then accounts the job's figures.
 func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRecord, kept []*splitSink, st *finishState) error {
 	if !st.Written {
+		if err := s.checkStaged(recs); err != nil {
+			return err
+		}
 		began := time.Now()
 		err := s.writeAll(ctx, rep, recs, kept, st)
 		s.mu.Lock()
@@ -79,6 +89,36 @@ func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	s.account(recs, st)
 	return nil
 }
+
+// checkStaged makes sure, in one process, that every split of the run
+// (Options.SplitIDs, when given) has a record or is kept: the run calls
+// Finish only once it counts every split done, and a done split whose
+// record is gone (a staging folder emptied under a kept checkpoint, runs
+// lost with their local folder) would otherwise be merged as if it had no
+// cells.
+func (s *Sink) checkStaged(recs []*splitRecord) error {
+	if s.task.Phase != PhaseAll || s.o.SplitIDs == nil {
+		return nil
+	}
+	have := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		have[r.ID] = true
+	}
+	var missing []string
+	for _, id := range s.o.SplitIDs {
+		if !have[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d of the run's %d splits have no record in %s (first: %s), though the run counts them done: their runs are gone; stage again into a fresh folder, or run with --fresh", ErrSplitsMissing, len(missing), len(s.o.SplitIDs), s.loc.URL, missing[0])
+}
+
+// ErrSplitsMissing is matched by the error of a merge that finds splits
+// the run counts done without a record in the staging folder.
+var ErrSplitsMissing = errors.New("stage: splits missing from the staging folder")
 
 // account sets the spill and merge figures of Stats from the records (a
 // resumed process staged only part of the job itself).
@@ -198,6 +238,15 @@ func (s *Sink) dropStale(st *finishState) error {
 	return nil
 }
 
+// readFinish reads finish.json as it is (a zero state when there is none).
+func (s *Sink) readFinish() (*finishState, error) {
+	var st finishState
+	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
 func (s *Sink) saveFinish(st *finishState) error {
 	return writeJSON(s.fs, path.Join(s.root, s.state), st)
 }
@@ -240,7 +289,11 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 					return nil, fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
 				}
 				pt := get(p.Region, p.Family)
-				pt.runs = append(pt.runs, partRun{name: path.Join(s.root, f.Name), size: f.Size, part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
+				fsys, name := s.runFS(&r.Runs[i])
+				if fsys == nil {
+					return nil, fmt.Errorf("stage: split %s: run %s is in another local run folder (ID %s) than this process's", r.ID, f.Name, f.Local)
+				}
+				pt.runs = append(pt.runs, partRun{fs: fsys, name: name, size: f.Size, part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
 				pt.bytes += p.Bytes
 			}
 		}
@@ -307,11 +360,19 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	var freed int64
 	for _, r := range recs {
 		for _, f := range r.Runs {
-			freed += f.Size
+			if f.Local == "" {
+				freed += f.Size
+			}
 		}
 	}
 	if err := s.fs.RemoveAll(path.Join(s.root, runsDir)); err != nil {
 		return fmt.Errorf("stage: remove merged runs: %w", err)
+	}
+	if s.local != nil {
+		if err := s.local.fs.RemoveAll(path.Join(s.local.root, runsDir)); err != nil {
+			return fmt.Errorf("stage: remove merged runs: %w", err)
+		}
+		s.local.held.Store(0)
 	}
 	s.staged.Add(-freed)
 	return nil

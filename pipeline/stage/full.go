@@ -92,16 +92,21 @@ func (s *Sink) needEstimate() (int64, string) {
 	for _, r := range recs {
 		srcBytes += r.SourceBytes
 		for _, f := range r.Runs {
-			runBytes += f.Size
+			if f.Local == "" { // runs in a local run folder take no room here
+				runBytes += f.Size
+			}
 			for _, p := range f.Parts {
 				cellBytes += p.Bytes
 				partCells[partKey(p.Region, p.Family)] += p.Bytes
 			}
 		}
 	}
-	if runBytes == 0 {
+	if runBytes == 0 && cellBytes == 0 {
 		if s.o.SourceBytes <= 0 {
 			return 0, ""
+		}
+		if s.local != nil {
+			return s.o.SourceBytes, fmt.Sprintf("no split staged yet: HFiles taken as large as the %s of source store files (the runs go to %s)", human.Bytes(s.o.SourceBytes), s.local.root)
 		}
 		return 2 * s.o.SourceBytes, fmt.Sprintf("no split staged yet: runs and HFiles each taken as large as the %s of source store files", human.Bytes(s.o.SourceBytes))
 	}

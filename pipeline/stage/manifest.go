@@ -18,7 +18,8 @@ import (
 // The staging folder:
 //
 //	plan.json                       the target regions cells are partitioned by
-//	runs/SPLIT/ATTEMPT-N.arrow      sorted runs of committed splits (.tmp while open)
+//	runs/SPLIT/ATTEMPT-N.run        sorted runs of committed splits (.tmp while open),
+//	                                unless they go to a local run folder (localruns.go)
 //	splits/SPLIT.json               one per committed split: its runs and their partitions
 //	merge/                          intermediate merge passes (removed when done)
 //	hfiles/REGION/FAMILY/HEX32      the HFiles (_HEX32 while being written)
@@ -72,9 +73,14 @@ type splitRecord struct {
 
 // runFile is one committed run file.
 type runFile struct {
-	Name  string    `json:"name"` // path relative to the staging folder
+	// Name is the file's path relative to the staging folder, or to the
+	// local run folder Local names.
+	Name  string    `json:"name"`
 	Size  int64     `json:"size"`
 	Parts []RunPart `json:"parts"`
+	// Local is the ID of the local run folder that holds the file
+	// (localruns.go); empty for a run in the staging folder.
+	Local string `json:"local,omitempty"`
 }
 
 // finishState is finish.json: progress of Finish, so a crash in the merge
@@ -206,17 +212,25 @@ func removeStrayRuns(fsys vfs.WriteFS, root, spill string, recs []*splitRecord) 
 	var kept int64
 	for _, r := range recs {
 		for _, f := range r.Runs {
+			if f.Local != "" {
+				continue // in a local run folder (localruns.go)
+			}
 			keep[path.Join(root, f.Name)] = true
 			kept += f.Size
 		}
 	}
-	dir := path.Join(root, spill, runsDir)
+	return kept, removeUnnamed(fsys, path.Join(root, spill, runsDir), keep)
+}
+
+// removeUnnamed deletes the files in the split folders under dir (a
+// runs/ folder) whose paths keep does not hold.
+func removeUnnamed(fsys vfs.WriteFS, dir string, keep map[string]bool) error {
 	splits, err := fsys.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist) {
-		return kept, nil
+		return nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("stage: list %s: %w", dir, err)
+		return fmt.Errorf("stage: list %s: %w", dir, err)
 	}
 	for _, s := range splits {
 		if !s.IsDir() {
@@ -225,16 +239,16 @@ func removeStrayRuns(fsys vfs.WriteFS, root, spill string, recs []*splitRecord) 
 		sd := path.Join(dir, s.Name())
 		files, err := fsys.ReadDir(sd)
 		if err != nil {
-			return 0, fmt.Errorf("stage: list %s: %w", sd, err)
+			return fmt.Errorf("stage: list %s: %w", sd, err)
 		}
 		for _, f := range files {
 			p := path.Join(sd, f.Name())
 			if !keep[p] {
 				if err := fsys.Remove(p); err != nil {
-					return 0, fmt.Errorf("stage: remove stray run %s: %w", p, err)
+					return fmt.Errorf("stage: remove stray run %s: %w", p, err)
 				}
 			}
 		}
 	}
-	return kept, nil
+	return nil
 }

@@ -14,7 +14,8 @@ import (
 
 // partRun is one run holding cells of a partition.
 type partRun struct {
-	name string // path in the staging folder's file system
+	fs   vfs.FS // the staging folder's file system, or the local run folder's
+	name string // path in fs
 	size int64  // the file's bytes, as its record says (0: not recorded)
 	part RunPart
 	// order places the run among the partition's sources (split ID, run
@@ -95,7 +96,11 @@ func newMerger(fsys vfs.FS, runs []partRun, kept []keptPart) (*merger, error) {
 	for i, src := range sources(runs, kept) {
 		var cur cursor
 		if src.run != nil {
-			rc, err := openCursor(fsys, src.run.name, src.run.size, src.run.part, i)
+			rfs := src.run.fs
+			if rfs == nil {
+				rfs = fsys
+			}
+			rc, err := openCursor(rfs, src.run.name, src.run.size, src.run.part, i)
 			if err != nil {
 				m.close()
 				return nil, err
@@ -144,11 +149,16 @@ func (m *merger) close() {
 }
 
 // reduce merges runs in passes of at most fan runs each until at most
-// fan are left, writing each pass's output to the merge folder. It
-// returns the runs to read and the files it wrote (the caller removes
-// them once the partition is done).
-func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]partRun, []string, error) {
-	var made []string
+// fan are left, writing each pass's output to the merge folder (the local
+// run folder's when the runs are there). It returns the runs to read and
+// the files it wrote (the caller removes them once the partition is
+// done).
+func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]partRun, []partRun, error) {
+	var made []partRun
+	fsys, dir := s.fs, path.Join(s.root, mergeDir)
+	if s.local != nil {
+		fsys, dir = s.local.fs, path.Join(s.local.root, mergeDir)
+	}
 	pass := 0
 	for len(runs) > fan {
 		var next []partRun
@@ -158,14 +168,16 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 				next = append(next, group[0])
 				continue
 			}
-			name := path.Join(s.root, mergeDir, fmt.Sprintf("%d-%x-p%d-%d%s", region, family, pass, i/fan, runSuffix))
-			pr, size, err := s.mergeToRun(group, name, region)
+			name := path.Join(dir, fmt.Sprintf("%d-%x-p%d-%d%s", region, family, pass, i/fan, runSuffix))
+			pr, size, err := s.mergeToRun(fsys, group, name, region)
 			pr.order = group[0].order
 			if err != nil {
 				return nil, made, err
 			}
-			made = append(made, name)
-			if err := s.addStaged(size); err != nil {
+			made = append(made, pr)
+			if s.local != nil {
+				s.local.held.Add(size)
+			} else if err := s.addStaged(size); err != nil {
 				return nil, made, fmt.Errorf("stage: merge pass for region %s family %s: %w", s.plan.Regions[region].Dir, family, err)
 			}
 			next = append(next, pr)
@@ -180,8 +192,8 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 }
 
 // mergeToRun merges runs into one run file holding one partition.
-func (s *Sink) mergeToRun(runs []partRun, name string, region int) (partRun, int64, error) {
-	if err := s.fs.MkdirAll(path.Dir(name)); err != nil {
+func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region int) (partRun, int64, error) {
+	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
 		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", path.Dir(name), err)
 	}
 	m, err := newMerger(s.fs, runs, nil)
@@ -189,7 +201,7 @@ func (s *Sink) mergeToRun(runs []partRun, name string, region int) (partRun, int
 		return partRun{}, 0, err
 	}
 	defer m.close()
-	f, err := s.fs.Create(name)
+	f, err := fsys.Create(name)
 	if err != nil {
 		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", name, err)
 	}
@@ -209,7 +221,7 @@ func (s *Sink) mergeToRun(runs []partRun, name string, region int) (partRun, int
 	if len(parts) != 1 {
 		return partRun{}, 0, fmt.Errorf("stage: merge pass %s: wrote %d partitions, want 1", name, len(parts))
 	}
-	return partRun{name: name, size: size, part: parts[0]}, size, nil
+	return partRun{fs: fsys, name: name, size: size, part: parts[0]}, size, nil
 }
 
 // sameCell reports whether a and b (equal keys) also carry the same value

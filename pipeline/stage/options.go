@@ -39,6 +39,8 @@ type Options struct {
 	// names exactly these splits' records (each must be there), so a
 	// record left in the shard's folder by an earlier run of other
 	// options is never merged. Nil commits every record in the folder.
+	// In one process they are the run's splits, each of which the merge
+	// wants recorded (ErrSplitsMissing); nil checks nothing.
 	SplitIDs []string
 
 	// Memory bounds the bytes of cells the sink holds in sort buffers,
@@ -61,8 +63,20 @@ type Options struct {
 	// BatchBytes is the size of a run file's blocks (default 1 MiB of
 	// cells, at most Memory/8): the unit the merge reads.
 	BatchBytes int64
+	// LocalRuns is a local folder for the run files of the whole job in
+	// one process (the zero Task), instead of the staging folder: only
+	// the HFiles go to the staging folder then, as a bulk load needs
+	// them on the cluster's HDFS, while the runs, read back by this
+	// process alone, cost no DataNode writes and reads (localruns.go).
+	// The split records stay in the staging folder and say where their
+	// runs are; a record whose runs are not in this folder (another
+	// machine's, or removed) is dropped when the sink opens (Sink.Lost).
+	// Empty keeps the runs in the staging folder, as every phase task
+	// must.
+	LocalRuns string
+
 	// MaxStagingBytes bounds the bytes in the staging folder (runs, merge
-	// passes and HFiles); 0 means no bound. Going over it fails the split
+	// passes and HFiles; not those of LocalRuns); 0 means no bound. Going over it fails the split
 	// or the merge with ErrStagingFull.
 	MaxStagingBytes int64
 	// SourceBytes is the store file bytes the whole run reads: when the
@@ -131,6 +145,9 @@ type Stats struct {
 	// written to HFiles straight from their sort buffers, never spilled.
 	SplitsInMemory int64 `json:"splits_in_memory"`
 	CellsInMemory  int64 `json:"cells_in_memory"`
+	// LocalRuns is the local run folder the runs went to (Options.
+	// LocalRuns); empty when they went to the staging folder.
+	LocalRuns string `json:"local_runs,omitempty"`
 	// Merge phase.
 	MergePasses int64 `json:"merge_passes"` // extra passes for partitions with too many runs
 	// MergePiped counts the heavy partitions merged on two goroutines,

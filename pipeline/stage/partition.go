@@ -8,6 +8,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // writePartition merges one partition's runs into HFiles. Rows up to the
@@ -52,12 +53,17 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 }
 
 // removeMerged removes the intermediate runs reduce wrote and gives their
-// space back to the staging budget.
-func (s *Sink) removeMerged(made []string) {
+// space back to the staging budget (or the local run folder's count).
+func (s *Sink) removeMerged(made []partRun) {
 	for _, m := range made {
-		fi, err := s.fs.Stat(m)
-		if err == nil && s.fs.Remove(m) == nil {
-			s.staged.Add(-fi.Size())
+		wfs, ok := m.fs.(vfs.WriteFS)
+		if !ok || wfs.Remove(m.name) != nil {
+			continue
+		}
+		if s.local != nil {
+			s.local.held.Add(-m.size)
+		} else {
+			s.staged.Add(-m.size)
 		}
 	}
 }

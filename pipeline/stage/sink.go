@@ -49,6 +49,12 @@ type Sink struct {
 	state      string
 	planDigest string
 
+	// local is the local run folder of a one-process run (Options.
+	// LocalRuns), nil when runs go to the staging folder; lost are the
+	// splits whose records named runs that are not in it.
+	local *localRuns
+	lost  []LostSplit
+
 	held, peak atomic.Int64 // sort buffer bytes held by all splits
 	staged     atomic.Int64 // bytes in the staging folder
 	peakStaged atomic.Int64
@@ -99,8 +105,19 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 	}
 	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path, task: o.Task, whole: vfs.WritesWhole(loc.FS)}
 	s.spill, s.state = o.Task.spillDir(), o.Task.stateFile()
+	if o.LocalRuns != "" {
+		if o.Task.Phase != PhaseAll {
+			loc.Close()
+			return nil, fmt.Errorf("stage: a %s task keeps its runs in the staging folder, which every task reads; a local run folder is for one process", o.Task)
+		}
+		if s.local, err = openLocalRuns(o.LocalRuns); err != nil {
+			loc.Close()
+			return nil, err
+		}
+		s.stats.LocalRuns = s.local.root
+	}
 	if err := s.open(ctx); err != nil {
-		loc.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -128,13 +145,26 @@ func (s *Sink) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var st finishState
+	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
+		return err
+	}
+	if !st.Written {
+		// Once the HFiles are written the runs are removed and no longer
+		// needed; before that, a record whose local runs are not here
+		// does not stage its split.
+		recs, s.lost = s.dropLost(recs)
+	}
 	kept, err := removeStrayRuns(s.fs, s.root, s.spill, recs)
 	if err != nil {
 		return err
 	}
-	var st finishState
-	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
-		return err
+	if s.local != nil {
+		n, err := s.removeStrayLocal(recs)
+		if err != nil {
+			return err
+		}
+		s.local.held.Store(n)
 	}
 	for _, ps := range st.Parts {
 		for _, f := range ps.Files {
@@ -293,7 +323,14 @@ func (s *Sink) Account() any { return s.Stats() }
 // Close releases the staging folder's file system; closing again is a
 // no-op.
 func (s *Sink) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.loc.Close() })
+	s.closeOnce.Do(func() {
+		s.closeErr = s.loc.Close()
+		if s.local != nil {
+			if err := s.local.close(); s.closeErr == nil {
+				s.closeErr = err
+			}
+		}
+	})
 	return s.closeErr
 }
 
@@ -350,8 +387,11 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 		return &writtenSplit{rec: rec}, nil
 	}
 	key := splitKey(si.ID)
-	dir := path.Join(s.root, s.spill, runsDir, key)
-	if err := s.fs.MkdirAll(dir); err != nil {
+	fsys, dir := s.fs, path.Join(s.root, s.spill, runsDir, key)
+	if s.local != nil {
+		fsys, dir = s.local.fs, path.Join(s.local.root, runsDir, key)
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, s.full(fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
 	}
 	attempt := fmt.Sprintf("%x%04x", time.Now().UnixNano(), s.attempts.Add(1)&0xffff)
@@ -558,16 +598,23 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 	if !w.sorted {
 		w.sort()
 	}
-	rel := path.Join(w.s.spill, runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))
-	name := w.s.writeName(path.Join(w.s.root, rel), tmpSuffix)
-	f, err := w.s.fs.Create(name)
+	rf := runFile{Name: path.Join(w.s.spill, runsDir, w.key, fmt.Sprintf("%s-%04d%s", w.attempt, len(w.runs), runSuffix))}
+	if w.s.local != nil {
+		rf.Local = w.s.local.id
+	}
+	fsys, final := w.s.runFS(&rf)
+	name := w.s.writeName(final, tmpSuffix)
+	if rf.Local != "" {
+		name = final + tmpSuffix // a local disk renames in place
+	}
+	f, err := fsys.Create(name)
 	if err != nil {
 		return fmt.Errorf("stage: split %s: create run %s: %w", w.info.ID, name, err)
 	}
 	rw, err := newRunWriter(f, w.s.o.RunCompression, w.s.o.BatchBytes)
 	if err != nil {
 		f.Close()
-		w.s.fs.Remove(name)
+		fsys.Remove(name)
 		return err
 	}
 	var c cell.Cell
@@ -575,19 +622,24 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		w.view(&w.ents[i], &c)
 		if err := rw.add(int(w.ents[i].region), &c); err != nil {
 			rw.abort()
-			w.s.fs.Remove(name)
+			fsys.Remove(name)
 			return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 		}
 	}
 	parts, size, err := rw.close()
 	if err != nil {
-		w.s.fs.Remove(name)
+		fsys.Remove(name)
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
-	w.runs = append(w.runs, runFile{Name: rel, Size: size, Parts: parts})
+	rf.Size, rf.Parts = size, parts
+	w.runs = append(w.runs, rf)
 	w.reuse()
+	if rf.Local != "" {
+		w.s.local.held.Add(size)
+		return nil
+	}
 	if err := w.s.addStaged(size); err != nil {
-		return fmt.Errorf("stage: split %s: after spilling %s: %w", w.info.ID, rel, err)
+		return fmt.Errorf("stage: split %s: after spilling %s: %w", w.info.ID, rf.Name, err)
 	}
 	return nil
 }
@@ -670,12 +722,13 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 // runs only after every run's Close returned: a run the record names is
 // whole.
 func (w *splitSink) record() error {
-	for _, r := range w.runs {
-		if w.s.whole {
-			break
+	for i := range w.runs {
+		r := &w.runs[i]
+		if w.s.whole && r.Local == "" {
+			continue
 		}
-		final := path.Join(w.s.root, r.Name)
-		if err := w.s.fs.Rename(final+tmpSuffix, final); err != nil {
+		fsys, final := w.s.runFS(r)
+		if err := fsys.Rename(final+tmpSuffix, final); err != nil {
 			return fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
 	}
@@ -714,11 +767,22 @@ func (w *splitSink) recordName() string {
 // removeRuns removes the runs of rec, an attempt no longer part of the
 // job. Failing to remove one is harmless: the next New removes strays.
 func (s *Sink) removeRuns(rec *splitRecord) {
-	for _, r := range rec.Runs {
-		if s.fs.Remove(path.Join(s.root, r.Name)) == nil {
-			s.staged.Add(-r.Size)
+	for i := range rec.Runs {
+		r := &rec.Runs[i]
+		fsys, p := s.runFS(r)
+		if fsys != nil && fsys.Remove(p) == nil {
+			s.unstage(r)
 		}
 	}
+}
+
+// unstage takes the run r, removed, out of the bytes its folder holds.
+func (s *Sink) unstage(r *runFile) {
+	if r.Local != "" && s.local != nil {
+		s.local.held.Add(-r.Size)
+		return
+	}
+	s.staged.Add(-r.Size)
 }
 
 // Abort implements sink.SplitSink: it drops the buffer and removes
@@ -729,11 +793,12 @@ func (w *splitSink) Abort() {
 	}
 	w.done = true
 	w.release()
-	for _, r := range w.runs {
-		p := path.Join(w.s.root, r.Name)
-		w.s.fs.Remove(p + tmpSuffix)
-		w.s.fs.Remove(p)
-		w.s.staged.Add(-r.Size)
+	for i := range w.runs {
+		r := &w.runs[i]
+		fsys, p := w.s.runFS(r)
+		fsys.Remove(p + tmpSuffix)
+		fsys.Remove(p)
+		w.s.unstage(r)
 	}
 	w.runs = nil
 }
