@@ -127,3 +127,36 @@ func TestSplitBytesOff(t *testing.T) {
 		t.Error(`ParseSplitBytes("of") gave no error`)
 	}
 }
+
+// TestSpillDirFor: the runs of a one-process hfiles run go beside a local
+// checkpoint when the staging folder is not local, to sink.spill_dir when
+// it is set (relative to the job file), and stay in the staging folder
+// with spill_dir: staging; a spill_dir that is not a local path is refused.
+func TestSpillDirFor(t *testing.T) {
+	parse := func(sinkLine string) (*Job, error) {
+		return Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, "sink: {type: hfiles, staging: stage, load: false}", sinkLine, 1)))
+	}
+	for _, tc := range []struct {
+		sink, checkpoint, want string
+	}{
+		{"sink: {type: hfiles, staging: hdfs://nn/tmp/s}", "/state/ck.json", "/state/ck.spill"},
+		{"sink: {type: hfiles, staging: hdfs://nn/tmp/s}", "file:///state/ck.json", "/state/ck.spill"},
+		{"sink: {type: hfiles, staging: hdfs://nn/tmp/s}", "hdfs://nn/state/ck.json", ""},
+		{"sink: {type: hfiles, staging: stage}", "/state/ck.json", ""},
+		{"sink: {type: hfiles, staging: hdfs://nn/tmp/s, spill_dir: staging}", "/state/ck.json", ""},
+		{"sink: {type: hfiles, staging: hdfs://nn/tmp/s, spill_dir: scratch}", "hdfs://nn/state/ck.json", "/jobs/scratch"},
+		{"sink: {type: hfiles, staging: stage, spill_dir: /mnt/ssd}", "/state/ck.json", "/mnt/ssd"},
+	} {
+		j, err := parse(tc.sink)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.sink, err)
+		}
+		if got := j.SpillDirFor(tc.checkpoint); got != tc.want {
+			t.Errorf("%s, checkpoint %s: spill folder %q, want %q", tc.sink, tc.checkpoint, got, tc.want)
+		}
+	}
+	_, err := parse("sink: {type: hfiles, spill_dir: hdfs://nn/tmp/runs}")
+	if err == nil || !strings.Contains(err.Error(), "not a local folder") {
+		t.Errorf("spill_dir on HDFS: %v, want it refused as not a local folder", err)
+	}
+}

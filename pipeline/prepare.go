@@ -414,7 +414,11 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 // the staging folder (job.Job.SpillDirFor): a job in phases always keeps
 // them in the staging folder, which every merge part reads.
 func (r *Run) spillDir() string {
-	if r.o.spillTask().Phase != stage.PhaseAll {
+	if t := r.o.spillTask(); t.Phase != stage.PhaseAll {
+		if d := r.j.Sink.SpillDir; d != "" && d != job.SpillStaging && !r.spillWarned {
+			r.spillWarned = true
+			r.logf("sink.spill_dir %s is for a run in one process: a %s task keeps its runs in the staging folder, which the merge parts read", d, t)
+		}
 		return ""
 	}
 	return r.j.SpillDirFor(r.o.Checkpoint)
