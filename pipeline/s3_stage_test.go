@@ -130,8 +130,11 @@ func stageKillResume(t *testing.T, bin, jobPath string, fsys vfs.WriteFS, root s
 	prefix := s3test.Prefix(t, fsys, "staging")
 	staging := root + prefix
 	// A budget far below the cells, so the splits spill runs into the
-	// store: splits that fit in memory are kept there until Finish.
-	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "1MiB"}
+	// store: splits that fit in memory are kept there until Finish. The
+	// runs go to the store, not beside the local checkpoint, with
+	// --spill-dir staging: what a job in phases does, and what this test
+	// is for.
+	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover", "--workers", "2", "--progress", "none", "--memory", "1MiB", "--spill-dir", "staging"}
 	if !load {
 		args = append(args, "--no-load")
 	}

@@ -88,16 +88,45 @@ func (s *Sink) reserve(ctx context.Context, need int64) error {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	for len(s.kept) > 0 && s.held.Load()+need > s.o.Memory {
-		i := largestKept(s.kept)
-		w := s.kept[i]
-		s.kept = slices.Delete(s.kept, i, i+1)
-		if err := s.spillKept(ctx, w); err != nil {
-			return err
+	for s.held.Load()+need > s.o.Memory {
+		switch {
+		case s.freeing > 0 && s.held.Load()-s.freeing+need <= s.o.Memory:
+			// A kept split another worker is spilling frees enough.
+			s.freed.Wait()
+		case len(s.kept) > 0:
+			i := largestKept(s.kept)
+			w := s.kept[i]
+			s.kept = slices.Delete(s.kept, i, i+1)
+			if err := s.spillKeptUnlocked(ctx, w); err != nil {
+				return err
+			}
+		case s.freeing > 0:
+			s.freed.Wait() // what is in flight may be enough after all
+		default:
+			// Nothing kept to spill: the split's own share bounds it.
+			s.hold(need)
+			return nil
 		}
 	}
 	s.hold(need)
 	return nil
+}
+
+// spillKeptUnlocked spills kept split w, taken out of s.kept, with heldMu
+// released: the spill (a run written, compressed) takes a while, and the
+// other workers' Writes need the lock for every chunk they reserve. What
+// w holds counts as freeing meanwhile, so a worker whose need it covers
+// waits for it instead of spilling another kept split; heldMu is held on
+// entry and on return.
+func (s *Sink) spillKeptUnlocked(ctx context.Context, w *splitSink) error {
+	n := w.held
+	s.freeing += n
+	s.heldMu.Unlock()
+	err := s.spillKept(ctx, w)
+	s.heldMu.Lock()
+	s.freeing -= n
+	s.freed.Broadcast()
+	return err
 }
 
 // largestKept is the index of the kept split holding the most memory.
@@ -111,8 +140,8 @@ func largestKept(ks []*splitSink) int {
 	return best
 }
 
-// spillKept writes kept split w as a run, records it and tells the runner
-// it is durable; heldMu is held.
+// spillKept writes kept split w, no longer in s.kept, as a run, records
+// it and tells the runner it is durable.
 func (s *Sink) spillKept(ctx context.Context, w *splitSink) error {
 	s.keptBytes.Add(-w.held)
 	err := w.spill(ctx)

@@ -69,8 +69,12 @@ type Sink struct {
 
 	// Splits committed into memory (held.go): kept sorted in their
 	// buffers until the memory fills or Finish writes them.
-	heldMu    sync.Mutex
-	kept      []*splitSink
+	heldMu sync.Mutex
+	kept   []*splitSink
+	// freeing is the memory of kept splits being spilled outside heldMu,
+	// and freed is signalled (with heldMu) when such a spill ends.
+	freeing   int64
+	freed     *sync.Cond
 	keptBytes atomic.Int64
 	onDurable func(ids []string) error
 	// written holds the splits whose cells are in HFiles recorded Written
@@ -104,6 +108,7 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 		return nil, err
 	}
 	s := &Sink{o: o, loc: loc, fs: loc.FS, root: loc.Path, task: o.Task, whole: vfs.WritesWhole(loc.FS)}
+	s.freed = sync.NewCond(&s.heldMu)
 	s.spill, s.state = o.Task.spillDir(), o.Task.stateFile()
 	if o.LocalRuns != "" {
 		if o.Task.Phase != PhaseAll {
