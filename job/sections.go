@@ -156,6 +156,16 @@ func (j *Job) SpillDirFor(checkpoint string) string {
 	return ""
 }
 
+// CheckSpillDir refuses a spill folder (sink.spill_dir, --spill-dir) that
+// is neither SpillStaging nor a local path: runs are read back by the one
+// process that spilled them.
+func CheckSpillDir(d string) error {
+	if d != SpillStaging && !IsLocalPath(d) {
+		return fmt.Errorf("%q is not a local folder: runs are spilled to a local disk, or to the staging folder with the value %q", d, SpillStaging)
+	}
+	return nil
+}
+
 // IsLocalPath reports whether p names a local path: no URL scheme, or
 // file://.
 func IsLocalPath(p string) bool {
@@ -275,8 +285,8 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 		"staging_max": func(n *yaml.Node, p string) { s.MaxStagingBytes = d.size(n, p) },
 		"spill_dir": func(n *yaml.Node, p string) {
 			s.SpillDir = d.nonEmpty(n, p, "a local folder for sorted runs, or staging")
-			if s.SpillDir != SpillStaging && !IsLocalPath(s.SpillDir) {
-				d.errorf(n, p, "spill_dir %q is not a local folder: runs are spilled to a local disk, or to the staging folder with spill_dir: staging", s.SpillDir)
+			if err := CheckSpillDir(s.SpillDir); err != nil {
+				d.errorf(n, p, "spill_dir %v", err)
 			}
 		},
 	})

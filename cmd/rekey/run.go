@@ -354,8 +354,8 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		j.Sink.Staging = f.staging
 	}
 	if f.spillDir != "" {
-		if f.spillDir != job.SpillStaging && !job.IsLocalPath(f.spillDir) {
-			return fmt.Errorf("--spill-dir %s: runs are spilled to a local folder, or to the staging folder with --spill-dir staging", f.spillDir)
+		if err := job.CheckSpillDir(f.spillDir); err != nil {
+			return fmt.Errorf("--spill-dir %w", err)
 		}
 		j.Sink.SpillDir = f.spillDir
 	}

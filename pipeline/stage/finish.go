@@ -41,9 +41,11 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
-	if st, err := s.readFinish(); err != nil {
+	st, found, err := s.readFinish()
+	if err != nil {
 		return err
-	} else if !st.Written {
+	}
+	if !st.Written {
 		// A record whose runs are not here (Lost, and not redone) stages
 		// nothing; checkStaged fails the merge if the run counts it done.
 		recs, _ = s.dropLost(recs)
@@ -53,8 +55,7 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	// splits than the resumed run's (those splits are redone).
 	kept := s.takeKept()
 	recs = keptRecords(recs, kept)
-	st, err := s.finishState(recs)
-	if err != nil {
+	if st, err = s.settleFinish(st, found, recs); err != nil {
 		return err
 	}
 	err = s.mergeAll(ctx, rep, recs, kept, st)
@@ -189,20 +190,26 @@ func allFiles(st *finishState) []hfileInfo {
 // finishState reads finish.json, or starts a new one when there is none or
 // when the committed splits changed since it was written.
 func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
-	var st finishState
-	found, err := readJSON(s.fs, path.Join(s.root, s.state), &st)
+	st, found, err := s.readFinish()
 	if err != nil {
 		return nil, err
 	}
+	return s.settleFinish(st, found, recs)
+}
+
+// settleFinish is finishState for st, finish.json as read (found says it
+// was there): kept when it was merged from recs, else dropped with its
+// HFiles (dropStale) and started anew.
+func (s *Sink) settleFinish(st *finishState, found bool, recs []*splitRecord) (*finishState, error) {
 	fp := fingerprint(recs)
 	if found && st.Splits != fp {
-		if err := s.dropStale(&st); err != nil {
+		if err := s.dropStale(st); err != nil {
 			return nil, err
 		}
 		found = false
 	}
 	if !found {
-		st = finishState{Splits: fp}
+		st = &finishState{Splits: fp}
 	}
 	if st.Parts == nil {
 		st.Parts = map[string]*partState{}
@@ -210,7 +217,7 @@ func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 	if st.Loaded == nil {
 		st.Loaded = map[string]bool{}
 	}
-	return &st, nil
+	return st, nil
 }
 
 // dropStale removes the HFiles of st, merged from an earlier set of runs,
@@ -238,13 +245,15 @@ func (s *Sink) dropStale(st *finishState) error {
 	return nil
 }
 
-// readFinish reads finish.json as it is (a zero state when there is none).
-func (s *Sink) readFinish() (*finishState, error) {
+// readFinish reads finish.json as it is: a zero state, not found, when
+// there is none.
+func (s *Sink) readFinish() (*finishState, bool, error) {
 	var st finishState
-	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
-		return nil, err
+	found, err := readJSON(s.fs, path.Join(s.root, s.state), &st)
+	if err != nil {
+		return nil, false, err
 	}
-	return &st, nil
+	return &st, found, nil
 }
 
 func (s *Sink) saveFinish(st *finishState) error {

@@ -88,7 +88,9 @@ func (s *Sink) reserve(ctx context.Context, need int64) error {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	for s.held.Load()+need > s.o.Memory {
+	// With nothing kept and nothing being spilled, the split's own share
+	// bounds what it takes.
+	for s.held.Load()+need > s.o.Memory && (len(s.kept) > 0 || s.freeing > 0) {
 		switch {
 		case s.freeing > 0 && s.held.Load()-s.freeing+need <= s.o.Memory:
 			// A kept split another worker is spilling frees enough.
@@ -100,12 +102,8 @@ func (s *Sink) reserve(ctx context.Context, need int64) error {
 			if err := s.spillKeptUnlocked(ctx, w); err != nil {
 				return err
 			}
-		case s.freeing > 0:
-			s.freed.Wait() // what is in flight may be enough after all
 		default:
-			// Nothing kept to spill: the split's own share bounds it.
-			s.hold(need)
-			return nil
+			s.freed.Wait() // what is in flight may be enough after all
 		}
 	}
 	s.hold(need)

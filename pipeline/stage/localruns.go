@@ -15,9 +15,10 @@ import (
 // instead of the staging folder (Options.LocalRuns). The staging folder
 // must be on the cluster's HDFS for the bulk load, but the runs are read
 // back by this process alone: spilled to HDFS they cost the DataNode a
-// write and a read of every byte, on the same cores (measured at
-// SIZE=large: about 1 s of a 4.7 s job), where MapReduce and Spark spill
-// to their own local directories. The split records stay in the staging
+// write and a read of every byte (times the replication), on the cluster's
+// cores (measured at SIZE=large on the mini cluster: 0.8-0.9 of its CPU s
+// and 0.3 of rekey's, docs/performance.md), where MapReduce and Spark
+// spill to their own local directories. The split records stay in the staging
 // folder; each run they name says it lies in this folder by the folder's
 // ID, so a record read on another machine, or after the folder was wiped,
 // is known not to have its runs here.
@@ -47,44 +48,43 @@ const localFolderFile = "folder.json"
 
 // openLocalRuns opens (creating it if need be) the local run folder dir
 // and reads or gives it its ID.
-func openLocalRuns(dir string) (*localRuns, error) {
+func openLocalRuns(dir string) (_ *localRuns, err error) {
 	loc, err := vfs.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("stage: local run folder: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			loc.Close()
+		}
+	}()
 	if _, ok := loc.FS.(vfs.Local); !ok {
-		loc.Close()
 		return nil, fmt.Errorf("stage: local run folder %s is not on a local disk", dir)
 	}
 	fsys := loc.FS.(vfs.WriteFS)
 	l := &localRuns{loc: loc, fs: fsys, root: loc.Path}
 	if err := fsys.MkdirAll(path.Join(l.root, runsDir)); err != nil {
-		loc.Close()
 		return nil, fmt.Errorf("stage: create %s: %w", dir, err)
 	}
 	var f localFolder
 	found, err := readJSON(fsys, path.Join(l.root, localFolderFile), &f)
 	if err != nil {
-		loc.Close()
 		return nil, err
 	}
 	if !found || f.ID == "" {
 		var b [12]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			loc.Close()
 			return nil, err
 		}
 		host, _ := os.Hostname()
 		f = localFolder{ID: hex.EncodeToString(b[:]), Host: host, Path: l.root}
 		if err := writeJSON(fsys, path.Join(l.root, localFolderFile), &f); err != nil {
-			loc.Close()
 			return nil, err
 		}
 	}
 	l.id = f.ID
 	// Merge passes of a process that died are of no use to anyone.
 	if err := fsys.RemoveAll(path.Join(l.root, mergeDir)); err != nil {
-		loc.Close()
 		return nil, fmt.Errorf("stage: remove old merge passes in %s: %w", dir, err)
 	}
 	return l, nil

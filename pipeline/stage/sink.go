@@ -150,8 +150,8 @@ func (s *Sink) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var st finishState
-	if _, err := readJSON(s.fs, path.Join(s.root, s.state), &st); err != nil {
+	st, _, err := s.readFinish()
+	if err != nil {
 		return err
 	}
 	if !st.Written {
@@ -177,7 +177,7 @@ func (s *Sink) open(ctx context.Context) error {
 		}
 	}
 	s.addStaged(kept)
-	s.noteWritten(recs, &st)
+	s.noteWritten(recs, st)
 	if s.task.Phase == PhaseSpill {
 		return s.recordSpillTask()
 	}
