@@ -93,6 +93,11 @@ func NewBudget(total int64, workers int) Budget {
 // Budget is the run section's budget for its workers.
 func (r Run) Budget() Budget { return NewBudget(r.MemoryOrDefault(), r.WorkersOrDefault()) }
 
+// Merge is what a staged job's merge may hold: the sink's share and the
+// readers' (read-ahead and collision sets), which no split uses any more
+// once the merge begins.
+func (b Budget) Merge() int64 { return b.Sink + b.ReadAhead + b.Collisions }
+
 // SinkPerWorker is one worker's share of the sink buffers.
 func (b Budget) SinkPerWorker() int64 { return b.Sink / int64(max(b.Workers, 1)) }
 

@@ -165,9 +165,10 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task) 
 	if mem <= 0 {
 		mem = j.Run.MemoryOrDefault()
 	}
+	budget := job.NewBudget(mem, workers)
 	so := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
-		Memory: job.NewBudget(mem, workers).Sink, MaxStagingBytes: j.Sink.MaxStagingBytes,
+		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {

@@ -363,7 +363,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	j := r.j
 	o := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
-		Memory: r.budget.Sink, Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
+		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items),
 	}
 	// A spill task commits exactly its splits; one process checks that

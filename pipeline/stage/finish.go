@@ -409,7 +409,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 	// pipes' batches included (a budget too small to spare them merges
 	// every partition on one goroutine).
 	held := s.keptBytes.Load()
-	batch := pipeBatchSize(s.o.Memory-held, workers)
+	batch := pipeBatchSize(s.o.mergeMemory()-held, workers)
 	piped := 0
 	if batch >= minPipeBatch {
 		piped = markHeavy(todo, s.o.Workers)

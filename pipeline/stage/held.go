@@ -294,8 +294,8 @@ func samePart(w *splitSink, a, b *entry) bool {
 	if a.region != b.region || a.fam != b.fam {
 		return false
 	}
-	fa := w.chunks[a.chunk][a.off+uint32(a.row):][:a.fam]
-	fb := w.chunks[b.chunk][b.off+uint32(b.row):][:b.fam]
+	fa := w.chunks[a.chunk][a.off:][:a.fam]
+	fb := w.chunks[b.chunk][b.off:][:b.fam]
 	return bytes.Equal(fa, fb)
 }
 

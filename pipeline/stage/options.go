@@ -48,10 +48,18 @@ type Options struct {
 	// default budget, job.NewBudget(job.DefaultMemory, Workers).Sink). Each
 	// of Workers splits
 	// gets an equal share; a split spills a sorted run when its share is
-	// full. The merge keeps at most Memory/BatchBytes/2 run batches open
-	// over all the partitions it merges at once, and merges in passes when
-	// a partition has more runs than its share.
+	// full. The merge keeps at most MergeMemory/BatchBytes/2 run batches
+	// open over all the partitions it merges at once, and merges in passes when
+	// a partition has more runs than its share of MergeMemory.
 	Memory int64
+	// MergeMemory bounds what the merge holds over all the partitions it
+	// merges at once: the kept splits' buffers, the run cursors and the
+	// pipes' batches (default and at least Memory). The runner gives it
+	// the readers' shares of the budget as well (job.Budget.Merge), which
+	// are idle once every split is read: from Memory alone, the kept
+	// buffers left the merge too few runs at once for the heavy
+	// partition, which then merged in an extra pass.
+	MergeMemory int64
 	// Workers is how many splits the runner writes at once, and how many
 	// partitions the merge writes at once (default job.DefaultWorkers); it
 	// divides Memory.
@@ -128,6 +136,9 @@ func (o *Options) fill() {
 		o.RunCompression = "s2"
 	}
 }
+
+// mergeMemory is MergeMemory, at least Memory.
+func (o *Options) mergeMemory() int64 { return max(o.MergeMemory, o.Memory) }
 
 // splitBudget is the sort buffer bytes of one split.
 func (o *Options) splitBudget() int64 {

@@ -143,20 +143,37 @@ func (s *Sink) fileLimit(total int64) int64 {
 // add writes one merged cell, skipping it when it lies in a row already
 // recorded or repeats the previous cell's key.
 func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
-	if !w.reg.Contains(c.Row) {
-		return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
+	// The row is compared once: a cell in the row of the cell written
+	// before it is inside the region and past the resume row already, and
+	// needs only its columns compared for a repeat (most cells of a wide
+	// row are such cells).
+	newRow := true
+	if w.prev.has {
+		switch bytes.Compare(w.prev.c.Row, c.Row) {
+		case 0:
+			if cell.CompareColumnsAndVersion(&w.prev.c, c) == 0 {
+				w.collapse(c)
+				return nil
+			}
+			newRow = false
+		case 1:
+			// Checked here, not only by the HFile writer: a file rolled
+			// between the two rows would take the earlier row without a
+			// word.
+			return fmt.Errorf("stage: region %s family %s: merged cell %s comes after %s (runs out of order)", w.reg.Dir, w.ps.Family, c, &w.prev.c)
+		}
 	}
-	if w.resume != nil && bytes.Compare(c.Row, w.resume) <= 0 {
-		return nil
-	}
-	if w.prev.has && cell.Compare(&w.prev.c, c) == 0 {
-		w.collapse(c)
-		return nil
-	}
-	newRow := !w.prev.has || !bytes.Equal(w.prev.c.Row, c.Row)
-	if w.out != nil && newRow && w.out.bytes >= w.limit {
-		if err := w.closeOut(); err != nil {
-			return err
+	if newRow {
+		if !w.reg.Contains(c.Row) {
+			return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
+		}
+		if w.resume != nil && bytes.Compare(c.Row, w.resume) <= 0 {
+			return nil
+		}
+		if w.out != nil && w.out.bytes >= w.limit {
+			if err := w.closeOut(); err != nil {
+				return err
+			}
 		}
 	}
 	if w.out == nil {
@@ -166,10 +183,11 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 		}
 		w.out = o
 	}
+	// The order within a row is the HFile writer's check.
 	if err := w.out.append(c); err != nil {
 		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
 	}
-	w.prev.set(c)
+	w.prev.set(c, newRow)
 	w.n++
 	if w.n%4096 == 0 {
 		return ctx.Err()
@@ -236,18 +254,23 @@ func (w *partWriter) abort() {
 	}
 }
 
-// lastCell is a copy of the cell last written, in one buffer reused from
-// cell to cell: the merge's cells are valid only until its next one.
+// lastCell is a copy of the cell last written, in buffers reused from
+// cell to cell: the merge's cells are valid only until its next one. The
+// row has a buffer of its own, copied only when the row changes.
 type lastCell struct {
 	c   cell.Cell
+	row []byte
 	buf []byte
 	has bool
 }
 
-// set copies c, its slices cut from the one buffer.
-func (l *lastCell) set(c *cell.Cell) {
+// set copies c, its slices cut from the buffers; newRow false says c's row
+// is the one held already.
+func (l *lastCell) set(c *cell.Cell, newRow bool) {
+	if newRow || !l.has {
+		l.row = append(l.row[:0], c.Row...)
+	}
 	l.buf = l.buf[:0]
-	l.buf = append(l.buf, c.Row...)
 	l.buf = append(l.buf, c.Family...)
 	l.buf = append(l.buf, c.Qualifier...)
 	l.buf = append(l.buf, c.Value...)
@@ -255,7 +278,8 @@ func (l *lastCell) set(c *cell.Cell) {
 	o := 0
 	cut := func(k int) []byte { b := l.buf[o : o+k : o+k]; o += k; return b }
 	l.c = cell.Cell{Timestamp: c.Timestamp, Type: c.Type}
-	l.c.Row, l.c.Family, l.c.Qualifier, l.c.Value = cut(len(c.Row)), cut(len(c.Family)), cut(len(c.Qualifier)), cut(len(c.Value))
+	l.c.Row = l.row[:len(l.row):len(l.row)]
+	l.c.Family, l.c.Qualifier, l.c.Value = cut(len(c.Family)), cut(len(c.Qualifier)), cut(len(c.Value))
 	l.c.Tags = cut(len(c.Tags))
 	l.has = true
 }

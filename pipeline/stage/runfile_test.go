@@ -253,7 +253,8 @@ func TestRunFileAllocations(t *testing.T) {
 }
 
 // TestSortCompareIsCellOrder: the sort buffer's in-place comparison
-// orders entries as (region, family, cell.Compare) does on their cells.
+// orders entries as (region, family, cell.Compare) does on their cells,
+// rows shared between entries (as Write lays out a row's cells) or not.
 func TestSortCompareIsCellOrder(t *testing.T) {
 	rng := rand.New(rand.NewSource(6))
 	w := &splitSink{chunks: [][]byte{nil}}
@@ -267,13 +268,22 @@ func TestSortCompareIsCellOrder(t *testing.T) {
 			Type:      []cell.Type{cell.Put, cell.Delete, cell.DeleteFamily, cell.Minimum}[rng.Intn(4)],
 			Value:     pick("", "v"),
 		}
-		// As Write lays a cell out in the arena.
-		off := len(w.chunks[0])
-		for _, b := range [][]byte{c.Row, c.Family, c.Qualifier, c.Value, c.Tags} {
+		// As Write lays a cell out in the arena: half of them share the
+		// row of the entry before.
+		e := entry{ts: c.Timestamp, qual: uint32(len(c.Qualifier)), val: uint32(len(c.Value)),
+			region: int32(rng.Intn(2)), fam: uint8(len(c.Family)), typ: c.Type}
+		if n := len(w.ents); n > 0 && rng.Intn(2) == 0 {
+			p := w.ents[n-1]
+			e.rowOff, e.row = p.rowOff, p.row
+		} else {
+			e.rowOff, e.row = uint32(len(w.chunks[0])), uint16(len(c.Row))
+			w.chunks[0] = append(w.chunks[0], c.Row...)
+		}
+		e.off = uint32(len(w.chunks[0]))
+		for _, b := range [][]byte{c.Family, c.Qualifier, c.Value, c.Tags} {
 			w.chunks[0] = append(w.chunks[0], b...)
 		}
-		w.ents = append(w.ents, entry{ts: c.Timestamp, off: uint32(off), qual: uint32(len(c.Qualifier)), val: uint32(len(c.Value)),
-			region: int32(rng.Intn(2)), row: uint16(len(c.Row)), fam: uint8(len(c.Family)), typ: c.Type})
+		w.ents = append(w.ents, e)
 	}
 	for k := 0; k < 20000; k++ {
 		i, j := rng.Intn(len(w.ents)), rng.Intn(len(w.ents))

@@ -20,9 +20,9 @@ func (o *Options) runReadCost() int64 {
 }
 
 // maxFanIn is the most runs one merge reads at once when held bytes of
-// the budget are taken and one merge runs alone: at least 2.
+// MergeMemory are taken and one merge runs alone: at least 2.
 func (o *Options) maxFanIn(held int64) int {
-	return max(int(max(o.Memory-held, 0)/o.runReadCost()), 2)
+	return max(int(max(o.mergeMemory()-held, 0)/o.runReadCost()), 2)
 }
 
 // runMemory is the pool of run cursors (counted in runs) that the

@@ -47,6 +47,16 @@ func TestRunMemoryTake(t *testing.T) {
 	if m.free != 16 || m.active != 0 {
 		t.Errorf("after every give: %d free, %d active; want 16 and 0", m.free, m.active)
 	}
+	// The readers' shares, given as MergeMemory, widen the pool; a
+	// MergeMemory below Memory does not narrow it.
+	wide := Options{Memory: o.Memory, MergeMemory: 2 * o.Memory, BatchBytes: o.BatchBytes}
+	if n := newRunMemory(&wide, 0, 2).free; n != 32 {
+		t.Errorf("pool with MergeMemory twice Memory: %d runs, want 32", n)
+	}
+	narrow := Options{Memory: o.Memory, MergeMemory: o.Memory / 2, BatchBytes: o.BatchBytes}
+	if n := newRunMemory(&narrow, 0, 2).free; n != 16 {
+		t.Errorf("pool with MergeMemory half Memory: %d runs, want 16", n)
+	}
 	// A budget below two runs still merges two at a time.
 	tiny := Options{Memory: 1 << 10, BatchBytes: 32 << 10}
 	if n := tiny.maxFanIn(0); n != 2 {

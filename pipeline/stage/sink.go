@@ -404,22 +404,34 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 }
 
 // entry is one buffered cell: its target region, its key fields and
-// where its bytes (row, family, qualifier, value, tags, back to back) lie
-// in the arena. It holds no pointers, and is 40 bytes where an entry
-// holding a cell.Cell took 152 (five slice headers among them): a split
-// of a million cells doubles, sorts and is scanned by the
-// garbage collector as a plain block of memory (measured on the heavy
-// split's shape, BenchmarkStageHeavySplit: growing and sorting a slice of
-// full cells cost more than the rest of the spill together).
+// where its bytes lie in the arena: the row at rowOff, then family,
+// qualifier, value and tags back to back at off, in the same chunk. It
+// holds no pointers, and is 40 bytes where an entry holding a cell.Cell
+// took 152 (five slice headers among them): a split of a million cells
+// doubles, sorts and is scanned by the garbage collector as a plain block
+// of memory (measured on the heavy split's shape, BenchmarkStageHeavySplit:
+// growing and sorting a slice of full cells cost more than the rest of the
+// spill together).
+//
+// A cell in the row of the cell written before it, in the same chunk,
+// shares that cell's row bytes (rowOff) instead of copying them: a wide
+// row's cells all do, and the row is often half of a cell's bytes. The
+// sort then knows two such rows equal without comparing them.
 type entry struct {
-	ts         int64
-	chunk, off uint32 // arena chunk and offset of the cell's bytes
-	qual, val  uint32 // qualifier and value lengths
-	region     int32
-	row, tags  uint16 // row and tags lengths (HBase bounds both below 64 KiB)
-	fam        uint8  // family length (at most 127 in HBase)
-	typ        cell.Type
+	ts          int64
+	off, rowOff uint32 // offsets of the cell's bytes after the row and of its row
+	qual, val   uint32 // qualifier and value lengths
+	region      int32
+	chunk       uint16 // arena chunk (at most maxChunks)
+	row, tags   uint16 // row and tags lengths (HBase bounds both below 64 KiB)
+	fam         uint8  // family length (at most 127 in HBase)
+	typ         cell.Type
 }
+
+// maxChunks bounds a split's arena chunks by what entry.chunk holds; the
+// chunk size (an eighth of the split's share at least) keeps a split far
+// below it.
+const maxChunks = math.MaxUint16
 
 const entrySize = int64(unsafe.Sizeof(entry{}))
 
@@ -451,10 +463,10 @@ type splitSink struct {
 
 // view points c's byte fields at e's bytes in the arena.
 func (w *splitSink) view(e *entry, c *cell.Cell) {
-	b := w.chunks[e.chunk][e.off:]
+	ch := w.chunks[e.chunk]
 	n := uint32(e.row)
-	c.Row = b[:n:n]
-	b = b[n:]
+	c.Row = ch[e.rowOff : e.rowOff+n : e.rowOff+n]
+	b := ch[e.off:]
 	n = uint32(e.fam)
 	c.Family = b[:n:n]
 	b = b[n:]
@@ -471,6 +483,21 @@ func (w *splitSink) view(e *entry, c *cell.Cell) {
 	c.Timestamp, c.Type = e.ts, e.typ
 }
 
+// sharedRow says whether c can share the row bytes of the entry written
+// last (sharing, the row is not copied): the same row, and room for the
+// rest of c (rest bytes) in that entry's chunk, the current one.
+func (w *splitSink) sharedRow(c *cell.Cell, rest int) bool {
+	if len(w.ents) == 0 {
+		return false
+	}
+	p := &w.ents[len(w.ents)-1]
+	if int(p.chunk) != w.cur || int(p.row) != len(c.Row) {
+		return false
+	}
+	ch := w.chunks[w.cur]
+	return cap(ch)-len(ch) >= rest && bytes.Equal(ch[p.rowOff:p.rowOff+uint32(p.row)], c.Row)
+}
+
 // Write implements sink.SplitSink: it copies c into the sort buffer
 // and spills a run when the split's share of the memory budget is full.
 func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
@@ -480,7 +507,12 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	if len(c.Row) > math.MaxUint16 || len(c.Family) > math.MaxUint8 || len(c.Tags) > math.MaxUint16 || int64(len(c.Qualifier)) > math.MaxUint32 || int64(len(c.Value)) > math.MaxUint32 {
 		return fmt.Errorf("stage: split %s: cell %s: row %d, family %d, qualifier %d, value %d or tags %d bytes: more than an HFile cell can hold", w.info.ID, c, len(c.Row), len(c.Family), len(c.Qualifier), len(c.Value), len(c.Tags))
 	}
-	n := len(c.Row) + len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
+	rest := len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
+	shared := w.sharedRow(c, rest)
+	n := rest
+	if !shared {
+		n += len(c.Row)
+	}
 	// Spill before taking memory that would go past the split's share, so
 	// the share is a bound, not a trigger (a single cell bigger than the
 	// share is the one exception: it is held alone).
@@ -489,6 +521,8 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		if err := w.spill(ctx); err != nil {
 			return err
 		}
+		// The spill emptied the buffer: nothing is left to share.
+		shared, n = false, rest+len(c.Row)
 		chunk, next, grow = w.needs(n)
 	}
 	if w.held+int64(chunk)+grow > w.budget && len(w.ents) == 0 && w.held > 0 {
@@ -497,6 +531,9 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		// share): give it back and start from nothing, as a fresh split does.
 		w.release()
 		chunk, next, grow = w.needs(n)
+	}
+	if chunk > 0 && len(w.chunks) >= maxChunks {
+		return fmt.Errorf("stage: split %s: more than %d arena chunks (the split's share of the memory budget is too small for its cells)", w.info.ID, maxChunks)
 	}
 	// The memory is taken here, as one reservation (reserve), so that the
 	// buffers of all splits, kept ones included, stay within the budget.
@@ -522,15 +559,21 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	cost := int64(chunk) + grow
 	ci := w.cur
 	buf := w.chunks[ci]
+	var rowOff int
+	if shared {
+		rowOff = int(w.ents[len(w.ents)-1].rowOff)
+	} else {
+		rowOff = len(buf)
+		buf = append(buf, c.Row...)
+	}
 	off := len(buf)
-	buf = append(buf, c.Row...)
 	buf = append(buf, c.Family...)
 	buf = append(buf, c.Qualifier...)
 	buf = append(buf, c.Value...)
 	buf = append(buf, c.Tags...)
 	w.chunks[ci] = buf
 	w.ents = append(w.ents, entry{
-		ts: c.Timestamp, chunk: uint32(ci), off: uint32(off),
+		ts: c.Timestamp, chunk: uint16(ci), off: uint32(off), rowOff: uint32(rowOff),
 		qual: uint32(len(c.Qualifier)), val: uint32(len(c.Value)),
 		region: int32(w.s.plan.locate(c.Row)),
 		row:    uint16(len(c.Row)), tags: uint16(len(c.Tags)), fam: uint8(len(c.Family)), typ: c.Type,
@@ -662,26 +705,29 @@ func (w *splitSink) compare(a, b *entry) int {
 	if a.region != b.region {
 		return int(a.region) - int(b.region)
 	}
-	ka := w.chunks[a.chunk][a.off:]
-	kb := w.chunks[b.chunk][b.off:]
-	ra, rb := int(a.row), int(b.row)
-	fa, fb := ra+int(a.fam), rb+int(b.fam)
-	if c := bytes.Compare(ka[ra:fa], kb[rb:fb]); c != 0 {
+	ca, cb := w.chunks[a.chunk], w.chunks[b.chunk]
+	fa, fb := ca[a.off:a.off+uint32(a.fam)], cb[b.off:b.off+uint32(b.fam)]
+	if c := bytes.Compare(fa, fb); c != 0 {
 		return c
 	}
 	if a.fam == 0 {
 		// cell.Compare's rule for the empty family (a row's last-key
 		// marker) is its own; such a cell is never staged, but the order
 		// stays cell.Compare's whatever the input.
-		var ca, cb cell.Cell
-		w.view(a, &ca)
-		w.view(b, &cb)
-		return cell.Compare(&ca, &cb)
+		var x, y cell.Cell
+		w.view(a, &x)
+		w.view(b, &y)
+		return cell.Compare(&x, &y)
 	}
-	if c := bytes.Compare(ka[:ra], kb[:rb]); c != 0 {
-		return c
+	// Entries sharing their row bytes have the same row, uncompared.
+	if a.chunk != b.chunk || a.rowOff != b.rowOff {
+		if c := bytes.Compare(ca[a.rowOff:a.rowOff+uint32(a.row)], cb[b.rowOff:b.rowOff+uint32(b.row)]); c != 0 {
+			return c
+		}
 	}
-	if c := bytes.Compare(ka[fa:fa+int(a.qual)], kb[fb:fb+int(b.qual)]); c != 0 {
+	qa := a.off + uint32(a.fam)
+	qb := b.off + uint32(b.fam)
+	if c := bytes.Compare(ca[qa:qa+a.qual], cb[qb:qb+b.qual]); c != 0 {
 		return c
 	}
 	switch {

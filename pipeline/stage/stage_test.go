@@ -699,3 +699,76 @@ func TestStagingURL(t *testing.T) {
 		}
 	}
 }
+
+// wideRowCells makes rows of perRow cells each, a row's cells written one
+// after another as a wide row's are; the rows differ in length.
+func wideRowCells(rows, perRow int) []cell.Cell {
+	var out []cell.Cell
+	for r := 0; r < rows; r++ {
+		row := []byte(fmt.Sprintf("%c-sensor-%0*d", 'a'+r%26, 1+r%9, r))
+		for q := 0; q < perRow; q++ {
+			out = append(out, cell.Cell{Row: row, Family: []byte("f1"), Qualifier: []byte(fmt.Sprintf("%05d", q)),
+				Timestamp: int64(1_700_000_000_000 + q%3), Type: cell.Put, Value: []byte(fmt.Sprintf("v%d", r*perRow+q))})
+		}
+	}
+	return out
+}
+
+// TestStageWideRowsShareRowBytes: the cells of a wide row share one copy
+// of the row in the sort buffer, so a split of wide rows holds far fewer
+// bytes than its cells; with a budget that spills mid-row and fills arena
+// chunks mid-row, the HFiles still hold exactly the cells given.
+func TestStageWideRowsShareRowBytes(t *testing.T) {
+	ctx := context.Background()
+	cells := wideRowCells(40, 500)
+	var rowBytes, data int64
+	for i := range cells {
+		rowBytes += int64(len(cells[i].Row))
+		data += int64(len(cells[i].Row) + len(cells[i].Family) + len(cells[i].Qualifier) + len(cells[i].Value))
+	}
+
+	// One split in a roomy budget: the arena holds each row once.
+	s, err := New(ctx, Options{Staging: t.TempDir(), Table: "t", Memory: 64 << 20, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sw, err := s.Begin(ctx, sink.SplitInfo{ID: "wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sw.(*splitSink)
+	for i := range cells {
+		if err := w.Write(ctx, &cells[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var arena int64
+	for _, ch := range w.chunks {
+		arena += int64(len(ch))
+	}
+	if want := data - rowBytes; arena > want+40*64 {
+		t.Errorf("arena holds %d bytes for %d bytes of cells less their rows (%d); the rows were copied per cell", arena, want, data)
+	}
+	w.Abort()
+
+	// A small budget over two splits: spills and chunk ends fall inside rows.
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")},
+		Memory: 192 << 10, Workers: 2, HFileSize: 64 << 10, MaxFiles: 8}
+	s2, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	writeSplit(t, s2, "a", cells[:len(cells)/2])
+	writeSplit(t, s2, "b", cells[len(cells)/2:])
+	if err := s2.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s2.Stats(); st.Runs < 4 {
+		t.Errorf("%d runs spilled; the budget should force several", st.Runs)
+	}
+	got := checkStaged(t, s2.Plan(), readStaged(t, dir), o.MaxFiles)
+	equalDumps(t, got, sorted(cells))
+}
