@@ -68,6 +68,10 @@ type Sink struct {
 	// a local folder, SpillStaging (the staging folder), or empty for the
 	// default (SpillDirFor).
 	SpillDir string
+	// NoDirect sorts every split through the sort buffer and runs, even
+	// one whose cells come in order, which the hfiles sink otherwise
+	// writes straight into HFiles (sink.direct: false).
+	NoDirect bool
 }
 
 // SpillStaging as sink.spill_dir keeps the runs in the staging folder.
@@ -283,6 +287,7 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 		"load":        func(n *yaml.Node, p string) { s.NoLoad = !d.boolean(n, p) },
 		"offline":     func(n *yaml.Node, p string) { s.Offline = d.boolean(n, p) },
 		"staging_max": func(n *yaml.Node, p string) { s.MaxStagingBytes = d.size(n, p) },
+		"direct":      func(n *yaml.Node, p string) { s.NoDirect = !d.boolean(n, p) },
 		"spill_dir": func(n *yaml.Node, p string) {
 			s.SpillDir = d.nonEmpty(n, p, "a local folder for sorted runs, or staging")
 			if err := CheckSpillDir(s.SpillDir); err != nil {

@@ -160,3 +160,26 @@ func TestSpillDirFor(t *testing.T) {
 		t.Errorf("spill_dir on HDFS: %v, want it refused as not a local folder", err)
 	}
 }
+
+// TestSinkDirect: sink.direct is on unless the job says false.
+func TestSinkDirect(t *testing.T) {
+	for _, tc := range []struct {
+		line     string
+		noDirect bool
+	}{
+		{"sink: {type: hfiles, staging: stage}", false},
+		{"sink: {type: hfiles, staging: stage, direct: true}", false},
+		{"sink: {type: hfiles, staging: stage, direct: false}", true},
+	} {
+		j, err := Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, "sink: {type: hfiles, staging: stage, load: false}", tc.line, 1)))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.line, err)
+		}
+		if j.Sink.NoDirect != tc.noDirect {
+			t.Errorf("%s: NoDirect %v, want %v", tc.line, j.Sink.NoDirect, tc.noDirect)
+		}
+	}
+	if _, err := Parse("/jobs/daily.yaml", []byte(strings.Replace(sectionsBase, "sink: {type: hfiles, staging: stage, load: false}", "sink: {type: hfiles, direct: maybe}", 1))); err == nil {
+		t.Error("direct: maybe was accepted")
+	}
+}

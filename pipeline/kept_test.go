@@ -87,8 +87,10 @@ func TestKillNineKeptSplitsThenResume(t *testing.T) {
 			dir := t.TempDir()
 			jobPath := writeJobFile(t, st, snap, dst, dir)
 			staging := "hdfs://" + st.NameNode + "/tmp/" + dst
+			// --no-direct: the preset keeps the old order, whose splits would
+			// otherwise write their HFiles themselves, never kept.
 			args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover",
-				"--workers", "2", "--memory", tc.memory, "--split-bytes", "256KiB"}
+				"--workers", "2", "--memory", tc.memory, "--split-bytes", "256KiB", "--no-direct"}
 			k := killAfterSplitsDone(t, bin, append(args, "--progress", "log", "--max-cells-per-sec", "6000"))
 			if k == 0 {
 				t.Fatal("the first run showed no split done before it ended; slow it further")
@@ -131,4 +133,63 @@ func TestKillNineKeptSplitsThenResume(t *testing.T) {
 			verifyPasses(t, bin, jobPath, st)
 		})
 	}
+}
+
+// TestKillNineDirectThenResume: the wide -> bucketed preset keeps the old
+// order, so each split writes its HFiles itself and records them at its
+// commit; a run killed with SIGKILL after some splits were done keeps
+// those (the resume skips them, and removes what the splits in flight
+// wrote), no run file is written, the merge adopts every file, and the
+// target holds each expected cell (the preset's rule applied to the
+// oracle's dump of the source) exactly once.
+func TestKillNineDirectThenResume(t *testing.T) {
+	st := testenv.Require(t)
+	bin := rekeyBinary(t)
+	p := presets["wide_to_bucketed"]
+	src, dst := uniq(t, "direct_src"), uniq(t, "direct_dst")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	testenv.DropAfter(t, dst, "")
+	source := seedSource(t, st, src, snap, p, bigWide(40, 1000), 3)
+	want := expect(p, source)
+	dir := t.TempDir()
+	jobPath := writeJobFile(t, st, snap, dst, dir)
+	staging := "hdfs://" + st.NameNode + "/tmp/" + dst
+	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover",
+		"--workers", "2", "--split-bytes", "256KiB"}
+	k := killAfterSplitsDone(t, bin, append(args, "--progress", "log", "--max-cells-per-sec", "6000"))
+	if k == 0 {
+		t.Fatal("the first run showed no split done before it ended; slow it further")
+	}
+	out, err := exec.Command(bin, append(args, "--progress", "none", "--json")...).Output()
+	if err != nil {
+		t.Fatalf("resume: exit %d: %v", exitCode(err), err)
+	}
+	var sum struct {
+		Finished bool `json:"finished"`
+		Splits   int  `json:"splits"`
+		Skipped  int  `json:"splits_skipped"`
+		Stats    struct {
+			Runs    int64 `json:"runs"`
+			Direct  int64 `json:"direct_hfiles"`
+			Adopted int64 `json:"direct_hfiles_adopted"`
+			HFiles  int64 `json:"hfiles"`
+		} `json:"sink_stats"`
+	}
+	if err := json.Unmarshal(out, &sum); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resume: %d of %d splits done by the killed run; %d runs, %d HFiles written by the splits, %d adopted, %d HFiles in all",
+		sum.Skipped, sum.Splits, sum.Stats.Runs, sum.Stats.Direct, sum.Stats.Adopted, sum.Stats.HFiles)
+	if !sum.Finished {
+		t.Errorf("resume did not finish: %s", out)
+	}
+	if sum.Skipped < 1 {
+		t.Errorf("the killed run had %d splits done, written to their own HFiles and recorded, yet the resume redid all", k)
+	}
+	if sum.Stats.Runs != 0 || sum.Stats.Direct < int64(sum.Splits) || sum.Stats.Adopted != sum.Stats.Direct || sum.Stats.HFiles != sum.Stats.Direct {
+		t.Errorf("%d runs, %d HFiles by the splits, %d adopted, %d HFiles; want no run, at least one per split (%d), every one adopted and nothing else", sum.Stats.Runs, sum.Stats.Direct, sum.Stats.Adopted, sum.Stats.HFiles, sum.Splits)
+	}
+	sameCells(t, fmt.Sprintf("target after a kill at %d splits done and a resume (raw)", k), dumpTable(t, dst, true), want)
+	verifyPasses(t, bin, jobPath, st)
 }

@@ -40,6 +40,7 @@ func TestLocalSpillLostThenFound(t *testing.T) {
 	j.Sink.Kind = job.SinkHFiles
 	j.Sink.Staging = "hdfs://" + st.NameNode + "/tmp/" + dst
 	j.Sink.MaxStagingBytes = 64 << 10
+	j.Sink.NoDirect = true // the preset keeps the old order: its splits would write HFiles, not runs
 	spill := strings.TrimSuffix(j.Run.Checkpoint, ".json") + ".spill"
 	if got := j.SpillDirFor(j.Run.Checkpoint); got != spill {
 		t.Fatalf("spill folder %q, want %q beside the local checkpoint", got, spill)

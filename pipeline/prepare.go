@@ -364,7 +364,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	o := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Task: r.o.spillTask(), Splits: len(r.items),
+		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect,
 	}
 	// A spill task commits exactly its splits; one process checks that
 	// each has its record before it merges.

@@ -28,7 +28,7 @@ import (
 type runFlags struct {
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
 	staging, stagingMax, spillDir                                                string
-	noLoad, offline                                                              bool
+	noLoad, offline, noDirect                                                    bool
 	controlAddr, controlToken, progress, only, setTS, shard                      string
 	phase, part                                                                  string
 	workers, batchCells, callsPerServer                                          int
@@ -105,6 +105,7 @@ interrupted, resumable.`,
 	fl.BoolVar(&f.noLoad, "no-load", false, "hfiles sink: write the HFiles but do not bulk load them; print the command that loads them")
 	fl.BoolVar(&f.offline, "offline", false, "hfiles sink: no cluster: plan the target regions from target.create.split_keys or the snapshot, and do not load")
 	fl.StringVar(&f.spillDir, "spill-dir", "", "hfiles sink, one process: a local folder for the sorted runs, or 'staging' to keep them in the staging folder (job: sink.spill_dir; default CHECKPOINT.spill when the checkpoint is local and the staging folder is not)")
+	fl.BoolVar(&f.noDirect, "no-direct", false, "hfiles sink: sort every split through runs, even one whose cells come in order (job: sink.direct: false; by default such a split writes its HFiles itself)")
 	fl.StringVar(&f.stagingMax, "staging-max", "", "hfiles sink: fail rather than put more than this in the staging folder, e.g. 500GiB")
 	fl.IntVar(&f.workers, "workers", 0, "splits read at once (job: run.workers; default the number of CPUs)")
 	fl.StringVar(&f.splitBytes, "split-bytes", "", "cut regions larger than this into pieces, e.g. 256MiB; off = one split per region; default: cut the regions far above the mean (job: run.split_bytes)")
@@ -358,6 +359,9 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 			return fmt.Errorf("--spill-dir %w", err)
 		}
 		j.Sink.SpillDir = f.spillDir
+	}
+	if f.noDirect {
+		j.Sink.NoDirect = true
 	}
 	if f.noLoad {
 		j.Sink.NoLoad = true

@@ -126,13 +126,14 @@ var ErrSplitsMissing = errors.New("stage: splits missing from the staging folder
 func (s *Sink) account(recs []*splitRecord, st *finishState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.stats.Runs, s.stats.RunBytes, s.stats.CellsStaged = 0, 0, 0
+	s.stats.Runs, s.stats.RunBytes, s.stats.CellsStaged, s.stats.Direct = 0, 0, 0, 0
 	for _, r := range recs {
 		s.stats.Runs += int64(len(r.Runs))
 		for _, f := range r.Runs {
 			s.stats.RunBytes += f.Size
 		}
 		s.stats.CellsStaged += r.Cells
+		s.stats.Direct += int64(len(r.Segments))
 	}
 	s.stats.Cells, s.stats.HFiles, s.stats.HFileBytes = 0, 0, 0
 	s.stats.Duplicates, s.stats.Collisions = 0, 0
@@ -203,6 +204,10 @@ func (s *Sink) finishState(recs []*splitRecord) (*finishState, error) {
 func (s *Sink) settleFinish(st *finishState, found bool, recs []*splitRecord) (*finishState, error) {
 	fp := fingerprint(recs)
 	if found && st.Splits != fp {
+		// Segments an earlier merge adopted are still sources of this one.
+		if err := s.restoreSegments(recs); err != nil {
+			return nil, err
+		}
 		if err := s.dropStale(st); err != nil {
 			return nil, err
 		}
@@ -268,6 +273,7 @@ type partition struct {
 	bytes  int64
 	runs   []partRun
 	kept   []keptPart
+	segs   []partSeg
 	// pipe says the partition is heavy enough to merge on two goroutines.
 	pipe bool
 }
@@ -305,6 +311,17 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 				pt.runs = append(pt.runs, partRun{fs: fsys, name: name, size: f.Size, part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
 				pt.bytes += p.Bytes
 			}
+		}
+	}
+	for _, r := range recs {
+		for i := range r.Segments {
+			seg := &r.Segments[i]
+			if seg.Region < 0 || seg.Region >= len(s.plan.Regions) {
+				return nil, fmt.Errorf("stage: segment %s names region %d, but the plan has %d", seg.Name, seg.Region, len(s.plan.Regions))
+			}
+			pt := get(seg.Region, seg.Family)
+			pt.segs = append(pt.segs, partSeg{seg: seg, order: fmt.Sprintf("%s\x00s%06d", r.ID, i)})
+			pt.bytes += seg.CellBytes
 		}
 	}
 	for _, w := range kept {
@@ -377,6 +394,18 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 	if err := s.fs.RemoveAll(path.Join(s.root, runsDir)); err != nil {
 		return fmt.Errorf("stage: remove merged runs: %w", err)
 	}
+	// What is left of the segments was merged again (the adopted ones
+	// were moved out).
+	for _, r := range recs {
+		for _, seg := range r.Segments {
+			if _, err := s.fs.Stat(path.Join(s.root, seg.Name)); err == nil {
+				freed += seg.Size
+			}
+		}
+	}
+	if err := s.fs.RemoveAll(path.Join(s.root, segmentsDir)); err != nil {
+		return fmt.Errorf("stage: remove merged segments: %w", err)
+	}
 	if s.local != nil {
 		if err := s.local.fs.RemoveAll(path.Join(s.local.root, runsDir)); err != nil {
 			return fmt.Errorf("stage: remove merged runs: %w", err)
@@ -402,6 +431,23 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		if !ps.Done {
 			todo = append(todo, p)
 		}
+	}
+	// A partition of segments that do not overlap keeps them as they are.
+	merge := todo[:0]
+	for _, p := range todo {
+		if !s.adoptable(p) {
+			merge = append(merge, p)
+			continue
+		}
+		ps := st.Parts[partKey(p.region, p.family)]
+		if err := s.adopt(st, ps, p); err != nil {
+			return s.full(err, fmt.Sprintf("moving the HFiles of region %s family %s", s.plan.Regions[p.region].Dir, p.family))
+		}
+		rep.Printf("hfiles: region %s family %s: %d HFiles written by the splits, kept as they are", s.plan.Regions[p.region].Dir, p.family, len(ps.Files))
+	}
+	todo = merge
+	if len(todo) == 0 {
+		return ctx.Err()
 	}
 	bySize(todo)
 	workers := max(min(s.o.Workers, len(todo)), 1)

@@ -44,11 +44,11 @@ var _ sink.Deferring = (*Sink)(nil)
 // mayKeep says w may be kept in memory rather than spilled at Commit: the
 // job runs in one process (a spill task's splits are merged by other
 // processes), the runner records held splits, and w spilled nothing yet
-// (its cells are all in its buffer).
+// and wrote no HFiles of its own (its cells are all in its buffer).
 func (s *Sink) mayKeep(w *splitSink) bool {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	return s.task.Phase == PhaseAll && s.onDurable != nil && len(w.runs) == 0 && len(w.ents) > 0
+	return s.task.Phase == PhaseAll && s.onDurable != nil && len(w.runs) == 0 && len(w.segs) == 0 && len(w.ents) > 0
 }
 
 // keep sorts w's buffer and keeps it. A record an earlier attempt of the

@@ -264,7 +264,7 @@ func TestMergeKeptAllocs(t *testing.T) {
 		}
 		var seen int
 		a := testing.AllocsPerRun(5, func() {
-			m, err := newMerger(s.fs, nil, kept)
+			m, err := newMerger(s.fs, s.root, nil, kept, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

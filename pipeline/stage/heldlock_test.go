@@ -41,7 +41,7 @@ func (g *gatedFS) Create(name string) (vfs.WriteFile, error) {
 // the HFiles hold every cell.
 func TestStageKeptSpillLeavesOthersWriting(t *testing.T) {
 	ctx := context.Background()
-	o := Options{Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 8 << 20, Workers: 2}
+	o := Options{Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 8 << 20, Workers: 2, NoDirect: true}
 	s, log := newKept(t, o)
 	gfs := &gatedFS{WriteFS: s.fs, entered: make(chan struct{}), gate: make(chan struct{})}
 	s.fs = gfs

@@ -64,8 +64,11 @@ type splitRecord struct {
 	ID      string    `json:"id"`
 	Attempt string    `json:"attempt"`
 	Runs    []runFile `json:"runs"`
-	Cells   int64     `json:"cells"`
-	Bytes   int64     `json:"bytes"`
+	// Segments are the HFiles the split wrote straight from its cells
+	// (direct.go).
+	Segments []segmentFile `json:"segments,omitempty"`
+	Cells    int64         `json:"cells"`
+	Bytes    int64         `json:"bytes"`
 	// SourceBytes is the store file bytes the split read (its
 	// sink.SplitInfo.Bytes), for the estimate of a full folder's need.
 	SourceBytes int64 `json:"source_bytes,omitempty"`

@@ -71,31 +71,47 @@ func (h *cursorHeap) Pop() any {
 	return x
 }
 
-// source is a merge input not opened yet: a run or a kept part.
+// source is a merge input not opened yet: a run, a kept part or a
+// segment.
 type source struct {
 	run   *partRun
 	kept  *keptPart
+	seg   *partSeg
 	order string
 }
 
-// sources orders runs and kept parts by their order keys.
-func sources(runs []partRun, kept []keptPart) []source {
-	out := make([]source, 0, len(runs)+len(kept))
+// sources orders runs, kept parts and segments by their order keys.
+func sources(runs []partRun, kept []keptPart, segs []partSeg) []source {
+	out := make([]source, 0, len(runs)+len(kept)+len(segs))
 	for i := range runs {
 		out = append(out, source{run: &runs[i], order: runs[i].order})
 	}
 	for i := range kept {
 		out = append(out, source{kept: &kept[i], order: kept[i].order})
 	}
+	for i := range segs {
+		out = append(out, source{seg: &segs[i], order: segs[i].order})
+	}
 	slices.SortStableFunc(out, func(a, b source) int { return strings.Compare(a.order, b.order) })
 	return out
 }
 
-func newMerger(fsys vfs.FS, runs []partRun, kept []keptPart) (*merger, error) {
+// newMerger opens a merge of runs, kept parts and segs; fsys and root
+// are the staging folder's, where runs without a file system of their own
+// and the segments are.
+func newMerger(fsys vfs.FS, root string, runs []partRun, kept []keptPart, segs []partSeg) (*merger, error) {
 	m := &merger{}
-	for i, src := range sources(runs, kept) {
+	for i, src := range sources(runs, kept, segs) {
 		var cur cursor
-		if src.run != nil {
+		switch {
+		case src.seg != nil:
+			sc, err := openSegCursor(fsys, root, src.seg.seg)
+			if err != nil {
+				m.close()
+				return nil, err
+			}
+			cur = sc
+		case src.run != nil:
 			rfs := src.run.fs
 			if rfs == nil {
 				rfs = fsys
@@ -106,7 +122,7 @@ func newMerger(fsys vfs.FS, runs []partRun, kept []keptPart) (*merger, error) {
 				return nil, err
 			}
 			cur = rc
-		} else {
+		default:
 			cur = &memCursor{mp: src.kept.mp}
 		}
 		m.all = append(m.all, cur)
@@ -196,7 +212,7 @@ func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region 
 	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
 		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", path.Dir(name), err)
 	}
-	m, err := newMerger(s.fs, runs, nil)
+	m, err := newMerger(s.fs, s.root, runs, nil, nil)
 	if err != nil {
 		return partRun{}, 0, err
 	}

@@ -106,6 +106,10 @@ type Options struct {
 	// 32, HBase's hbase.mapreduce.bulkload.max.hfiles.perRegion.perFamily).
 	MaxFiles int
 
+	// NoDirect keeps every split in the sort buffer and runs, even one
+	// whose cells come in order (direct.go): for comparisons.
+	NoDirect bool
+
 	// Examples is how many collision examples Stats keeps (default 10).
 	Examples int
 }
@@ -156,6 +160,11 @@ type Stats struct {
 	// written to HFiles straight from their sort buffers, never spilled.
 	SplitsInMemory int64 `json:"splits_in_memory"`
 	CellsInMemory  int64 `json:"cells_in_memory"`
+	// Direct counts the HFiles splits wrote straight from their cells,
+	// which came in order (direct.go); Adopted those of them the merge
+	// kept as they were, the rest it merged again.
+	Direct  int64 `json:"direct_hfiles"`
+	Adopted int64 `json:"direct_hfiles_adopted"`
 	// LocalRuns is the local run folder the runs went to (Options.
 	// LocalRuns); empty when they went to the staging folder.
 	LocalRuns string `json:"local_runs,omitempty"`

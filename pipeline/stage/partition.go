@@ -25,6 +25,9 @@ import (
 // holds every partition, so changes to ps that others may save (and the
 // save itself) happen under finMu.
 func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, p *partition, fan, pipeBatch int) error {
+	if err := s.restoreSegments(segRecords(p.segs)); err != nil {
+		return err
+	}
 	w, err := s.newPartWriter(st, ps, p.bytes)
 	if err != nil {
 		return err
@@ -34,7 +37,7 @@ func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partStat
 	if err != nil {
 		return err
 	}
-	m, err := newMerger(s.fs, runs, p.kept)
+	m, err := newMerger(s.fs, s.root, runs, p.kept, p.segs)
 	if err != nil {
 		return err
 	}

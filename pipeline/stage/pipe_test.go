@@ -42,7 +42,7 @@ func pipeDump(c *cell.Cell) string {
 // gives, a cell larger than a batch included.
 func TestPipeCellsIsEach(t *testing.T) {
 	fsys, runs := pipeRuns(t)
-	m, err := newMerger(fsys, runs, nil)
+	m, err := newMerger(fsys, "", runs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestPipeCellsIsEach(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.close()
-	m, err = newMerger(fsys, runs, nil)
+	m, err = newMerger(fsys, "", runs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestPipeCellsIsEach(t *testing.T) {
 // fails the pipe with the run's error, never with fewer cells.
 func TestPipeCellsErrors(t *testing.T) {
 	fsys, runs := pipeRuns(t)
-	m, err := newMerger(fsys, runs, nil)
+	m, err := newMerger(fsys, "", runs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestPipeCellsErrors(t *testing.T) {
 	b, _ := vfs.ReadFile(fsys, runs[2].name)
 	b[len(b)/2] ^= 0x40
 	fsys.WriteFile(runs[2].name, b)
-	m, err = newMerger(fsys, runs, nil)
+	m, err = newMerger(fsys, "", runs, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

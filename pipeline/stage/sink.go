@@ -164,6 +164,11 @@ func (s *Sink) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	segs, err := removeStraySegments(s.fs, s.root, s.spill, recs)
+	if err != nil {
+		return err
+	}
+	kept += segs
 	if s.local != nil {
 		n, err := s.removeStrayLocal(recs)
 		if err != nil {
@@ -400,7 +405,8 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 		return nil, s.full(fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
 	}
 	attempt := fmt.Sprintf("%x%04x", time.Now().UnixNano(), s.attempts.Add(1)&0xffff)
-	return &splitSink{s: s, info: si, key: key, dir: dir, attempt: attempt, budget: s.o.splitBudget()}, nil
+	return &splitSink{s: s, info: si, key: key, dir: dir, attempt: attempt, budget: s.o.splitBudget(),
+		inOrder: s.mayWriteDirect()}, nil
 }
 
 // entry is one buffered cell: its target region, its key fields and
@@ -459,6 +465,16 @@ type splitSink struct {
 	cells  int64
 	bytes  int64
 	done   bool
+
+	// Writing straight into HFiles (direct.go).
+	inOrder  bool        // every cell so far came after its partition's last
+	tails    []orderTail // each partition's last entry, while inOrder
+	lastTail int
+	direct   bool // cells go straight to outs
+	outs     []*directOut
+	lastOut  *directOut
+	segs     []segmentFile // files finished
+	directN  int
 }
 
 // view points c's byte fields at e's bytes in the arena.
@@ -507,6 +523,22 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	if len(c.Row) > math.MaxUint16 || len(c.Family) > math.MaxUint8 || len(c.Tags) > math.MaxUint16 || int64(len(c.Qualifier)) > math.MaxUint32 || int64(len(c.Value)) > math.MaxUint32 {
 		return fmt.Errorf("stage: split %s: cell %s: row %d, family %d, qualifier %d, value %d or tags %d bytes: more than an HFile cell can hold", w.info.ID, c, len(c.Row), len(c.Family), len(c.Qualifier), len(c.Value), len(c.Tags))
 	}
+	if w.direct {
+		ok, err := w.writeDirect(ctx, c)
+		if err != nil {
+			return err
+		}
+		if ok {
+			w.cells++
+			w.bytes += cell.Size(c)
+			return nil
+		}
+		// Out of order: the files written stay as the split's segments,
+		// and its other cells go through the sort buffer.
+		if err := w.endDirect(); err != nil {
+			return w.s.full(err, "writing split "+w.info.ID)
+		}
+	}
 	rest := len(c.Family) + len(c.Qualifier) + len(c.Value) + len(c.Tags)
 	shared := w.sharedRow(c, rest)
 	n := rest
@@ -518,6 +550,13 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	// share is the one exception: it is held alone).
 	chunk, next, grow := w.needs(n)
 	if w.held+int64(chunk)+grow > w.budget && len(w.ents) > 0 {
+		if w.inOrder {
+			// In order so far: write into HFiles instead of a run.
+			if err := w.goDirect(ctx); err != nil {
+				return w.s.full(err, "writing split "+w.info.ID)
+			}
+			return w.Write(ctx, c)
+		}
 		if err := w.spill(ctx); err != nil {
 			return err
 		}
@@ -581,6 +620,13 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	w.held += cost // reserved above: chunk + grow is cost less the old entries
 	w.cells++
 	w.bytes += cell.Size(c)
+	if w.inOrder {
+		w.trackOrder()
+		if w.inOrder && w.held >= directAfter {
+			// In order long enough to expect the rest in order too.
+			return w.s.full(w.goDirect(ctx), "writing split "+w.info.ID)
+		}
+	}
 	return nil
 }
 
@@ -754,6 +800,17 @@ func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	if w.done {
 		return sink.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
 	}
+	if w.direct || (w.inOrder && len(w.ents) > 0) {
+		// In order to the end: the rest goes into the split's HFiles too.
+		if !w.direct {
+			if err := w.goDirect(ctx); err != nil {
+				return sink.Ack{}, err
+			}
+		}
+		if err := w.endDirect(); err != nil {
+			return sink.Ack{}, err
+		}
+	}
 	if w.s.mayKeep(w) {
 		return w.keep()
 	}
@@ -789,7 +846,7 @@ func (w *splitSink) record() error {
 	if err != nil {
 		return err
 	}
-	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes}
+	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Segments: w.segs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes}
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}
@@ -806,6 +863,7 @@ func (w *splitSink) record() error {
 		w.s.stats.RunBytes += r.Size
 	}
 	w.s.stats.CellsStaged += w.cells
+	w.s.stats.Direct += int64(len(w.segs))
 	w.s.mu.Unlock()
 	return nil
 }
@@ -818,6 +876,7 @@ func (w *splitSink) recordName() string {
 // removeRuns removes the runs of rec, an attempt no longer part of the
 // job. Failing to remove one is harmless: the next New removes strays.
 func (s *Sink) removeRuns(rec *splitRecord) {
+	s.removeSegments(rec)
 	for i := range rec.Runs {
 		r := &rec.Runs[i]
 		fsys, p := s.runFS(r)
@@ -844,6 +903,7 @@ func (w *splitSink) Abort() {
 	}
 	w.done = true
 	w.release()
+	w.abortDirect()
 	for i := range w.runs {
 		r := &w.runs[i]
 		fsys, p := w.s.runFS(r)

@@ -717,7 +717,8 @@ func wideRowCells(rows, perRow int) []cell.Cell {
 // TestStageWideRowsShareRowBytes: the cells of a wide row share one copy
 // of the row in the sort buffer, so a split of wide rows holds far fewer
 // bytes than its cells; with a budget that spills mid-row and fills arena
-// chunks mid-row, the HFiles still hold exactly the cells given.
+// chunks mid-row, the HFiles still hold exactly the cells given. (The
+// splits are in order: NoDirect keeps them in the sort buffer.)
 func TestStageWideRowsShareRowBytes(t *testing.T) {
 	ctx := context.Background()
 	cells := wideRowCells(40, 500)
@@ -728,7 +729,7 @@ func TestStageWideRowsShareRowBytes(t *testing.T) {
 	}
 
 	// One split in a roomy budget: the arena holds each row once.
-	s, err := New(ctx, Options{Staging: t.TempDir(), Table: "t", Memory: 64 << 20, Workers: 1})
+	s, err := New(ctx, Options{Staging: t.TempDir(), Table: "t", Memory: 64 << 20, Workers: 1, NoDirect: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -755,7 +756,7 @@ func TestStageWideRowsShareRowBytes(t *testing.T) {
 	// A small budget over two splits: spills and chunk ends fall inside rows.
 	dir := t.TempDir()
 	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("h"), []byte("p")},
-		Memory: 192 << 10, Workers: 2, HFileSize: 64 << 10, MaxFiles: 8}
+		Memory: 192 << 10, Workers: 2, HFileSize: 64 << 10, MaxFiles: 8, NoDirect: true}
 	s2, err := New(ctx, o)
 	if err != nil {
 		t.Fatal(err)

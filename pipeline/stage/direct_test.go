@@ -1,0 +1,256 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// orderedCells makes perRow cells for each of rows, in HBase order when
+// rows are sorted: qualifiers ascending, two versions each, newest first.
+func orderedCells(rows []string, perRow int, value string) []cell.Cell {
+	var out []cell.Cell
+	for _, r := range rows {
+		for q := 0; q < perRow/2; q++ {
+			for _, ts := range []int64{2, 1} {
+				out = append(out, cell.Cell{Row: []byte(r), Family: []byte("f1"), Qualifier: []byte(fmt.Sprintf("q%06d", q)),
+					Timestamp: 1_700_000_000_000 + ts, Type: cell.Put, Value: []byte(fmt.Sprintf("%s-%s-%d-%d", value, r, q, ts))})
+			}
+		}
+	}
+	return out
+}
+
+// rowNames returns n sorted row keys from prefix.
+func rowNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%05d", prefix, i)
+	}
+	return out
+}
+
+// firstOfEachKey keeps, of cells with equal keys, the first in cells.
+func firstOfEachKey(cells []cell.Cell) []cell.Cell {
+	out := slices.Clone(cells)
+	slices.SortStableFunc(out, func(a, b cell.Cell) int { return cell.Compare(&a, &b) })
+	return slices.CompactFunc(out, func(a, b cell.Cell) bool { return cell.Compare(&a, &b) == 0 })
+}
+
+// segmentFiles lists the files left under the staging folder's segments/.
+func segmentFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.WalkDir(filepath.Join(dir, segmentsDir), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestStageDirectAdopts: splits whose cells come in order write their
+// HFiles themselves (one of them past directAfter, the other only at its
+// commit), a repeated key inside a split is dropped and counted as the
+// merge counts it, and the merge keeps every file as it is: no runs, the
+// HFiles in hfiles/REGION/FAMILY holding exactly the cells, no segment
+// left behind.
+func TestStageDirectAdopts(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("c"), []byte("m"), []byte("t")},
+		Memory: 64 << 20, Workers: 2, MaxFiles: 8}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := orderedCells(append(rowNames("b", 40), rowNames("d", 40)...), 200, "a")
+	b := orderedCells(append(rowNames("n", 300), rowNames("u", 300)...), 200, "b")
+	// A repeat of a's cell 10 (a duplicate) and of cell 20 with another
+	// value (a collision), each right after the cell it repeats.
+	dup, coll := a[10], a[20].Clone()
+	coll.Value = []byte("other")
+	a = slices.Insert(a, 21, coll)
+	a = slices.Insert(a, 11, dup)
+	writeSplit(t, s, "a", a)
+	writeSplit(t, s, "b", b)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Runs != 0 || st.Direct < 4 || st.Adopted != st.Direct {
+		t.Errorf("runs %d, direct files %d, adopted %d; want no runs and every direct file adopted (at least 4)", st.Runs, st.Direct, st.Adopted)
+	}
+	if st.Duplicates != 1 || st.Collisions != 1 {
+		t.Errorf("duplicates %d collisions %d, want 1 and 1", st.Duplicates, st.Collisions)
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	want := firstOfEachKey(append(a, b...))
+	equalDumps(t, got, want)
+	if st.Cells != int64(len(want)) {
+		t.Errorf("stats count %d cells written, want %d", st.Cells, len(want))
+	}
+	if left := segmentFiles(t, dir); len(left) != 0 {
+		t.Errorf("segments left after the merge: %v", left)
+	}
+}
+
+// TestStageDirectFallsBack: a split in order long enough to write
+// directly, then out of order, keeps the files it wrote and sorts the rest
+// through a run; the merge reads both, and a second split in order whose
+// keys overlap the first's is merged with them, not adopted: the HFiles
+// hold exactly the cells, a key repeated across splits keeping the first
+// split's cell.
+func TestStageDirectFallsBack(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 2, MaxFiles: 8}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := orderedCells(rowNames("a", 400), 200, "a") // about 6 MB: past directAfter
+	tail := orderedCells(rowNames("b", 100), 20, "a")
+	rand.New(rand.NewSource(3)).Shuffle(len(tail), func(i, j int) { tail[i], tail[j] = tail[j], tail[i] })
+	a := append(slices.Clone(in), tail...)
+	// Split b is in order and interleaves with a in region 0: its own
+	// rows, one cell of a unchanged and one with another value.
+	b := orderedCells(rowNames("a0001x", 3), 10, "b")
+	same, other := in[5000], in[6000].Clone()
+	other.Value = []byte("b's value")
+	b = append(b, cell.Cell{}, cell.Cell{})
+	b[len(b)-2], b[len(b)-1] = same, other
+	slices.SortStableFunc(b, func(x, y cell.Cell) int { return cell.Compare(&x, &y) })
+	writeSplit(t, s, "a", a)
+	writeSplit(t, s, "b", b)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	t.Logf("stats: runs %d, direct %d, adopted %d, duplicates %d, collisions %d", st.Runs, st.Direct, st.Adopted, st.Duplicates, st.Collisions)
+	if st.Direct < 2 || st.Runs < 1 || st.Adopted != 0 {
+		t.Errorf("direct files %d, runs %d, adopted %d; want files of both splits, a run of a's tail, nothing adopted", st.Direct, st.Runs, st.Adopted)
+	}
+	if st.Duplicates != 1 || st.Collisions != 1 {
+		t.Errorf("duplicates %d collisions %d, want 1 and 1", st.Duplicates, st.Collisions)
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	equalDumps(t, got, firstOfEachKey(append(a, b...)))
+}
+
+// TestStageDirectAbortAndStrays: an aborted split that wrote directly
+// leaves no file; one that died without Commit or Abort (kill -9) leaves
+// files the next opening of the folder removes; neither reaches the
+// HFiles.
+func TestStageDirectAbortAndStrays(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", Memory: 64 << 20, Workers: 1}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := orderedCells(rowNames("r", 400), 200, "x")
+	write := func(id string) sink.SplitSink {
+		w, err := s.Begin(ctx, sink.SplitInfo{ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range cells {
+			if err := w.Write(ctx, &cells[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !w.(*splitSink).direct {
+			t.Fatalf("split %s: %d cells in order did not go direct", id, len(cells))
+		}
+		return w
+	}
+	write("aborted").Abort()
+	if left := segmentFiles(t, dir); len(left) != 0 {
+		t.Errorf("an aborted split left %v", left)
+	}
+	write("killed") // neither committed nor aborted
+	if len(segmentFiles(t, dir)) == 0 {
+		t.Fatal("the killed split wrote no file: the test tests nothing")
+	}
+	s.Close()
+	s2, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if left := segmentFiles(t, dir); len(left) != 0 {
+		t.Errorf("reopening left the killed split's files: %v", left)
+	}
+	ok := orderedCells(rowNames("k", 5), 10, "y")
+	writeSplit(t, s2, "ok", ok)
+	if err := s2.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	equalDumps(t, checkStaged(t, s2.Plan(), readStaged(t, dir), 32), ok)
+}
+
+// failingFS fails the creation of files whose path holds part, while on.
+type failingFS struct {
+	vfs.WriteFS
+	part string
+	on   bool
+}
+
+func (f *failingFS) Create(name string) (vfs.WriteFile, error) {
+	if f.on && strings.Contains(name, f.part) {
+		return nil, fmt.Errorf("injected failure creating %s", name)
+	}
+	return f.WriteFS.Create(name)
+}
+
+// TestStageDirectAdoptedThenRestaged: a Finish that adopted one
+// partition's files and failed merging another, followed by a split staged
+// again (the merge must start over, its HFiles removed), moves the adopted
+// files back to the split's segments and adopts them anew: the HFiles
+// hold exactly the cells.
+func TestStageDirectAdoptedThenRestaged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 1}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs := &failingFS{WriteFS: s.fs, part: "/" + hfilesDir + "/r00001/"}
+	s.fs = ffs
+	direct := orderedCells(rowNames("d", 50), 20, "direct") // region 0, in order
+	mixed := orderedCells(rowNames("p", 50), 20, "mixed")   // region 1
+	rand.New(rand.NewSource(4)).Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
+	writeSplit(t, s, "direct", direct)
+	writeSplit(t, s, "mixed", mixed)
+	ffs.on = true
+	if err := s.Finish(ctx, logRep{t}); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Finish: %v; want the injected failure", err)
+	}
+	if st := s.Stats(); st.Adopted != 1 {
+		t.Fatalf("adopted %d files before the failure, want 1 (the test needs one adopted)", st.Adopted)
+	}
+	ffs.on = false
+	// The mixed split is staged again (another attempt): the merge starts
+	// over.
+	writeSplit(t, s, "mixed", mixed)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
+}
