@@ -45,7 +45,10 @@ const segmentsDir = "segments"
 const directAfter = 4 << 20
 
 // maxDirectParts bounds the partitions one split writes at once (an open
-// HFile writer each); a split spread wider uses the sort buffer.
+// HFile writer each); a split spread wider uses the sort buffer. The
+// writers' buffers (a block being encoded, the bloom chunk, the stream's)
+// are not counted in the sort buffers' account: a direct split gives its
+// whole share back when it starts writing, which is far more.
 const maxDirectParts = 64
 
 // segmentFile is one HFile a split wrote straight from its cells.
@@ -251,9 +254,6 @@ func (w *splitSink) endDirect() error {
 	for _, o := range w.outs {
 		if o.out == nil {
 			continue
-		}
-		if o.dups+o.colls > 0 && o.out.cells == 0 {
-			continue // only dropped cells since the last file: nothing to keep
 		}
 		if err := w.closeSegment(o); err != nil && first == nil {
 			first = err
