@@ -126,9 +126,29 @@ func (w *splitSink) trackOrder() {
 	w.lastTail = len(w.tails) - 1
 }
 
+// spreadTooWide says the split, in order so far, touches so many regions
+// that if every split did the same, a region would get more than MaxFiles
+// files from the splits, and the merge would read and write them all
+// again (a salted layout: each split's cells in order within every
+// region): such a split sorts instead. A layout that keeps the old order
+// puts each split in a region or two.
+func (w *splitSink) spreadTooWide() bool {
+	regions := map[int32]bool{}
+	for _, t := range w.tails {
+		regions[w.ents[t.idx].region] = true
+	}
+	return int64(len(regions))*int64(max(w.s.o.Splits, 1)) > int64(max(w.s.o.MaxFiles, 1))*int64(len(w.s.plan.Regions))
+}
+
 // goDirect writes the buffered cells, in order, into the split's own
 // HFiles and frees the buffer: from now on Write writes each cell there.
+// A split spread too wide (spreadTooWide) stays in the buffer instead,
+// no longer checked.
 func (w *splitSink) goDirect(ctx context.Context) error {
+	if w.spreadTooWide() {
+		w.inOrder, w.tails = false, nil
+		return nil
+	}
 	var c cell.Cell
 	for i := range w.ents {
 		w.view(&w.ents[i], &c)

@@ -254,3 +254,47 @@ func TestStageDirectAdoptedThenRestaged(t *testing.T) {
 	s.Close()
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
 }
+
+// TestStageDirectNotWhenSpreadWide: of a run of many splits, a split in
+// order within every region it touches but touching them all (a salted
+// layout) sorts, as every such split would leave each region more files
+// than MaxFiles to merge again; a split in one region writes directly.
+func TestStageDirectNotWhenSpreadWide(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("c"), []byte("m"), []byte("t")},
+		Memory: 64 << 20, Workers: 1, MaxFiles: 32, Splits: 100}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Salted: the same entities under four salts, one per region, each
+	// salt's rows in order.
+	var wide []cell.Cell
+	for _, salt := range []string{"a", "d", "n", "u"} {
+		wide = append(wide, orderedCells(rowNames(salt+"-e", 200), 100, "w")...)
+	}
+	// Interleave the salts a row at a time, as a salted layout emits
+	// them, each salt's rows staying in order.
+	interleaved := make([]cell.Cell, 0, len(wide))
+	per := len(wide) / 4
+	for r := 0; r < per; r += 100 {
+		for k := 0; k < 4; k++ {
+			interleaved = append(interleaved, wide[k*per+r:k*per+r+100]...)
+		}
+	}
+	writeSplit(t, s, "wide", interleaved)
+	narrow := orderedCells(rowNames("p", 400), 200, "n")
+	writeSplit(t, s, "narrow", narrow)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if st.Direct != 1 || st.Adopted != 0 {
+		// The narrow split's file shares region 2 with the wide split's
+		// cells, so it is merged with them, not adopted.
+		t.Errorf("direct files %d, adopted %d; want 1 (the narrow split's) and 0", st.Direct, st.Adopted)
+	}
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles), sorted(append(interleaved, narrow...)))
+}

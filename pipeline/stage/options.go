@@ -32,8 +32,9 @@ type Options struct {
 	// folder shared by every task (phases.go); the zero Task is the whole
 	// job in one process.
 	Task Task
-	// Splits is how many splits a spill task reads, recorded for
-	// `rekey status`.
+	// Splits is how many splits the run (or a spill task) reads: recorded
+	// for `rekey status`, and in one process the measure of how many
+	// files splits writing directly would leave a region (direct.go).
 	Splits int
 	// SplitIDs are the IDs of the splits a spill task reads: its commit
 	// names exactly these splits' records (each must be there), so a

@@ -555,7 +555,9 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 			if err := w.goDirect(ctx); err != nil {
 				return w.s.full(err, "writing split "+w.info.ID)
 			}
-			return w.Write(ctx, c)
+			if w.direct {
+				return w.Write(ctx, c)
+			}
 		}
 		if err := w.spill(ctx); err != nil {
 			return err
