@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -58,6 +59,22 @@ func killAfterSplitsDone(t *testing.T, bin string, args []string) int {
 	return done
 }
 
+// killThenResume runs bin with args slowed down, kills it with SIGKILL
+// once a split is done (killAfterSplitsDone), and runs it again to the
+// end: the splits done at the kill, and the resume's JSON summary.
+func killThenResume(t *testing.T, bin string, args []string) (int, []byte) {
+	t.Helper()
+	k := killAfterSplitsDone(t, bin, append(slices.Clone(args), "--progress", "log", "--max-cells-per-sec", "6000"))
+	if k == 0 {
+		t.Fatal("the first run showed no split done before it ended; slow it further")
+	}
+	out, err := exec.Command(bin, append(slices.Clone(args), "--progress", "none", "--json")...).Output()
+	if err != nil {
+		t.Fatalf("resume: exit %d: %v", exitCode(err), err)
+	}
+	return k, out
+}
+
 // TestKillNineKeptSplitsThenResume: a staged run whose splits fit in
 // memory keeps them there (no run file), so a run killed with SIGKILL
 // after some splits were done in memory must not have claimed them: the
@@ -91,14 +108,7 @@ func TestKillNineKeptSplitsThenResume(t *testing.T) {
 			// otherwise write their HFiles themselves, never kept.
 			args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover",
 				"--workers", "2", "--memory", tc.memory, "--split-bytes", "256KiB", "--no-direct"}
-			k := killAfterSplitsDone(t, bin, append(args, "--progress", "log", "--max-cells-per-sec", "6000"))
-			if k == 0 {
-				t.Fatal("the first run showed no split done before it ended; slow it further")
-			}
-			out, err := exec.Command(bin, append(args, "--progress", "none", "--json")...).Output()
-			if err != nil {
-				t.Fatalf("resume: exit %d: %v", exitCode(err), err)
-			}
+			k, out := killThenResume(t, bin, args)
 			var sum struct {
 				Finished bool `json:"finished"`
 				Splits   int  `json:"splits"`
@@ -157,14 +167,7 @@ func TestKillNineDirectThenResume(t *testing.T) {
 	staging := "hdfs://" + st.NameNode + "/tmp/" + dst
 	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--resume", "--force-takeover",
 		"--workers", "2", "--split-bytes", "256KiB"}
-	k := killAfterSplitsDone(t, bin, append(args, "--progress", "log", "--max-cells-per-sec", "6000"))
-	if k == 0 {
-		t.Fatal("the first run showed no split done before it ended; slow it further")
-	}
-	out, err := exec.Command(bin, append(args, "--progress", "none", "--json")...).Output()
-	if err != nil {
-		t.Fatalf("resume: exit %d: %v", exitCode(err), err)
-	}
+	k, out := killThenResume(t, bin, args)
 	var sum struct {
 		Finished bool `json:"finished"`
 		Splits   int  `json:"splits"`

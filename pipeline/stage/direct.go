@@ -92,11 +92,9 @@ type directOut struct {
 	family   []byte
 	rel      string // the folder, relative to the staging root
 	out      *hfileOut
-	prev     lastCell
+	seq      keySeq // its counts go into the file's segmentFile
 	firstKey []byte
 	cellB    int64
-	dups     int64
-	colls    int64
 }
 
 // trackOrder checks the entry just appended against the last entry of its
@@ -199,26 +197,14 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 	if o == nil {
 		return false, nil
 	}
-	newRow := true
-	if o.prev.has {
-		switch bytes.Compare(o.prev.c.Row, c.Row) {
-		case 1:
-			return false, nil
-		case 0:
-			switch cell.CompareColumnsAndVersion(&o.prev.c, c) {
-			case 1:
-				return false, nil
-			case 0:
-				if sameCell(&o.prev.c, c) {
-					o.dups++
-				} else {
-					o.colls++
-					w.s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(o.prev.c.Value), len(o.prev.c.Value), clip(c.Value), len(c.Value)))
-				}
-				return true, nil
-			}
-			newRow = false
-		}
+	var newRow bool
+	switch o.seq.place(w.s, c) {
+	case repeated:
+		return true, nil
+	case before:
+		return false, nil
+	case nextRow:
+		newRow = true
 	}
 	if newRow && o.out != nil && o.out.bytes >= w.s.o.HFileSize {
 		if err := w.closeSegment(o); err != nil {
@@ -240,7 +226,7 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 		return false, fmt.Errorf("stage: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
 	}
 	o.cellB += cell.Size(c)
-	o.prev.set(c, newRow)
+	o.seq.prev.set(c, newRow)
 	w.directN++
 	if w.directN%4096 == 0 {
 		return true, ctx.Err()
@@ -257,9 +243,9 @@ func (w *splitSink) closeSegment(o *directOut) error {
 		return err
 	}
 	seg := segmentFile{hfileInfo: info, Region: o.region, Family: string(o.family),
-		FirstKey: bytes.Clone(o.firstKey), LastKey: cell.AppendKey(nil, &o.prev.c),
-		CellBytes: o.cellB, Duplicates: o.dups, Collisions: o.colls}
-	o.cellB, o.dups, o.colls = 0, 0, 0
+		FirstKey: bytes.Clone(o.firstKey), LastKey: cell.AppendKey(nil, &o.seq.prev.c),
+		CellBytes: o.cellB, Duplicates: o.seq.dups, Collisions: o.seq.colls}
+	o.cellB, o.seq.dups, o.seq.colls = 0, 0, 0
 	w.segs = append(w.segs, seg)
 	if err := w.s.addStaged(info.Size); err != nil {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
@@ -450,24 +436,42 @@ func (s *Sink) moveChecked(from, to string, size int64) error {
 	return nil
 }
 
-// restoreSegments moves every segment of recs that a merge adopted back
-// to its segment name: the merge is starting over (its HFiles are
-// removed), and the segments are still its sources.
-func (s *Sink) restoreSegments(recs []*splitRecord) error {
+// recordedSegments lists the segments of recs.
+func recordedSegments(recs []*splitRecord) []*segmentFile {
+	var out []*segmentFile
 	for _, r := range recs {
 		for i := range r.Segments {
-			seg := &r.Segments[i]
-			from := path.Join(s.root, seg.Name)
-			if _, err := s.fs.Stat(from); err == nil {
-				continue
-			}
-			to := path.Join(s.root, s.adoptedName(seg))
-			if fi, err := s.fs.Stat(to); err != nil || fi.Size() != seg.Size {
-				continue // not adopted: the merge finds it missing and says so
-			}
-			if err := s.fs.Rename(to, from); err != nil {
-				return fmt.Errorf("stage: move adopted segment %s back to %s: %w", to, from, err)
-			}
+			out = append(out, &r.Segments[i])
+		}
+	}
+	return out
+}
+
+// partSegments lists the segments of a partition.
+func partSegments(segs []partSeg) []*segmentFile {
+	out := make([]*segmentFile, len(segs))
+	for i, x := range segs {
+		out[i] = x.seg
+	}
+	return out
+}
+
+// restoreSegments moves every one of segs that a merge adopted back to
+// its segment name: the merge is starting over (its HFiles are removed,
+// or the partition is merged after all), and the segments are still its
+// sources.
+func (s *Sink) restoreSegments(segs []*segmentFile) error {
+	for _, seg := range segs {
+		from := path.Join(s.root, seg.Name)
+		if _, err := s.fs.Stat(from); err == nil {
+			continue
+		}
+		to := path.Join(s.root, s.adoptedName(seg))
+		if fi, err := s.fs.Stat(to); err != nil || fi.Size() != seg.Size {
+			continue // not adopted: the merge finds it missing and says so
+		}
+		if err := s.fs.Rename(to, from); err != nil {
+			return fmt.Errorf("stage: move adopted segment %s back to %s: %w", to, from, err)
 		}
 	}
 	return nil
@@ -528,16 +532,4 @@ func (c *segCursor) fail() error    { return c.err }
 func (c *segCursor) close() error {
 	c.it.Close()
 	return c.f.Close()
-}
-
-// segRecords wraps segs in one record, for restoreSegments.
-func segRecords(segs []partSeg) []*splitRecord {
-	if len(segs) == 0 {
-		return nil
-	}
-	r := &splitRecord{}
-	for _, x := range segs {
-		r.Segments = append(r.Segments, *x.seg)
-	}
-	return []*splitRecord{r}
 }

@@ -164,15 +164,7 @@ func TestStageDirectAbortAndStrays(t *testing.T) {
 	}
 	cells := orderedCells(rowNames("r", 400), 200, "x")
 	write := func(id string) sink.SplitSink {
-		w, err := s.Begin(ctx, sink.SplitInfo{ID: id})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range cells {
-			if err := w.Write(ctx, &cells[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
+		w := beginSplit(t, s, id, cells)
 		if !w.(*splitSink).direct {
 			t.Fatalf("split %s: %d cells in order did not go direct", id, len(cells))
 		}

@@ -205,7 +205,7 @@ func (s *Sink) settleFinish(st *finishState, found bool, recs []*splitRecord) (*
 	fp := fingerprint(recs)
 	if found && st.Splits != fp {
 		// Segments an earlier merge adopted are still sources of this one.
-		if err := s.restoreSegments(recs); err != nil {
+		if err := s.restoreSegments(recordedSegments(recs)); err != nil {
 			return nil, err
 		}
 		if err := s.dropStale(st); err != nil {

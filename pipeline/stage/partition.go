@@ -25,7 +25,7 @@ import (
 // holds every partition, so changes to ps that others may save (and the
 // save itself) happen under finMu.
 func (s *Sink) writePartition(ctx context.Context, st *finishState, ps *partState, p *partition, fan, pipeBatch int) error {
-	if err := s.restoreSegments(segRecords(p.segs)); err != nil {
+	if err := s.restoreSegments(partSegments(p.segs)); err != nil {
 		return err
 	}
 	w, err := s.newPartWriter(st, ps, p.bytes)
@@ -87,12 +87,11 @@ type partWriter struct {
 	// are skipped.
 	resume []byte
 
-	out  *hfileOut // the open file, nil between files
-	prev lastCell
-	n    int // cells written, for the periodic cancellation check
-	// Counted here, folded into ps when a file is recorded: a resumed
+	out *hfileOut // the open file, nil between files
+	// seq's counts are folded into ps when a file is recorded: a resumed
 	// merge skips the recorded files' rows, and counts the rest again.
-	dups, colls int64
+	seq keySeq
+	n   int // cells written, for the periodic cancellation check
 }
 
 // newPartWriter prepares the partition's folder (removing what a crash
@@ -146,25 +145,16 @@ func (s *Sink) fileLimit(total int64) int64 {
 // add writes one merged cell, skipping it when it lies in a row already
 // recorded or repeats the previous cell's key.
 func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
-	// The row is compared once: a cell in the row of the cell written
-	// before it is inside the region and past the resume row already, and
-	// needs only its columns compared for a repeat (most cells of a wide
-	// row are such cells).
-	newRow := true
-	if w.prev.has {
-		switch bytes.Compare(w.prev.c.Row, c.Row) {
-		case 0:
-			if cell.CompareColumnsAndVersion(&w.prev.c, c) == 0 {
-				w.collapse(c)
-				return nil
-			}
-			newRow = false
-		case 1:
-			// Checked here, not only by the HFile writer: a file rolled
-			// between the two rows would take the earlier row without a
-			// word.
-			return fmt.Errorf("stage: region %s family %s: merged cell %s comes after %s (runs out of order)", w.reg.Dir, w.ps.Family, c, &w.prev.c)
-		}
+	var newRow bool
+	switch w.seq.place(w.s, c) {
+	case repeated:
+		return nil
+	case before:
+		// Checked here, not only by the HFile writer: a file rolled
+		// between the two rows would take the earlier row without a word.
+		return fmt.Errorf("stage: region %s family %s: merged cell %s comes after %s (runs out of order)", w.reg.Dir, w.ps.Family, c, &w.seq.prev.c)
+	case nextRow:
+		newRow = true
 	}
 	if newRow {
 		if !w.reg.Contains(c.Row) {
@@ -186,11 +176,10 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 		}
 		w.out = o
 	}
-	// The order within a row is the HFile writer's check.
 	if err := w.out.append(c); err != nil {
 		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
 	}
-	w.prev.set(c, newRow)
+	w.seq.prev.set(c, newRow)
 	w.n++
 	if w.n%4096 == 0 {
 		return ctx.Err()
@@ -198,16 +187,56 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 	return nil
 }
 
+// keySeq follows the keys of a series of cells written in order to
+// HFiles (a merged partition, or a split writing its own files): it keeps
+// the cell written last and counts the cells dropped for repeating its
+// key.
+type keySeq struct {
+	prev        lastCell
+	dups, colls int64
+}
+
+// The places of a cell against the cell written before it.
+const (
+	nextRow  = iota // in a later row (or the first cell)
+	sameRow         // in the same row, after it
+	repeated        // with its key: dropped and counted
+	before          // before it: out of order
+)
+
+// place says where c lies against the cell written last, comparing the
+// row once (a wide row's cells need only their columns compared); a
+// repeat is counted (collapse).
+func (q *keySeq) place(s *Sink, c *cell.Cell) int {
+	if !q.prev.has {
+		return nextRow
+	}
+	switch bytes.Compare(q.prev.c.Row, c.Row) {
+	case 1:
+		return before
+	case -1:
+		return nextRow
+	}
+	switch cell.CompareColumnsAndVersion(&q.prev.c, c) {
+	case 1:
+		return before
+	case 0:
+		q.collapse(s, c)
+		return repeated
+	}
+	return sameRow
+}
+
 // collapse counts c, whose key the cell written before it has: a duplicate
 // when value and tags agree, else a collision, with an example.
-func (w *partWriter) collapse(c *cell.Cell) {
-	prev := &w.prev.c
+func (q *keySeq) collapse(s *Sink, c *cell.Cell) {
+	prev := &q.prev.c
 	if sameCell(prev, c) {
-		w.dups++
+		q.dups++
 		return
 	}
-	w.colls++
-	w.s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
+	q.colls++
+	s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
 }
 
 // record saves the partition's progress in finish.json: info, when not
@@ -219,9 +248,9 @@ func (w *partWriter) record(info *hfileInfo, done bool) error {
 	if info != nil {
 		ps.Files = append(ps.Files, *info)
 	}
-	ps.Duplicates += w.dups
-	ps.Collisions += w.colls
-	w.dups, w.colls = 0, 0
+	ps.Duplicates += w.seq.dups
+	ps.Collisions += w.seq.colls
+	w.seq.dups, w.seq.colls = 0, 0
 	ps.Done = done
 	return s.saveFinish(w.st)
 }

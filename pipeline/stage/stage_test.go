@@ -62,8 +62,8 @@ func dump(cells []cell.Cell) []string {
 	return out
 }
 
-// writeSplit stages cells as split id and commits it.
-func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) sink.Ack {
+// beginSplit begins split id and writes cells, uncommitted.
+func beginSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) sink.SplitSink {
 	t.Helper()
 	ctx := context.Background()
 	w, err := s.Begin(ctx, sink.SplitInfo{ID: id})
@@ -75,7 +75,13 @@ func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) sink.Ack {
 			t.Fatal(err)
 		}
 	}
-	ack, err := w.Commit(ctx)
+	return w
+}
+
+// writeSplit stages cells as split id and commits it.
+func writeSplit(t *testing.T, s *Sink, id string, cells []cell.Cell) sink.Ack {
+	t.Helper()
+	ack, err := beginSplit(t, s, id, cells).Commit(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
