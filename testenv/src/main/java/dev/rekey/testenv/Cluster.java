@@ -277,9 +277,13 @@ public final class Cluster {
           }
         }
       }
-      for (String name : tables) {
-        Oracle.dropTable(admin, TableName.valueOf(name));
-      }
+      // A few tables at a time (each waits for the master's disable and
+      // delete procedures), an Admin each.
+      Oracle.inParallel(new ArrayList<>(new java.util.LinkedHashSet<>(tables)), name -> {
+        try (Admin own = conn.getAdmin()) {
+          Oracle.dropTable(own, TableName.valueOf(name));
+        }
+      });
       return "ok";
     } catch (Exception e) {
       return "error " + oneLine(e);
