@@ -88,9 +88,10 @@ func foldableByteSize(bits int64, fold int) int {
 }
 
 // add records c when it starts a new bloom key; prev is the cell appended
-// before it (nil for the first).
-func (b *bloomWriter) add(c, prev *cell.Cell) {
-	if prev != nil && bytes.Equal(prev.Row, c.Row) &&
+// before it (nil for the first), and sameRow says c has prev's row (the
+// writer compared them already).
+func (b *bloomWriter) add(c, prev *cell.Cell, sameRow bool) {
+	if prev != nil && sameRow &&
 		(b.typ == BloomRow || bytes.Equal(prev.Family, c.Family) && bytes.Equal(prev.Qualifier, c.Qualifier)) {
 		return
 	}

@@ -136,10 +136,12 @@ type Writer struct {
 	blk      blockEncoder
 	blockKey []byte // index key of the open data block
 
-	// The last cell appended, its key copied into lastKey.
-	lastKey []byte
-	last    cell.Cell
-	has     bool
+	// The last cell appended, its key only: the row and qualifier copied
+	// into lastRow and lastQual (the row only when it changes: a wide row's
+	// cells share it), the family the file's own.
+	lastRow, lastQual []byte
+	last              cell.Cell
+	has               bool
 
 	family   []byte
 	firstRow []byte
@@ -233,8 +235,17 @@ func (w *Writer) Append(c *cell.Cell) error {
 		return err
 	}
 	dup := false
+	// The row is compared once, and its answer serves the order check, the
+	// bloom filter and the copy of the last key below.
+	sameRow := w.has && bytes.Equal(w.last.Row, c.Row)
 	if w.has {
-		switch cmp := cell.Compare(&w.last, c); {
+		cmp := -1
+		if sameRow {
+			cmp = cell.CompareColumnsAndVersion(&w.last, c)
+		} else if bytes.Compare(w.last.Row, c.Row) > 0 {
+			cmp = 1
+		}
+		switch {
 		case cmp > 0:
 			return fmt.Errorf("%w: writer %s: cell %s appended after %s", ErrOutOfOrder, w.name, c.String(), w.last.String())
 		case cmp == 0:
@@ -265,13 +276,16 @@ func (w *Writer) Append(c *cell.Cell) error {
 		if w.has {
 			before = &w.last
 		}
-		w.bloom.add(c, before)
+		w.bloom.add(c, before, sameRow)
 	}
 	w.blk.add(c, prev)
 
 	// Remember the cell (its key only) for the next order check.
-	w.lastKey = cell.AppendKey(w.lastKey[:0], c)
-	_ = cell.ParseKey(w.lastKey, &w.last)
+	if !sameRow {
+		w.lastRow = append(w.lastRow[:0], c.Row...)
+	}
+	w.lastQual = append(w.lastQual[:0], c.Qualifier...)
+	w.last = cell.Cell{Row: w.lastRow, Family: w.family, Qualifier: w.lastQual, Timestamp: c.Timestamp, Type: c.Type}
 	w.has = true
 
 	kl := int64(cell.KeyLen(c))
@@ -299,7 +313,7 @@ func (w *Writer) Append(c *cell.Cell) error {
 	}
 	if size > w.biggestLen {
 		w.biggestLen = size
-		w.biggestKey = append(w.biggestKey[:0], w.lastKey...)
+		w.biggestKey = cell.AppendKey(w.biggestKey[:0], c)
 	}
 	return nil
 }
@@ -646,7 +660,7 @@ func (w *Writer) appendFileInfo(b []byte) []byte {
 		return int32(total / w.entries)
 	}
 	if w.has {
-		info["hfile.LASTKEY"] = w.lastKey
+		info["hfile.LASTKEY"] = cell.AppendKey(nil, &w.last)
 	}
 	info["hfile.AVG_KEY_LEN"] = i32(avg(w.keyBytes))
 	info["hfile.AVG_VALUE_LEN"] = i32(avg(w.valueBytes))

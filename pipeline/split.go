@@ -77,6 +77,9 @@ type splitReader struct {
 	writeErr           error           // the sink's first error; emit stops on it
 	emitted, emittedB  int64           // new cells (and their bytes) given to the sink
 	curEnt, ent        []byte          // the entity being counted, the last cell's
+	rowEntity          bool            // the mapper's entities are read from the old row alone
+	entRow             []byte          // with rowEntity, the old row curEnt was read from
+	haveEntRow         bool            // entRow holds a row
 	entCells, entBytes int64           // the current entity's new cells and bytes
 	pending            int64           // cells written since the last limiter wait
 	readShown          int64           // st.Read already added to the run's counter
@@ -90,6 +93,9 @@ func (r *Run) newSplitReader(w work, st *SplitStats, out sink.SplitSink) *splitR
 		setTS:  r.o.SetTimestamp,
 	}
 	sr.named, _ = sr.mapper.(transform.EntityMapper)
+	if m, ok := sr.mapper.(transform.RowEntityMapper); ok {
+		sr.rowEntity = m.EntityOfOldRow()
+	}
 	if sr.named == nil && r.j.Program != nil {
 		sr.parser = r.j.Program.New()
 	}
@@ -206,6 +212,13 @@ func (sr *splitReader) rejectKey(merr error) error {
 // countEntity adds the new cells of the old cell just mapped to its
 // entity; consecutive cells of one entity are added to the sketch at once.
 func (sr *splitReader) countEntity(cells, bytesOf int64) {
+	if sr.haveEntRow && bytes.Equal(sr.entRow, sr.src.Row) {
+		// Another cell of the old row just counted: its entity, without
+		// building the entity key again.
+		sr.entCells += cells
+		sr.entBytes += bytesOf
+		return
+	}
 	switch {
 	case sr.named != nil:
 		sr.ent = sr.named.LastEntity(sr.ent[:0])
@@ -215,6 +228,10 @@ func (sr *splitReader) countEntity(cells, bytesOf int64) {
 	if !bytes.Equal(sr.ent, sr.curEnt) {
 		sr.flushEntity()
 		sr.curEnt = append(sr.curEnt[:0], sr.ent...)
+	}
+	if sr.rowEntity {
+		sr.entRow = append(sr.entRow[:0], sr.src.Row...)
+		sr.haveEntRow = true
 	}
 	sr.entCells += cells
 	sr.entBytes += bytesOf

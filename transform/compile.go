@@ -67,6 +67,9 @@ type Program struct {
 	// row is built from old-row fields only and keeps all of them), so a
 	// family delete marker means the same thing in the new table.
 	rowToRow bool
+	// entityOfRow says every entity field is read from the old row alone
+	// (see EntityOfOldRow).
+	entityOfRow bool
 	// builtins says which built-in fields any component uses, so mapping a
 	// cell fills only those.
 	builtins [numBuiltins]bool
@@ -195,9 +198,43 @@ func Compile(spec Spec) (*Program, error) {
 		})
 		return nil, cc.errs
 	}
+	p.entityOfRow = p.entityReadFromRow()
 	p.planInverse()
 	return p, nil
 }
+
+// entityReadFromRow says each entity field is the old row itself or a
+// field the old row's layout sets and the old qualifier's does not.
+func (p *Program) entityReadFromRow() bool {
+	inRow, inQual := map[int]bool{idxRow: true}, map[int]bool{}
+	mark := func(l *Layout, in map[int]bool) {
+		if l == nil {
+			return
+		}
+		for i := range l.comps {
+			c := &l.comps[i]
+			if c.field >= 0 {
+				in[c.field] = true
+			}
+			if c.typ == Offset {
+				// An offset sets the timestamp field its bucket starts.
+				in[c.of[0]] = true
+			}
+		}
+	}
+	mark(p.srcRow, inRow)
+	mark(p.srcQual, inQual)
+	for _, f := range p.entity {
+		if !inRow[f] || inQual[f] {
+			return false
+		}
+	}
+	return len(p.entity) > 0
+}
+
+// EntityOfOldRow says an old cell's entity is read from its row alone, so
+// the cells of one old row share their entity.
+func (p *Program) EntityOfOldRow() bool { return p.entityOfRow }
 
 func (p *Program) sourceFieldNames() []string {
 	var out []string

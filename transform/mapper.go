@@ -40,6 +40,16 @@ type EntityMapper interface {
 	LastEntity(dst []byte) []byte
 }
 
+// RowEntityMapper is an EntityMapper that can say its entities are read
+// from the old row alone: then every cell of one old row has one entity,
+// and a caller counting entities need not ask again until the row changes.
+type RowEntityMapper interface {
+	EntityMapper
+	// EntityOfOldRow says the entity of an old cell depends on its row
+	// only (not its family, qualifier or timestamp).
+	EntityOfOldRow() bool
+}
+
 // MapFunc adapts a function to Mapper.
 type MapFunc func(src cell.Cell, emit func(cell.Cell)) error
 

@@ -241,6 +241,9 @@ func (r *Rekey) TargetEntity(dst []byte, c *cell.Cell) ([]byte, error) {
 // cell, it is that cell's.
 func (r *Rekey) LastEntity(dst []byte) []byte { return r.appendEntity(dst) }
 
+// EntityOfOldRow implements RowEntityMapper (Program.EntityOfOldRow).
+func (r *Rekey) EntityOfOldRow() bool { return r.p.entityOfRow }
+
 // appendEntity encodes the entity fields: numbers as 8 bytes with the sign
 // bit flipped when the field is signed in the old key (whichever side's
 // component read this value: an int and a uint holding 7 hold the same

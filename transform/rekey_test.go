@@ -332,3 +332,42 @@ func TestEntityKeyIgnoresTheEncoding(t *testing.T) {
 		})
 	}
 }
+
+// TestEntityOfOldRow: the runner counts a row's cells under one entity
+// only when the entity fields come from the old row alone; an entity read
+// from the qualifier (a tall row: one row, many entities) must not be.
+func TestEntityOfOldRow(t *testing.T) {
+	tall := Spec{
+		Source: LayoutSpec{
+			Row:       []ComponentSpec{{Type: "string", Field: "day"}},
+			Qualifier: []ComponentSpec{{Type: "string", Field: "user"}},
+		},
+		Target: LayoutSpec{Row: []ComponentSpec{{Type: "string", Field: "user", Sep: 0, HasSep: true}, {Type: "string", Field: "day"}}},
+		Entity: []string{"user"},
+	}
+	both := tall
+	both.Entity = []string{"day", "user"}
+	rowOnly := tall
+	rowOnly.Entity = []string{"day"}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+		want bool
+	}{
+		{"wide to bucketed, entity in the row", wideSpec(), true},
+		{"entity in the qualifier", tall, false},
+		{"entity in row and qualifier", both, false},
+		{"entity in the row of a tall layout", rowOnly, true},
+	} {
+		p, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := p.EntityOfOldRow(); got != tc.want {
+			t.Errorf("%s: EntityOfOldRow = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := p.New().EntityOfOldRow(); got != tc.want {
+			t.Errorf("%s: Rekey.EntityOfOldRow = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

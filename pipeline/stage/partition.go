@@ -217,6 +217,12 @@ func (q *keySeq) place(s *Sink, c *cell.Cell) int {
 	case -1:
 		return nextRow
 	}
+	return q.placeInRow(s, c)
+}
+
+// placeInRow is place for a cell its caller knows to have the row of the
+// cell written last.
+func (q *keySeq) placeInRow(s *Sink, c *cell.Cell) int {
 	switch cell.CompareColumnsAndVersion(&q.prev.c, c) {
 	case 1:
 		return before
