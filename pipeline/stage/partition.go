@@ -296,29 +296,32 @@ func (w *partWriter) abort() {
 // cell to cell: the merge's cells are valid only until its next one. The
 // row has a buffer of its own, copied only when the row changes.
 type lastCell struct {
-	c   cell.Cell
-	row []byte
-	buf []byte
-	has bool
+	c                         cell.Cell
+	row, fam, qual, val, tags []byte
+	has                       bool
 }
 
-// set copies c, its slices cut from the buffers; newRow false says c's row
-// is the one held already.
+// set copies c, each slice into a buffer of its own; newRow false says c's
+// row is the one held already. Field by field, and the family only when it
+// changes: assigning a whole Cell per cell cost more than the copies.
 func (l *lastCell) set(c *cell.Cell, newRow bool) {
 	if newRow || !l.has {
 		l.row = append(l.row[:0], c.Row...)
+		l.c.Row = l.row[:len(l.row):len(l.row)]
 	}
-	l.buf = l.buf[:0]
-	l.buf = append(l.buf, c.Family...)
-	l.buf = append(l.buf, c.Qualifier...)
-	l.buf = append(l.buf, c.Value...)
-	l.buf = append(l.buf, c.Tags...)
-	o := 0
-	cut := func(k int) []byte { b := l.buf[o : o+k : o+k]; o += k; return b }
-	l.c = cell.Cell{Timestamp: c.Timestamp, Type: c.Type}
-	l.c.Row = l.row[:len(l.row):len(l.row)]
-	l.c.Family, l.c.Qualifier, l.c.Value = cut(len(c.Family)), cut(len(c.Qualifier)), cut(len(c.Value))
-	l.c.Tags = cut(len(c.Tags))
+	if !l.has || string(l.fam) != string(c.Family) {
+		l.fam = append(l.fam[:0], c.Family...)
+		l.c.Family = l.fam[:len(l.fam):len(l.fam)]
+	}
+	l.qual = append(l.qual[:0], c.Qualifier...)
+	l.c.Qualifier = l.qual[:len(l.qual):len(l.qual)]
+	l.val = append(l.val[:0], c.Value...)
+	l.c.Value = l.val[:len(l.val):len(l.val)]
+	if len(c.Tags) > 0 || len(l.c.Tags) > 0 {
+		l.tags = append(l.tags[:0], c.Tags...)
+		l.c.Tags = l.tags[:len(l.tags):len(l.tags)]
+	}
+	l.c.Timestamp, l.c.Type = c.Timestamp, c.Type
 	l.has = true
 }
 
