@@ -115,6 +115,10 @@ func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) e
 // lie inside one region: that is checked against the current region
 // boundaries before anything is loaded, and a *SpanError names the first
 // file that does not. Files of regions loaded before an error stay loaded.
+// When ctx ends, no further region's load is sent, but one already sent is
+// waited for; if a request went unanswered (a timeout, a broken connection)
+// the staging directory is left in place, as the region server may still
+// be moving files through it.
 func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFile, o BulkLoadOptions) (err error) {
 	if len(files) == 0 {
 		return nil
@@ -162,7 +166,17 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 	if err != nil {
 		return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
 	}
+	// unanswered says a BulkLoadHFile request may still be running on its
+	// region server: it was sent and no answer came back (a timeout, a
+	// broken connection). The server moves each file into the staging
+	// directory and from there into the region, and CleanupBulkLoad deletes
+	// that directory with whatever is in it: removing it then could delete
+	// files on their way in, cells lost without an error. So it stays.
+	unanswered := false
 	defer func() {
+		if unanswered {
+			return
+		}
 		// The staging directory holds nothing once files are loaded, but it
 		// must not pile up; failing to remove it is not worth failing the
 		// load for, unless the load itself succeeded.
@@ -178,7 +192,15 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 
 	for _, g := range groups {
 		g := g
-		err = c.withRegion(ctx, "bulk load into "+string(g.region.Name), tb, g.files[0].FirstRow, func(ctx context.Context, r *Region) error {
+		if cerr := ctx.Err(); cerr != nil {
+			err = fmt.Errorf("hbase: bulk load into %s: %w", table, cerr)
+			return err
+		}
+		// A region's load, once sent, is waited for even when ctx ends (an
+		// interrupt): its answer says whether the files went in, and the
+		// staging directory may be removed only after it (unanswered).
+		// The RPC and operation timeouts still bound the wait.
+		err = c.withRegion(context.WithoutCancel(ctx), "bulk load into "+string(g.region.Name), tb, g.files[0].FirstRow, func(ctx context.Context, r *Region) error {
 			// The region may have split or merged since the check above.
 			for _, f := range g.files {
 				if !r.Contains(f.FirstRow) || !r.Contains(f.LastRow) {
@@ -191,6 +213,10 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 			}
 			var resp pb.BulkLoadHFileResponse
 			if _, err := c.call(ctx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
+				var re *rpc.RemoteError
+				if !errors.As(err, &re) {
+					unanswered = true
+				}
 				return err
 			}
 			if !resp.GetLoaded() {

@@ -7,27 +7,43 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"sync/atomic"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline/sink"
+	"golang.org/x/sync/errgroup"
 )
 
 // maxLoadAttempts bounds how often one region's load is retried after its
 // target regions changed under it (each retry re-splits the files).
 const maxLoadAttempts = 5
 
-// loadAll bulk loads the HFiles region by region in plan order, recording
-// each loaded region in finish.json, so a load that fails part way resumes
-// with the first region not loaded. From a kerberized HDFS it sends the
-// caller's delegation token, obtained for this load and cancelled after.
+// loadParallel is how many regions are loaded at once. A region's load is
+// mostly waiting: for the region server to open and move its files, and for
+// finish.json to be written before and after. HBase's own bulk load tool
+// also loads several regions at once.
+const loadParallel = 4
+
+// loadAll bulk loads the HFiles region by region, loadParallel regions at
+// a time, recording each loaded region in finish.json, so a load that
+// fails part way resumes with the regions not loaded. After the first
+// failure or an interrupt no other region's load starts; those under way
+// finish. From a
+// kerberized HDFS it sends the caller's delegation token, obtained for this
+// load and cancelled after.
 func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) error {
 	tok, done, err := s.fsToken(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	type regionLoad struct {
+		reg   *Region
+		parts []*partState
+	}
+	var todo []regionLoad
 	for i := range s.plan.Regions {
 		reg := &s.plan.Regions[i]
 		if st.Loaded[reg.Dir] {
@@ -46,18 +62,47 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 			continue
 		}
 		sort.Slice(parts, func(a, b int) bool { return parts[a].Family < parts[b].Family })
-		if err := s.loadRegion(ctx, st, reg, parts, tok); err != nil {
-			return err
-		}
-		st.Loaded[reg.Dir] = true
-		if err := s.saveFinish(st); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		s.stats.RegionsLoaded++
-		s.mu.Unlock()
-		rep.Printf("hfiles: loaded region %s into %s", reg.Dir, s.o.Table)
+		todo = append(todo, regionLoad{reg, parts})
 	}
+	var g errgroup.Group
+	g.SetLimit(loadParallel)
+	var failed atomic.Bool
+	for _, l := range todo {
+		if failed.Load() || ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if err := s.loadRegion(ctx, st, l.reg, l.parts, tok); err != nil {
+				failed.Store(true)
+				return err
+			}
+			if err := s.recordLoaded(st, l.reg); err != nil {
+				failed.Store(true)
+				return err
+			}
+			rep.Printf("hfiles: loaded region %s into %s", l.reg.Dir, s.o.Table)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	// Interrupted: the loads under way have finished (a load, once sent, is
+	// waited for), and the regions not started wait for a resume.
+	return ctx.Err()
+}
+
+// recordLoaded marks reg loaded in finish.json.
+func (s *Sink) recordLoaded(st *finishState, reg *Region) error {
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
+	st.Loaded[reg.Dir] = true
+	if err := s.saveFinish(st); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.stats.RegionsLoaded++
+	s.mu.Unlock()
 	return nil
 }
 
@@ -75,7 +120,7 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 			for _, f := range ps.Files {
 				p := path.Join(s.root, f.Name)
 				if _, err := s.fs.Stat(p); err != nil {
-					if notExist(err) && st.Sent[reg.Dir] {
+					if notExist(err) && s.wasSent(st, reg) {
 						continue // loaded by an earlier attempt
 					}
 					if notExist(err) {
@@ -128,6 +173,8 @@ var ErrMissingHFile = errors.New("stage: a staged HFile is missing")
 // files may from now on be in HBase rather than in the folder. A file
 // found missing later counts as loaded only if it was sent.
 func (s *Sink) markSent(st *finishState, reg *Region) error {
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
 	if st.Sent[reg.Dir] {
 		return nil
 	}
@@ -136,6 +183,13 @@ func (s *Sink) markSent(st *finishState, reg *Region) error {
 	}
 	st.Sent[reg.Dir] = true
 	return s.saveFinish(st)
+}
+
+// wasSent says a load of reg was sent before (markSent).
+func (s *Sink) wasSent(st *finishState, reg *Region) bool {
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
+	return st.Sent[reg.Dir]
 }
 
 // resplitRegion splits every file of parts that spans more than one of the
@@ -153,7 +207,8 @@ func (s *Sink) resplitRegion(ctx context.Context, st *finishState, parts []*part
 		})
 	}
 	var replaced []string
-	for _, ps := range parts {
+	newFiles := make([][]hfileInfo, len(parts))
+	for k, ps := range parts {
 		var files []hfileInfo
 		for _, f := range ps.Files {
 			p := path.Join(s.root, f.Name)
@@ -168,11 +223,18 @@ func (s *Sink) resplitRegion(ctx context.Context, st *finishState, parts []*part
 			files = append(files, pieces...)
 			replaced = append(replaced, p)
 		}
-		ps.Files = files
+		newFiles[k] = files
 	}
 	// Record the pieces before removing the originals: a crash in between
 	// leaves an unrecorded file (removed by the next load), never a lost one.
-	if err := s.saveFinish(st); err != nil {
+	// Under finMu, as other regions' loads save finish.json meanwhile.
+	s.finMu.Lock()
+	for k, ps := range parts {
+		ps.Files = newFiles[k]
+	}
+	err = s.saveFinish(st)
+	s.finMu.Unlock()
+	if err != nil {
 		return 0, err
 	}
 	for _, p := range replaced {
