@@ -371,3 +371,65 @@ func TestEntityOfOldRow(t *testing.T) {
 		}
 	}
 }
+
+// TestRekeyStateAcrossCells: a Rekey keeps state from cell to cell (the
+// last time bucket floored, the last ISO text). Mapping a sequence with
+// one Rekey must give, cell for cell, what a fresh Rekey gives: the rows
+// cross hour and day buckets, come back after another row, and share a
+// prefix with the row before.
+func TestRekeyStateAcrossCells(t *testing.T) {
+	salted := Spec{
+		Source: LayoutSpec{
+			Row:       []ComponentSpec{{Type: "string", Field: "user"}},
+			Qualifier: []ComponentSpec{{Type: "int", Field: "ts", Width: 8}},
+		},
+		Target: LayoutSpec{
+			Row: []ComponentSpec{
+				{Type: "salt", Field: "s", Of: []string{"user"}, Buckets: 16, Width: 1},
+				{Type: "literal", Bytes: []byte("/")},
+				{Type: "string", Field: "user", Sep: 0, HasSep: true},
+				{Type: "time_bucket", Field: "hour", Of: []string{"ts"}, Unit: "hour", Format: "iso"},
+			},
+			Qualifier: []ComponentSpec{{Type: "offset", Of: []string{"ts"}, Bucket: "hour"}},
+		},
+		Entity: []string{"user"},
+	}
+	tall := Spec{
+		Source: LayoutSpec{
+			Row:       []ComponentSpec{{Type: "string", Field: "user"}},
+			Qualifier: []ComponentSpec{{Type: "int", Field: "ts", Width: 8}},
+		},
+		Target: LayoutSpec{Row: []ComponentSpec{{Type: "string", Field: "user", Sep: 0, HasSep: true}, {Type: "int", Field: "ts", Width: 8}}},
+		Entity: []string{"user"},
+	}
+	const day, hour = int64(86400000), int64(3600000)
+	var cells []cell.Cell
+	for _, row := range []string{"u00001", "u00001", "u00010", "u00001", "u00002"} {
+		for _, ts := range []int64{day - 2, day - 1, day, day + hour - 1, day + hour, 3*day + 5} {
+			cells = append(cells, testCell(row, be64(ts), ts))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+	}{{"wide to bucketed", wideSpec()}, {"salted, hourly", salted}, {"tall", tall}} {
+		p, err := Compile(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		shared := p.New()
+		for i, src := range cells {
+			got, err := shared.Apply(&src)
+			if err != nil {
+				t.Fatalf("%s: cell %d: %v", tc.name, i, err)
+			}
+			want, err := p.New().Apply(&src)
+			if err != nil {
+				t.Fatalf("%s: cell %d, fresh: %v", tc.name, i, err)
+			}
+			if !bytes.Equal(got.Row, want.Row) || !bytes.Equal(got.Qualifier, want.Qualifier) {
+				t.Fatalf("%s: cell %d (%s ts %d): new key %x/%x, a fresh Rekey gives %x/%x", tc.name, i, src.Row, src.Timestamp, got.Row, got.Qualifier, want.Row, want.Qualifier)
+			}
+		}
+	}
+}
