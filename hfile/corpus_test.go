@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,6 +215,48 @@ func checkSeeks(t *testing.T, r *Reader, cells []cell.Cell) {
 	before := cell.FirstOnRow(nil)
 	if !it.SeekGE(&before) || !sameCell(it.Cell(), &cells[0]) {
 		t.Fatalf("SeekGE(empty row) = %v", it.Cell())
+	}
+	checkBlocksEnd(t, r, cells)
+}
+
+// checkBlocksEnd checks BlocksEnd against where the cells lie: no cell
+// sorting before the key is in a block at or past the offset it returns
+// (a stream bounded there reads all a scan stopping at the key needs),
+// and the offset lies in the data section.
+func checkBlocksEnd(t *testing.T, r *Reader, cells []cell.Cell) {
+	t.Helper()
+	it := r.NewIterator()
+	defer it.Close()
+	var blockOf []int64
+	for ok := it.First(); ok; ok = it.Next() {
+		blockOf = append(blockOf, it.blockOff)
+	}
+	if it.Err() != nil || len(blockOf) != len(cells) {
+		t.Fatalf("read %d cells (%v), want %d", len(blockOf), it.Err(), len(cells))
+	}
+	tr := r.Trailer()
+	check := func(key *cell.Cell) {
+		end, err := r.BlocksEnd(key)
+		if err != nil {
+			t.Fatalf("BlocksEnd(%s): %v", key, err)
+		}
+		if end <= int64(tr.FirstDataBlockOffset) || end > int64(tr.LoadOnOpenOffset) {
+			t.Fatalf("BlocksEnd(%s) = %d, outside the data section (%d, %d]", key, end, tr.FirstDataBlockOffset, tr.LoadOnOpenOffset)
+		}
+		// The first cell in a block at or past end must not sort before key.
+		j := sort.Search(len(blockOf), func(i int) bool { return blockOf[i] >= end })
+		if j < len(cells) && cell.Compare(&cells[j], key) < 0 {
+			t.Fatalf("BlocksEnd(%s) = %d, but cell %d (%s) sorts before the key and lies in the block at %d", key, end, j, &cells[j], blockOf[j])
+		}
+	}
+	for i := 0; i < len(cells); i += 37 {
+		check(&cells[i])
+		next := cell.FirstOnRow(append(append([]byte(nil), cells[i].Row...), 0))
+		check(&next)
+	}
+	past := cell.FirstOnRow(append(append([]byte(nil), cells[len(cells)-1].Row...), 0xff, 0xff))
+	if end, err := r.BlocksEnd(&past); err != nil || end <= blockOf[len(blockOf)-1] {
+		t.Fatalf("BlocksEnd past the last cell = %d, %v; want past the last block (at %d)", end, err, blockOf[len(blockOf)-1])
 	}
 }
 

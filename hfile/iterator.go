@@ -269,32 +269,9 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		it.fromStart = false
 		return false
 	}
-	levels := int(rd.trailer.NumDataIndexLevels)
-	i := searchEntries(len(rd.root), func(i int) []byte { return rd.root[i].Key }, key)
-	e := rd.root[i]
-	for level := 1; level < levels; level++ {
-		want := BlockIntermediateIndex
-		if level == levels-1 {
-			want = BlockLeafIndex
-		}
-		c := &it.idx[min(level, len(it.idx))-1]
-		if c.p == nil || c.off != e.Offset {
-			p, err := rd.readIndexBlock(&c.bb, e, want)
-			if err != nil {
-				c.p = nil
-				return it.fail(err)
-			}
-			c.off, c.p = e.Offset, p
-		}
-		x, err := parseNonRootIndex(c.p)
-		if err != nil {
-			return it.fail(corruptf(rd.name, e.Offset, want, "%v", err))
-		}
-		if x.n == 0 {
-			return it.fail(corruptf(rd.name, e.Offset, want, "index block has no entries"))
-		}
-		e = x.entry(searchEntries(x.n, func(i int) []byte { return x.entry(i).Key }, key))
-		e.Key = nil
+	e, err := rd.blockFor(key, &it.idx)
+	if err != nil {
+		return it.fail(err)
 	}
 	if it.valid && it.blockOff == e.Offset && cell.Compare(&it.cur, key) < 0 {
 		return it.scanTo(key)
@@ -327,6 +304,61 @@ func (it *Iterator) SeekGE(key *cell.Cell) bool {
 		return false
 	}
 	return it.scanTo(key)
+}
+
+// blockFor descends the data index to the entry of the data block a seek
+// to key reads: the last whose index key is <= key, or the first when key
+// sorts before them all. cache keeps the index block read at each level
+// (deeper levels share the last slot). rd.root must not be empty.
+func (rd *Reader) blockFor(key *cell.Cell, cache *[4]idxCache) (IndexEntry, error) {
+	levels := int(rd.trailer.NumDataIndexLevels)
+	i := searchEntries(len(rd.root), func(i int) []byte { return rd.root[i].Key }, key)
+	e := rd.root[i]
+	for level := 1; level < levels; level++ {
+		want := BlockIntermediateIndex
+		if level == levels-1 {
+			want = BlockLeafIndex
+		}
+		c := &cache[min(level, len(cache))-1]
+		if c.p == nil || c.off != e.Offset {
+			p, err := rd.readIndexBlock(&c.bb, e, want)
+			if err != nil {
+				c.p = nil
+				return IndexEntry{}, err
+			}
+			c.off, c.p = e.Offset, p
+		}
+		x, err := parseNonRootIndex(c.p)
+		if err != nil {
+			return IndexEntry{}, corruptf(rd.name, e.Offset, want, "%v", err)
+		}
+		if x.n == 0 {
+			return IndexEntry{}, corruptf(rd.name, e.Offset, want, "index block has no entries")
+		}
+		e = x.entry(searchEntries(x.n, func(i int) []byte { return x.entry(i).Key }, key))
+		e.Key = nil
+	}
+	return e, nil
+}
+
+// BlocksEnd returns where the data blocks that can hold a cell sorting
+// before key end: the end of the block a seek to key reads first, as every
+// later block's index key, and so each of its cells, sorts after key. A
+// reader that stops at key needs no byte from there on, so a stream
+// bounded there reads nothing past it. With a multi-level index it reads
+// the index blocks on the way down. With no data blocks it returns where
+// the data section ends.
+func (rd *Reader) BlocksEnd(key *cell.Cell) (int64, error) {
+	end := int64(rd.trailer.LoadOnOpenOffset)
+	if len(rd.root) == 0 {
+		return end, nil
+	}
+	var cache [4]idxCache
+	e, err := rd.blockFor(key, &cache)
+	if err != nil {
+		return 0, err
+	}
+	return min(e.Offset+int64(e.Size), end), nil
 }
 
 // scanTo steps forward until the current cell is >= key.

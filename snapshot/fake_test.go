@@ -50,10 +50,11 @@ func init() {
 	}
 }
 
-func (f *fakeFile) meta() fileMeta               { return f.Meta }
-func (f *fakeFile) newIter(io.ReaderAt) cellIter { return &sliceIter{cells: f.Cells, i: -1} }
-func (f *fakeFile) dataEnd() int64               { return 0 }
-func (f *fakeFile) close() error                 { return nil }
+func (f *fakeFile) meta() fileMeta                      { return f.Meta }
+func (f *fakeFile) newIter(io.ReaderAt) cellIter        { return &sliceIter{cells: f.Cells, i: -1} }
+func (f *fakeFile) dataEnd() int64                      { return 0 }
+func (f *fakeFile) blocksEnd(*cell.Cell) (int64, error) { return 0, nil }
+func (f *fakeFile) close() error                        { return nil }
 func (f *fakeFile) dataIndex() ([]indexKey, error) {
 	var out []indexKey
 	for i := 0; i < len(f.Cells); i += 2 {

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"io"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
 )
 
@@ -55,6 +56,8 @@ func (h *hfileStore) close() error { return h.rd.Close() }
 // dataEnd is where the data section ends: the load-on-open section after
 // it was read when the file was opened.
 func (h *hfileStore) dataEnd() int64 { return int64(h.rd.Trailer().LoadOnOpenOffset) }
+
+func (h *hfileStore) blocksEnd(key *cell.Cell) (int64, error) { return h.rd.BlocksEnd(key) }
 
 func (h *hfileStore) dataIndex() ([]indexKey, error) {
 	idx, err := h.rd.DataIndex()

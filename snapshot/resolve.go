@@ -60,6 +60,9 @@ type storeReader interface {
 	newIter(data io.ReaderAt) cellIter
 	// dataEnd is the offset where the data blocks end (0 = unknown).
 	dataEnd() int64
+	// blocksEnd is where the data blocks that can hold a cell before key
+	// end (0 = unknown).
+	blocksEnd(key *cell.Cell) (int64, error)
 	dataIndex() ([]indexKey, error)
 	close() error
 }

@@ -502,7 +502,7 @@ func (r *familyRules) readsFile(m fileMeta) bool {
 func (sc *Scanner) openFiles(todo []pendingFile, start cell.Cell, stop *cell.Cell) error {
 	ras := make([]*vfs.ReadAhead, len(todo))
 	for i, p := range todo {
-		ras[i] = sc.readAhead(p.si, start)
+		ras[i] = sc.readAhead(p.si, start, stop)
 	}
 	for i, p := range todo {
 		if err := sc.addFile(p.si, p.order, start, stop, ras[i]); err != nil {
@@ -556,11 +556,23 @@ func storeInfo(f *resolvedFile, rd storeReader) storeFileInfo {
 // read, or nil when the options want none for it. When the scan starts at
 // or before the file's first cell (a whole region read; start is the
 // region's start row), the stream starts at the first data block at once.
-func (sc *Scanner) readAhead(si storeFileInfo, start cell.Cell) *vfs.ReadAhead {
+// A scan with a stop key streams no further than the blocks that can hold
+// cells before it: a split cut inside a region would otherwise read ahead
+// two chunks past its end, the next split's bytes, and throw them away.
+func (sc *Scanner) readAhead(si storeFileInfo, start cell.Cell, stop *cell.Cell) *vfs.ReadAhead {
 	if si.file == nil || !sc.snap.readAhead.Wants(si.file) {
 		return nil
 	}
-	ra := vfs.NewReadAhead(si.file, si.rd.dataEnd(), sc.snap.readAhead)
+	end := si.rd.dataEnd()
+	if stop != nil {
+		// An index the bound cannot be read from is read again by the
+		// scan's own seek, which reports it; the stream keeps the whole
+		// data section meanwhile.
+		if e, err := si.rd.blocksEnd(stop); err == nil && e > 0 && (end <= 0 || e < end) {
+			end = e
+		}
+	}
+	ra := vfs.NewReadAhead(si.file, end, sc.snap.readAhead)
 	if si.meta.FirstKey == nil || (si.f.ref != nil && si.f.ref.Top) {
 		// The top half of a reference starts at its split key: a seek.
 		return ra
