@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -103,6 +104,42 @@ func TestStageDirectAdopts(t *testing.T) {
 	}
 	if left := segmentFiles(t, dir); len(left) != 0 {
 		t.Errorf("segments left after the merge: %v", left)
+	}
+}
+
+// TestStageDirectNeedEstimate: the staging folder's estimated peak (what a
+// full disk's error says the job needs) counts the HFiles the splits wrote
+// themselves; splits that staged only those once read as none staged.
+func TestStageDirectNeedEstimate(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 2, SourceBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	writeSplit(t, s, "a", orderedCells(rowNames("b", 300), 200, "a"))
+	writeSplit(t, s, "b", orderedCells(rowNames("n", 300), 200, "b"))
+	recs, err := readSplits(s.fs, path.Join(s.root, s.spill))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segBytes int64
+	for _, r := range recs {
+		if len(r.Runs) > 0 {
+			t.Fatalf("split %s staged %d runs; the test wants splits written directly", r.ID, len(r.Runs))
+		}
+		for _, sg := range r.Segments {
+			segBytes += sg.Size
+		}
+	}
+	if segBytes == 0 {
+		t.Fatal("the splits wrote no HFiles of their own")
+	}
+	need, basis := s.needEstimate()
+	t.Logf("need %d (%s); the splits' HFiles hold %d bytes", need, basis, segBytes)
+	if need < segBytes || !strings.Contains(basis, "HFiles written by the splits") {
+		t.Errorf("estimated need %d (%s), below the %d bytes of HFiles the splits wrote", need, basis, segBytes)
 	}
 }
 

@@ -75,7 +75,8 @@ func (s *Sink) full(err error, while string) error {
 }
 
 // needEstimate estimates the staging folder's peak: every run of the job
-// and every HFile merged from them, before the runs are removed. Runs are
+// and every HFile merged from them, before the runs are removed, and the
+// HFiles the splits wrote themselves (direct.go). Runs are
 // what the committed splits staged; HFiles are taken at the bytes per
 // cell byte of the partitions merged so far, or as large as their cells
 // before any is. Both are scaled from the source bytes of the committed
@@ -87,10 +88,13 @@ func (s *Sink) needEstimate() (int64, string) {
 	if err != nil {
 		return 0, ""
 	}
-	var runBytes, cellBytes, srcBytes int64
+	var runBytes, cellBytes, srcBytes, segBytes int64
 	partCells := map[string]int64{}
 	for _, r := range recs {
 		srcBytes += r.SourceBytes
+		for _, sg := range r.Segments {
+			segBytes += sg.Size
+		}
 		for _, f := range r.Runs {
 			if f.Local == "" { // runs in a local run folder take no room here
 				runBytes += f.Size
@@ -101,7 +105,7 @@ func (s *Sink) needEstimate() (int64, string) {
 			}
 		}
 	}
-	if runBytes == 0 && cellBytes == 0 {
+	if runBytes == 0 && cellBytes == 0 && segBytes == 0 {
 		if s.o.SourceBytes <= 0 {
 			return 0, ""
 		}
@@ -132,6 +136,13 @@ func (s *Sink) needEstimate() (int64, string) {
 		scale = float64(s.o.SourceBytes) / float64(srcBytes)
 		scaleBasis = fmt.Sprintf(", scaled from the %s of source staged to the run's %s", human.Bytes(srcBytes), human.Bytes(s.o.SourceBytes))
 	}
-	need := scale * (float64(runBytes) + perCell*float64(cellBytes))
-	return int64(need), fmt.Sprintf("%s of runs and %s of cells staged, %s%s", human.Bytes(runBytes), human.Bytes(cellBytes), hfBasis, scaleBasis)
+	need := scale * (float64(runBytes) + float64(segBytes) + perCell*float64(cellBytes))
+	segBasis := ""
+	if segBytes > 0 {
+		// A split's own HFiles are adopted as they are when their
+		// partitions allow, else merged again (then twice their size at
+		// the peak, for the partitions that are).
+		segBasis = fmt.Sprintf(", %s of HFiles written by the splits", human.Bytes(segBytes))
+	}
+	return int64(need), fmt.Sprintf("%s of runs and %s of cells staged%s, %s%s", human.Bytes(runBytes), human.Bytes(cellBytes), segBasis, hfBasis, scaleBasis)
 }
