@@ -182,3 +182,14 @@ func FuzzParseKey(f *testing.F) {
 		_ = CompareKeys(key, key)
 	})
 }
+
+func TestSameName(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"", "", true}, {"f", "f", true}, {"cf", "cf", true}, {"f", "g", false}, {"f", "ff", false}, {"", "f", false}, {"ab", "ba", false}} {
+		if got := SameName([]byte(tc.a), []byte(tc.b)); got != tc.want {
+			t.Errorf("SameName(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}

@@ -333,7 +333,7 @@ func (w *Writer) check(c *cell.Cell) error {
 		return fmt.Errorf("hfile: writer %s: family of %d bytes exceeds HBase's 127-byte limit: %s", w.name, len(c.Family), c.String())
 	case !c.Type.Valid():
 		return fmt.Errorf("hfile: writer %s: cell type %d is not a KeyValue type: %s", w.name, uint8(c.Type), c.String())
-	case w.has && !sameFamily(c.Family, w.family):
+	case w.has && !cell.SameName(c.Family, w.family):
 		return fmt.Errorf("hfile: writer %s: cell %s has family %q but the file holds family %q", w.name, c.String(), c.Family, w.family)
 	case len(c.Tags) > 0 && !w.o.Tags:
 		return fmt.Errorf("hfile: writer %s: cell %s has %d bytes of tags but the writer was opened without Tags", w.name, c.String(), len(c.Tags))
@@ -354,20 +354,6 @@ func (w *Writer) check(c *cell.Cell) error {
 		return fmt.Errorf("hfile: writer %s: cell %s is larger than 2 GiB", w.name, c.String())
 	}
 	return nil
-}
-
-// sameFamily is bytes.Equal for family names, a byte or a few: the loop,
-// inlined, costs less than the call into the runtime's memequal per cell.
-func sameFamily(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // midKey appends the index key HBase gives a data block: a key that sorts

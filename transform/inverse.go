@@ -276,12 +276,12 @@ func (r *Rekey) prepareUnmap(c *cell.Cell) {
 // family that is itself renamed to another cannot hold re-keyed cells.
 func (p *Program) oldFamily(f []byte) ([]byte, error) {
 	for i := range p.families {
-		if sameName(p.families[i][1], f) {
+		if cell.SameName(p.families[i][1], f) {
 			return p.families[i][0], nil
 		}
 	}
 	for i := range p.families {
-		if sameName(p.families[i][0], f) {
+		if cell.SameName(p.families[i][0], f) {
 			return f, fmt.Errorf("family %s is renamed to %s, so no old cell maps into it", printable(f), printable(p.families[i][1]))
 		}
 	}
@@ -469,7 +469,7 @@ func (r *Rekey) checkDerived() error {
 // its rename, or old itself.
 func (p *Program) NewFamily(old []byte) []byte {
 	for i := range p.families {
-		if sameName(p.families[i][0], old) {
+		if cell.SameName(p.families[i][0], old) {
 			return p.families[i][1]
 		}
 	}

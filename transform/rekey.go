@@ -84,26 +84,12 @@ func (r *Rekey) apply(c *cell.Cell) error {
 	}
 	c.Row = r.row
 	for i := range p.families {
-		if f := &p.families[i]; sameName(f[0], c.Family) {
+		if f := &p.families[i]; cell.SameName(f[0], c.Family) {
 			c.Family = f[1]
 			break
 		}
 	}
 	return nil
-}
-
-// sameName is bytes.Equal for family names, which are a byte or two: a loop
-// inline is cheaper than the call into the runtime's memequal.
-func sameName(a, b []byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func cellName(c *cell.Cell) string {
