@@ -30,9 +30,8 @@ const loadParallel = 4
 // a time, recording each loaded region in finish.json, so a load that
 // fails part way resumes with the regions not loaded. After the first
 // failure or an interrupt no other region's load starts; those under way
-// finish. From a
-// kerberized HDFS it sends the caller's delegation token, obtained for this
-// load and cancelled after.
+// finish. From a kerberized HDFS it sends the caller's delegation token,
+// obtained for this load and cancelled after.
 func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) error {
 	tok, done, err := s.fsToken(ctx)
 	if err != nil {
