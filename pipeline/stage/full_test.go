@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/internal/testenv"
+	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // TestStageDiskFullDuringMerge: the runs fit on a 1 MiB tmpfs but the
@@ -50,4 +51,47 @@ func TestStageDiskFullDuringMerge(t *testing.T) {
 	if fe.Need < peak*3/4 || fe.Need > peak*3/2 {
 		t.Errorf("the error estimated %d bytes needed; the folder held %d at its peak", fe.Need, peak)
 	}
+}
+
+// TestStageDiskFullWhileWritingDirect: a split in order writes its own
+// HFiles as its cells come (direct.go); when the staging folder fills
+// then, the error is a FullError, as it is for runs and the merge, so the
+// run stops saying what the folder holds and needs.
+func TestStageDiskFullWhileWritingDirect(t *testing.T) {
+	disk := testenv.SmallDisk(t, "6m")
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: disk, Table: "t", Memory: 64 << 20, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// About 16 MB of cells: the first 4 MiB go to the split's HFiles when
+	// it turns direct, and the disk fills after that, cell by cell.
+	cells := orderedCells(rowNames("b", 4000), 100, strings.Repeat("v", 20))
+	w, err := s.Begin(ctx, sink.SplitInfo{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var werr error
+	written := 0
+	for i := range cells {
+		if werr = w.Write(ctx, &cells[i]); werr != nil {
+			break
+		}
+		written++
+	}
+	if werr == nil {
+		_, werr = w.Commit(ctx)
+		t.Logf("every cell written; the commit: %v", werr)
+	} else {
+		w.Abort()
+	}
+	var fe *FullError
+	if !errors.Is(werr, ErrStagingFull) || !errors.As(werr, &fe) {
+		t.Fatalf("the split filled a 6 MiB folder (%d of %d cells written): %v; want a FullError", written, len(cells), werr)
+	}
+	if written == len(cells) {
+		t.Errorf("the folder filled only at the commit: the test wants it full while the split writes directly")
+	}
+	t.Logf("%d of %d cells written: %v", written, len(cells), werr)
 }

@@ -526,7 +526,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	if w.direct {
 		ok, err := w.writeDirect(ctx, c)
 		if err != nil {
-			return err
+			return w.s.full(err, "writing split "+w.info.ID)
 		}
 		if ok {
 			w.cells++
