@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -101,6 +103,53 @@ type BulkLoadOptions struct {
 	// Without it a secure region server moves the files as its own user
 	// (with its own token), which must then be able to rename them.
 	FSToken *FSToken
+	// Prepared, when set, is called with the bulk token (see
+	// PrepareBulkLoad) before any file is sent; an error from it stops
+	// the load. A caller that may be stopped part way records the token:
+	// BulkStagedPath then says where a file it finds missing may sit.
+	Prepared func(token string) error
+}
+
+// PrepareBulkLoad asks HBase for a bulk load's staging directory, a path on
+// HBase's file system; its string is the bulk token the load's requests
+// carry. A region server moves each file sent into this directory (see
+// BulkStagedPath) and from there into the region; CleanupBulkLoad deletes
+// it. BulkLoadWith prepares its own; this is for callers that need one
+// without loading (tests that recreate a region server's half-done load).
+func (c *Client) PrepareBulkLoad(ctx context.Context, table string) (string, error) {
+	return c.prepareBulkLoad(ctx, table, nil)
+}
+
+// prepareBulkLoad is PrepareBulkLoad through the region holding row.
+func (c *Client) prepareBulkLoad(ctx context.Context, table string, row []byte) (string, error) {
+	var token string
+	err := c.withRegion(ctx, "prepare bulk load into "+table, []byte(table), row, func(ctx context.Context, r *Region) error {
+		var resp pb.PrepareBulkLoadResponse
+		req := &pb.PrepareBulkLoadRequest{TableName: tableName(table), Region: r.spec()}
+		if _, err := c.call(ctx, r.Server, rpc.ClientService, "PrepareBulkLoad", req, nil, rpc.PriorityNormal, &resp); err != nil {
+			return err
+		}
+		token = resp.GetBulkToken()
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+	}
+	if token == "" {
+		return "", fmt.Errorf("hbase: bulk load into %s: the region server gave an empty bulk token", table)
+	}
+	return token, nil
+}
+
+// BulkStagedPath is where a region server holds the file at src, sent in a
+// bulk load for family with token, between taking it from the caller and
+// moving it into the region: the family's directory under the token's
+// directory, under the file's own name (HBase's secure bulk load does so
+// when the file is on HBase's own file system, where it is renamed, not
+// copied). A file found there was not loaded: its load was cut short (the
+// region server failed mid-load, or the caller stopped waiting).
+func BulkStagedPath(token string, family []byte, src string) string {
+	return strings.TrimSuffix(token, "/") + "/" + string(family) + "/" + path.Base(src)
 }
 
 // BulkLoad is BulkLoadWith without options: no file-system token.
@@ -153,18 +202,9 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 		g.files = append(g.files, f)
 	}
 
-	var token string
-	err = c.withRegion(ctx, "prepare bulk load into "+table, tb, groups[0].region.StartKey, func(ctx context.Context, r *Region) error {
-		var resp pb.PrepareBulkLoadResponse
-		req := &pb.PrepareBulkLoadRequest{TableName: tableName(table), Region: r.spec()}
-		if _, err := c.call(ctx, r.Server, rpc.ClientService, "PrepareBulkLoad", req, nil, rpc.PriorityNormal, &resp); err != nil {
-			return err
-		}
-		token = resp.GetBulkToken()
-		return nil
-	})
+	token, err := c.prepareBulkLoad(ctx, table, groups[0].region.StartKey)
 	if err != nil {
-		return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+		return err
 	}
 	// unanswered says a BulkLoadHFile request may still be running on its
 	// region server: it was sent and no answer came back (a timeout, a
@@ -190,6 +230,11 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 		}
 	}()
 
+	if o.Prepared != nil {
+		if err = o.Prepared(token); err != nil {
+			return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+		}
+	}
 	for _, g := range groups {
 		g := g
 		if cerr := ctx.Err(); cerr != nil {

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -71,7 +74,7 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 			break
 		}
 		g.Go(func() error {
-			if err := s.loadRegion(ctx, st, l.reg, l.parts, tok); err != nil {
+			if err := s.loadRegion(ctx, rep, st, l.reg, l.parts, tok); err != nil {
 				failed.Store(true)
 				return err
 			}
@@ -111,7 +114,7 @@ func (s *Sink) recordLoaded(st *finishState, reg *Region) error {
 // If the target region split (or merged) since the plan, files that now
 // span regions are split again at the current boundaries and the load is
 // retried.
-func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, parts []*partState, tok *hbase.FSToken) error {
+func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, tok *hbase.FSToken) error {
 	s.removeStrayHFiles(reg, parts)
 	for attempt := 1; ; attempt++ {
 		var files []hbase.BulkFile
@@ -119,13 +122,19 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 			for _, f := range ps.Files {
 				p := path.Join(s.root, f.Name)
 				if _, err := s.fs.Stat(p); err != nil {
-					if notExist(err) && s.wasSent(st, reg) {
-						continue // loaded by an earlier attempt
+					if !notExist(err) {
+						return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
 					}
-					if notExist(err) {
+					if !s.wasSent(st, reg) {
 						return fmt.Errorf("stage: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
 					}
-					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+					back, err := s.reclaim(rep, st, reg, ps.Family, p)
+					if err != nil {
+						return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+					}
+					if !back {
+						continue // loaded by an earlier attempt
+					}
 				}
 				bf, err := s.validate(p, ps.Family, f)
 				if err != nil {
@@ -137,10 +146,8 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 		if len(files) == 0 {
 			return nil
 		}
-		if err := s.markSent(st, reg); err != nil {
-			return err
-		}
-		err := s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok})
+		prepared := func(token string) error { return s.markSent(st, reg, token) }
+		err := s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok, Prepared: prepared})
 		if err == nil {
 			return nil
 		}
@@ -168,20 +175,77 @@ func (s *Sink) loadRegion(ctx context.Context, st *finishState, reg *Region, par
 // cells would be lost without a word.
 var ErrMissingHFile = errors.New("stage: a staged HFile is missing")
 
-// markSent records, before the first bulk load request for reg, that its
-// files may from now on be in HBase rather than in the folder. A file
-// found missing later counts as loaded only if it was sent.
-func (s *Sink) markSent(st *finishState, reg *Region) error {
+// markSent records, before the first request of a bulk load for reg, that
+// its files may from now on be in HBase rather than in the folder, and the
+// load's bulk token. A file found missing later counts as loaded only if a
+// load was sent, and only if it is in none of the tokens' directories.
+func (s *Sink) markSent(st *finishState, reg *Region, token string) error {
 	s.finMu.Lock()
 	defer s.finMu.Unlock()
-	if st.Sent[reg.Dir] {
-		return nil
-	}
 	if st.Sent == nil {
 		st.Sent = map[string]bool{}
 	}
+	if st.Tokens == nil {
+		st.Tokens = map[string][]string{}
+	}
 	st.Sent[reg.Dir] = true
+	st.Tokens[reg.Dir] = append(st.Tokens[reg.Dir], token)
 	return s.saveFinish(st)
+}
+
+// reclaim looks for the staged file p, missing from the folder after a
+// load of reg was sent, where a region server holds it mid-load: under the
+// bulk token of each load sent for reg (hbase.BulkStagedPath), newest
+// first. A load cut short (the region server failed between taking the
+// file and moving it into the region, or a killed run left it working)
+// leaves it there, its cells in no region. Found, it is moved back to p
+// and loaded again (true); found nowhere, the region has it (false). A
+// region server still finishing such a load races the move safely, as
+// both are renames: it either took the file into the region first (not
+// found here) or finds it gone and fails that load.
+func (s *Sink) reclaim(rep sink.Reporter, st *finishState, reg *Region, family, p string) (bool, error) {
+	s.finMu.Lock()
+	tokens := slices.Clone(st.Tokens[reg.Dir])
+	s.finMu.Unlock()
+	for i := len(tokens) - 1; i >= 0; i-- {
+		q, ok := s.onStagingFS(hbase.BulkStagedPath(tokens[i], []byte(family), p))
+		if !ok {
+			continue
+		}
+		if _, err := s.fs.Stat(q); err != nil {
+			if notExist(err) {
+				continue
+			}
+			return false, err
+		}
+		if err := s.fs.Rename(q, p); err != nil {
+			return false, fmt.Errorf("%s was sent but never loaded (a load cut short left it in HBase's bulk-load staging directory); moving it back failed: %w", s.url(q), err)
+		}
+		rep.Printf("warning: hfiles: %s was sent to region %s but never loaded: an earlier load was cut short and left it in HBase's bulk-load staging directory; moved back, it is loaded again", s.url(p), reg.Dir)
+		return true, nil
+	}
+	return false, nil
+}
+
+// onStagingFS gives the path of u (a URI or a bare path) on the staging
+// folder's file system, or false when u is on another kind of file system.
+// Hosts are not compared: HBase names its NameNode as it is configured
+// ("localhost:8020" where the folder says "127.0.0.1:8020", or a
+// nameservice), and nothing is lost by looking: a region server moves a
+// file only within one file system (it copies from another, leaving the
+// folder's file in place), so a file missing from the folder can only be
+// on the folder's own, and a path under another cluster's random staging
+// directory names nothing here.
+func (s *Sink) onStagingFS(u string) (string, bool) {
+	t, err := url.Parse(u)
+	if err != nil || t.Scheme == "" {
+		return u, err == nil
+	}
+	own, err := url.Parse(s.loc.URL)
+	if err != nil || !strings.EqualFold(own.Scheme, t.Scheme) {
+		return "", false
+	}
+	return t.Path, true
 }
 
 // wasSent says a load of reg was sent before (markSent).

@@ -103,8 +103,13 @@ type finishState struct {
 	// Sent lists the region dirs whose files were sent to HBase in a
 	// bulk load request at least once (recorded before the request).
 	// Only there may a recorded file be missing: HBase moved it in.
-	Sent  map[string]bool `json:"sent,omitempty"`
-	Stats Stats           `json:"stats"`
+	Sent map[string]bool `json:"sent,omitempty"`
+	// Tokens lists, per region dir, the bulk tokens (HBase's staging
+	// directories) of the loads sent for it, recorded before each load's
+	// first request: a file missing from the folder may sit in one of them
+	// (hbase.BulkStagedPath) when a load was cut short.
+	Tokens map[string][]string `json:"bulk_tokens,omitempty"`
+	Stats  Stats               `json:"stats"`
 }
 
 // partState is the progress of one region+family.
