@@ -547,6 +547,7 @@ type hfileOut struct {
 	rel, tmp, final string
 	f               interface{ Sync() error }
 	closeFile       func() error
+	cw              *countingWriter
 	bw              *bufio.Writer
 	w               *hfile.Writer
 	cells, bytes    int64
@@ -562,7 +563,8 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
 	}
 	out.f, out.closeFile = f, f.Close
-	out.bw = bufio.NewWriterSize(f, 64<<10)
+	out.cw = &countingWriter{w: f, total: &s.openHFiles}
+	out.bw = bufio.NewWriterSize(out.cw, 64<<10)
 	opts.Name = s.url(out.final)
 	w, err := hfile.NewWriter(out.bw, opts)
 	if err != nil {
@@ -593,6 +595,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	if cerr := o.closeFile(); err == nil {
 		err = cerr
 	}
+	o.cw.closed() // the caller counts the finished file as staged
 	if err == nil && o.tmp != o.final {
 		err = s.fs.Rename(o.tmp, o.final)
 	}
@@ -606,6 +609,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 
 func (o *hfileOut) abort(s *Sink) {
 	o.closeFile()
+	o.cw.closed()
 	s.fs.Remove(o.tmp)
 }
 

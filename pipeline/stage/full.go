@@ -66,7 +66,7 @@ func (s *Sink) full(err error, while string) error {
 	if !isFull(err) || errors.As(err, &fe) {
 		return err
 	}
-	e := &FullError{Folder: s.loc.URL, While: while, Held: s.staged.Load(), Free: -1, Err: err}
+	e := &FullError{Folder: s.loc.URL, While: while, Held: s.staged.Load() + s.openHFiles.Load(), Free: -1, Err: err}
 	if n, ok := vfs.Available(s.fs, s.root); ok {
 		e.Free = n
 	}

@@ -94,4 +94,13 @@ func TestStageDiskFullWhileWritingDirect(t *testing.T) {
 		t.Errorf("the folder filled only at the commit: the test wants it full while the split writes directly")
 	}
 	t.Logf("%d of %d cells written: %v", written, len(cells), werr)
+	// What the folder holds counts the HFiles still open: the split's file
+	// filled it, no file was finished yet, and a 6 MiB folder that is full
+	// holds more than a MiB of them.
+	if fe.Held < 1<<20 {
+		t.Errorf("the error says the folder holds %d bytes of the job's files, want the open HFiles' (over 1 MiB)", fe.Held)
+	}
+	if n := s.openHFiles.Load(); n != 0 {
+		t.Errorf("%d bytes still counted as open HFiles after the split aborted", n)
+	}
 }

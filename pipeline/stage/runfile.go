@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
@@ -123,15 +124,31 @@ type runWriter struct {
 	count      countingWriter
 }
 
+// countingWriter counts the bytes that reached a file. For an open HFile
+// it also keeps them in the sink's total of open HFiles (total), so a
+// staging folder that fills says what it holds, the files still being
+// written included; that total moves per buffer flushed, not per cell.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w     io.Writer
+	n     int64
+	total *atomic.Int64 // nil for run files
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if c.total != nil {
+		c.total.Add(int64(n))
+	}
 	return n, err
+}
+
+// closed takes a finished or dropped file's bytes out of the total.
+func (c *countingWriter) closed() {
+	if c.total != nil {
+		c.total.Add(-c.n)
+	}
+	c.n = 0
 }
 
 // newRunWriter starts a run file on f, compressing with codec (a

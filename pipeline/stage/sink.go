@@ -57,6 +57,7 @@ type Sink struct {
 
 	held, peak atomic.Int64 // sort buffer bytes held by all splits
 	staged     atomic.Int64 // bytes in the staging folder
+	openHFiles atomic.Int64 // bytes in HFiles still being written (not in staged)
 	peakStaged atomic.Int64
 	attempts   atomic.Uint64
 
