@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 )
 
 // By chooses the measure entities are ranked by.
@@ -89,7 +90,32 @@ type countJSON struct {
 
 // MarshalJSON writes the key as hex beside its printable name.
 func (c Count) MarshalJSON() ([]byte, error) {
-	return json.Marshal(countJSON{Key: hex.EncodeToString(c.Key), Name: c.Name, Rows: c.Rows, Cells: c.Cells, Bytes: c.Bytes, Error: c.Error})
+	return c.appendJSON(nil), nil
+}
+
+// appendJSON appends c as encoding/json writes countJSON, by hand (see
+// sketchJSON.append).
+func (c *Count) appendJSON(b []byte) []byte {
+	b = append(b, `{"key":"`...)
+	b = hex.AppendEncode(b, c.Key)
+	b = append(b, '"')
+	if c.Name != "" {
+		b = append(b, `,"entity":`...)
+		b = appendJSONString(b, c.Name)
+	}
+	if c.Rows != 0 {
+		b = append(b, `,"rows":`...)
+		b = strconv.AppendInt(b, c.Rows, 10)
+	}
+	b = append(b, `,"cells":`...)
+	b = strconv.AppendInt(b, c.Cells, 10)
+	b = append(b, `,"bytes":`...)
+	b = strconv.AppendInt(b, c.Bytes, 10)
+	if c.Error != 0 {
+		b = append(b, `,"error":`...)
+		b = strconv.AppendInt(b, c.Error, 10)
+	}
+	return append(b, '}')
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.

@@ -3,6 +3,7 @@ package entity
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -285,7 +286,7 @@ func TestSketchJSONRoundTrip(t *testing.T) {
 	if err := s.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), `"entity": "id=`) {
+	if !strings.Contains(buf.String(), `"entity":"id=`) {
 		t.Fatalf("no printable names in %.300s", buf.String())
 	}
 	l, err := ReadSketch(bytes.NewReader(buf.Bytes()))
@@ -411,5 +412,37 @@ func TestReadSketchRefusesHugeSizes(t *testing.T) {
 	in := fmt.Sprintf(`{"format":"rekey-entity-sketch","version":1,"k":%d,"n":1,"capacity":%d}`, 2_000_000_000, Capacity(2_000_000_000))
 	if _, err := ReadSketch(strings.NewReader(in)); err == nil {
 		t.Fatal("a sketch of k=2e9 loaded")
+	}
+}
+
+// TestSketchJSONAsEncodingJSON holds the hand-written encoder to what
+// encoding/json writes for the same struct (both decoded, then compared),
+// with names that need escaping, rows and errors set and unset, and an
+// empty list.
+func TestSketchJSONAsEncodingJSON(t *testing.T) {
+	names := []string{"id=1", `quote " only`, `back \ only`, "tab\tnewline\n", "<html>&", "caf\u00e9 \u2028", "\x00nul", "bad utf8 \xff\xfe", ""}
+	j := sketchJSON{Format: sketchFormat, Version: 1, K: 3, N: 9, Seed: 1<<64 - 1, Capacity: 128,
+		Adds: 5, Cells: -1, Bytes: 1 << 62, Distinct: 0, ByBytes: []Count{}}
+	for i, n := range names {
+		c := Count{Key: []byte{byte(i), 0xff}, Name: n, Cells: int64(i), Bytes: int64(i) << 40}
+		if i%2 == 1 {
+			c.Rows, c.Error = int64(i)*3, -int64(i)
+		}
+		j.ByCells = append(j.ByCells, c)
+	}
+	want, err := json.Marshal(&j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := j.append(nil)
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("hand-written JSON does not parse: %v\n%s", err, got)
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("hand-written JSON differs from encoding/json's:\n got %s\nwant %s", got, want)
 	}
 }
