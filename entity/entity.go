@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 )
 
 // By chooses the measure entities are ranked by.
@@ -104,16 +103,12 @@ func (c *Count) appendJSON(b []byte) []byte {
 		b = appendJSONString(b, c.Name)
 	}
 	if c.Rows != 0 {
-		b = append(b, `,"rows":`...)
-		b = strconv.AppendInt(b, c.Rows, 10)
+		b = appendIntField(b, "rows", c.Rows)
 	}
-	b = append(b, `,"cells":`...)
-	b = strconv.AppendInt(b, c.Cells, 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, c.Bytes, 10)
+	b = appendIntField(b, "cells", c.Cells)
+	b = appendIntField(b, "bytes", c.Bytes)
 	if c.Error != 0 {
-		b = append(b, `,"error":`...)
-		b = strconv.AppendInt(b, c.Error, 10)
+		b = appendIntField(b, "error", c.Error)
 	}
 	return append(b, '}')
 }

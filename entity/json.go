@@ -59,48 +59,48 @@ func (s *Sketch) WriteJSON(w io.Writer) error {
 func (j *sketchJSON) append(b []byte) []byte {
 	b = append(b, `{"format":`...)
 	b = appendJSONString(b, j.Format)
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"version", int64(j.Version)}, {"k", int64(j.K)}, {"n", int64(j.N)}} {
-		b = append(b, `,"`...)
-		b = append(b, f.name...)
-		b = append(b, `":`...)
-		b = strconv.AppendInt(b, f.v, 10)
-	}
+	b = appendIntField(b, "version", int64(j.Version))
+	b = appendIntField(b, "k", int64(j.K))
+	b = appendIntField(b, "n", int64(j.N))
 	b = append(b, `,"seed":`...)
 	b = strconv.AppendUint(b, j.Seed, 10)
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{{"capacity", int64(j.Capacity)}, {"adds", j.Adds}, {"cells", j.Cells}, {"bytes", j.Bytes}, {"distinct_estimate", j.Distinct}} {
-		b = append(b, `,"`...)
-		b = append(b, f.name...)
-		b = append(b, `":`...)
-		b = strconv.AppendInt(b, f.v, 10)
-	}
-	for _, l := range []struct {
-		name string
-		cs   []Count
-	}{{"by_cells", j.ByCells}, {"by_bytes", j.ByBytes}, {"sample", j.Sample}} {
-		b = append(b, `,"`...)
-		b = append(b, l.name...)
-		b = append(b, `":`...)
-		if l.cs == nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, '[')
-		for i := range l.cs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '\n')
-			b = l.cs[i].appendJSON(b)
-		}
-		b = append(b, "]\n"...)
-	}
+	b = appendIntField(b, "capacity", int64(j.Capacity))
+	b = appendIntField(b, "adds", j.Adds)
+	b = appendIntField(b, "cells", j.Cells)
+	b = appendIntField(b, "bytes", j.Bytes)
+	b = appendIntField(b, "distinct_estimate", j.Distinct)
+	b = appendCounts(b, "by_cells", j.ByCells)
+	b = appendCounts(b, "by_bytes", j.ByBytes)
+	b = appendCounts(b, "sample", j.Sample)
 	return append(b, "}\n"...)
+}
+
+// appendIntField appends ,"name":v.
+func appendIntField(b []byte, name string, v int64) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return strconv.AppendInt(b, v, 10)
+}
+
+// appendCounts appends ,"name":[...] with a count on each line (null for
+// a nil list, as encoding/json writes it).
+func appendCounts(b []byte, name string, cs []Count) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	if cs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '\n')
+		b = cs[i].appendJSON(b)
+	}
+	return append(b, "]\n"...)
 }
 
 // appendJSONString appends s as a JSON string. Names are printable ASCII

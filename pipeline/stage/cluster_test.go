@@ -45,12 +45,23 @@ func clusterTable(t *testing.T, name string, splits ...string) (*hbase.Client, s
 		c.DisableTable(ctx, table)
 		c.DeleteTable(ctx, table)
 		c.Close()
-		if loc, err := vfs.Open(staging); err == nil {
-			loc.FS.RemoveAll(loc.Path)
-			loc.Close()
-		}
+		removeAll(staging, "")
 	})
 	return c, table, staging
+}
+
+// removeAll removes p on the file system of the folder at where (the
+// folder itself when p is ""), as a test's cleanup: errors are ignored.
+func removeAll(where, p string) {
+	loc, err := vfs.Open(where)
+	if err != nil {
+		return
+	}
+	defer loc.Close()
+	if p == "" {
+		p = loc.Path
+	}
+	loc.FS.RemoveAll(p)
 }
 
 // oracleDump is HBase's own scan of table, in the canonical dump format.
@@ -182,12 +193,7 @@ func TestStageLoadReclaimsCutShortLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("HBase's bulk token: %s", token)
-	t.Cleanup(func() {
-		if loc, err := vfs.Open(staging); err == nil {
-			loc.FS.RemoveAll(u.Path)
-			loc.Close()
-		}
-	})
+	t.Cleanup(func() { removeAll(staging, u.Path) })
 	reg := s.plan.Regions[0]
 	var held []string
 	for _, ps := range st.Parts {
