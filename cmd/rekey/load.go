@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,9 +88,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 			return usageError{err}
 		}
 	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(j.Run.Budget().SoftLimit) // as rekey run does
-	}
+	setRuntimeLimits(j.Run.Budget()) // as rekey run does
 	stderr := cmd.ErrOrStderr()
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	ctx, signalled, stop := stopOnSignal(cmd.Context(), o.Logf)

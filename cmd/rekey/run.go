@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -167,9 +166,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	// The Go runtime's soft limit is the budget's (job.Budget.SoftLimit,
 	// below the budget), so garbage collection works harder before the
 	// process overshoots the budget (unless GOMEMLIMIT says otherwise).
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(j.Run.Budget().SoftLimit)
-	}
+	setRuntimeLimits(j.Run.Budget())
 	ctx, signalled, stop := stopOnSignal(cmd.Context(), logf)
 	defer stop()
 	defer func() {
