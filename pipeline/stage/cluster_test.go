@@ -154,6 +154,67 @@ func TestStageLoadCluster(t *testing.T) {
 	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
 }
 
+// TestStageLoadResumesUnsavedMarks: a region's "loaded" mark is saved with
+// the next write of finish.json, not by itself. A run killed after its
+// regions were loaded but before their marks were saved leaves each
+// region sent (saved before its load) and its files gone into HBase. The
+// resumed load must count them loaded, moving nothing back and sending
+// nothing again: HBase's scan holds every cell once.
+func TestStageLoadResumesUnsavedMarks(t *testing.T) {
+	c, table, staging := clusterTable(t, "marks", "g", "n", "t")
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cells := genCells(17, 16000)
+	writeSplit(t, s, "all", cells)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	st, found, err := s.readFinish()
+	if err != nil || !found {
+		t.Fatalf("finish.json after the load: found %v, error %v", found, err)
+	}
+	if len(st.Loaded) != 4 || len(st.Sent) != 4 {
+		t.Fatalf("finish.json after the load marks %d regions loaded and %d sent, want 4 and 4", len(st.Loaded), len(st.Sent))
+	}
+	st.Loaded = map[string]bool{} // the marks a killed run never saved
+	if err := s.saveFinish(st); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = New(ctx, Options{Staging: staging, Table: table, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var moved int
+	rep := reporterFunc(func(format string, args ...any) {
+		logRep{t}.Printf(format, args...)
+		if strings.Contains(format, "never loaded") {
+			moved++
+		}
+	})
+	if err := s.Finish(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	if moved != 0 {
+		t.Errorf("%d files moved back from HBase's staging directory, want none", moved)
+	}
+	if n := s.Stats().RegionsLoaded; n != 4 {
+		t.Errorf("%d regions loaded, want 4", n)
+	}
+	if st, _, err := s.readFinish(); err != nil {
+		t.Error(err)
+	} else if len(st.Loaded) != 4 {
+		t.Errorf("finish.json after the resumed load marks %d regions loaded, want 4", len(st.Loaded))
+	}
+	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
+}
+
 // TestStageLoadReclaimsCutShortLoad: a region server takes a bulk load's
 // files into its staging directory, under the load's bulk token, then
 // moves them into the region. One that fails between the two (or a run

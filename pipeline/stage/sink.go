@@ -67,6 +67,9 @@ type Sink struct {
 	// finMu guards finish.json's state while partitions merge in parallel:
 	// every partState change and every save of the file.
 	finMu sync.Mutex
+	// unsavedLoaded counts the regions marked loaded in the load state
+	// since finish.json was last saved (recordLoaded); under finMu.
+	unsavedLoaded int
 
 	// Splits committed into memory (held.go): kept sorted in their
 	// buffers until the memory fills or Finish writes them.
