@@ -76,7 +76,9 @@ func TestStageDirectAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	a := orderedCells(append(rowNames("b", 40), rowNames("d", 40)...), 200, "a")
+	// a (3,200 cells, under 512 KiB with its entries) stays below
+	// directAfter; b (120,000) passes it.
+	a := orderedCells(append(rowNames("b", 8), rowNames("d", 8)...), 200, "a")
 	b := orderedCells(append(rowNames("n", 300), rowNames("u", 300)...), 200, "b")
 	// A repeat of a's cell 10 (a duplicate) and of cell 20 with another
 	// value (a collision), each right after the cell it repeats.
