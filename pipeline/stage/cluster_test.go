@@ -186,21 +186,7 @@ func TestStageLoadResumesUnsavedMarks(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = New(ctx, Options{Staging: staging, Table: table, Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var moved int
-	rep := reporterFunc(func(format string, args ...any) {
-		logRep{t}.Printf(format, args...)
-		if strings.Contains(format, "never loaded") {
-			moved++
-		}
-	})
-	if err := s.Finish(ctx, rep); err != nil {
-		t.Fatal(err)
-	}
+	s, moved := resumeLoad(t, ctx, staging, table, c)
 	if moved != 0 {
 		t.Errorf("%d files moved back from HBase's staging directory, want none", moved)
 	}
@@ -283,21 +269,7 @@ func TestStageLoadReclaimsCutShortLoad(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = New(ctx, Options{Staging: staging, Table: table, Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var warned int
-	rep := reporterFunc(func(format string, args ...any) {
-		logRep{t}.Printf(format, args...)
-		if strings.Contains(format, "never loaded") {
-			warned++
-		}
-	})
-	if err := s.Finish(ctx, rep); err != nil {
-		t.Fatal(err)
-	}
+	s, warned := resumeLoad(t, ctx, staging, table, c)
 	if warned != len(held) {
 		t.Errorf("%d files reported moved back from HBase's staging directory, want %d", warned, len(held))
 	}
@@ -310,6 +282,29 @@ func TestStageLoadReclaimsCutShortLoad(t *testing.T) {
 			t.Errorf("%s is still in HBase's staging directory (stat error %v)", p, err)
 		}
 	}
+}
+
+// resumeLoad opens the sink on staging again, as a resumed run does, and
+// finishes it (the load). It returns the sink (closed with the test) and
+// how many files it reported moving back from HBase's staging directory.
+func resumeLoad(t *testing.T, ctx context.Context, staging, table string, c *hbase.Client) (*Sink, int) {
+	t.Helper()
+	s, err := New(ctx, Options{Staging: staging, Table: table, Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var moved int
+	rep := reporterFunc(func(format string, args ...any) {
+		logRep{t}.Printf(format, args...)
+		if strings.Contains(format, "never loaded") {
+			moved++
+		}
+	})
+	if err := s.Finish(ctx, rep); err != nil {
+		t.Fatal(err)
+	}
+	return s, moved
 }
 
 type reporterFunc func(format string, args ...any)

@@ -262,7 +262,11 @@ func (s *Sink) readFinish() (*finishState, bool, error) {
 }
 
 func (s *Sink) saveFinish(st *finishState) error {
-	return writeJSON(s.fs, path.Join(s.root, s.state), st)
+	if err := writeJSON(s.fs, path.Join(s.root, s.state), st); err != nil {
+		return err
+	}
+	s.loadedUnsaved = false // every save carries the loaded marks
+	return nil
 }
 
 // partition is one region and family of the plan, with the runs and the

@@ -67,9 +67,9 @@ type Sink struct {
 	// finMu guards finish.json's state while partitions merge in parallel:
 	// every partState change and every save of the file.
 	finMu sync.Mutex
-	// unsavedLoaded counts the regions marked loaded in the load state
-	// since finish.json was last saved (recordLoaded); under finMu.
-	unsavedLoaded int
+	// loadedUnsaved says a region was marked loaded in the load state
+	// (recordLoaded) since finish.json was last saved; under finMu.
+	loadedUnsaved bool
 
 	// Splits committed into memory (held.go): kept sorted in their
 	// buffers until the memory fills or Finish writes them.
