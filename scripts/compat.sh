@@ -163,4 +163,13 @@ fi
 
 docs=()
 [ "${COMPAT_DOCS:-1}" = 1 ] && docs=(--docs docs/compat.md --readme README.md)
-scripts/compat_matrix.py "$out" --json "$out/results.json" --ran "${ran[@]}" "${docs[@]}"
+matrix_rc=0
+scripts/compat_matrix.py "$out" --json "$out/results.json" --ran "${ran[@]}" "${docs[@]}" || matrix_rc=$?
+# What the failed tests said, last: the table names a failed suite only,
+# and a CI log is read from its end.
+for v in "${ran[@]}"; do
+	for events in "$out/$v"/*.json; do
+		[ -s "$events" ] && scripts/test_failures.py --lines 60 "$events"
+	done
+done
+exit "$matrix_rc"
