@@ -117,8 +117,13 @@ func TestNameNodeRestartsMidRun(t *testing.T) {
 			}
 			run := startRun(j, o)
 			run.writing(t, time.Second)
+			// Paused while the NameNode stops (a loaded machine can take
+			// longer over it than the run takes), so that the run is still
+			// going when it is down.
+			run.ctl.Pause()
 			t.Log(control(t, st, "dfs3-stop-namenode"))
 			stopped := time.Now()
+			run.ctl.Resume()
 
 			time.Sleep(3 * time.Second)
 			t.Log(control(t, st, "dfs3-start-namenode"))

@@ -27,8 +27,10 @@ type outcome struct {
 
 // running is a run going on in the background.
 type running struct {
-	// started is closed once the run is prepared and writing.
+	// started is closed once the run is prepared and writing; ctl is set
+	// before.
 	started chan struct{}
+	ctl     *pipeline.Control
 	done    chan outcome
 }
 
@@ -45,6 +47,7 @@ func startRun(j *job.Job, o pipeline.Options) *running {
 			r.done <- outcome{err: err, at: time.Now()}
 			return
 		}
+		r.ctl = run.Control()
 		close(r.started)
 		sum, err := run.Wait()
 		r.done <- outcome{sum: sum, err: err, at: time.Now()}
@@ -140,7 +143,9 @@ func TestZooKeeperSessionExpiresMidRun(t *testing.T) {
 // while runs go on. A puts run starts while there is no master: its admin
 // calls (does the target exist, create it, wait until it is enabled) wait
 // for the new one. A staged run loses the master after it started
-// spilling; its merge and bulk load go on without one.
+// spilling (it is paused meanwhile, so that it cannot end while a slow
+// master takes its time to stop); its merge and bulk load go on without
+// one.
 func TestHMasterRestartsDuringRun(t *testing.T) {
 	st := testenv.Require(t)
 	src := uniq(t, "hm_src")
@@ -182,10 +187,20 @@ func TestHMasterRestartsDuringRun(t *testing.T) {
 		j.Sink.Kind = job.SinkHFiles
 		j.Sink.Staging = "hdfs://" + st.NameNode + "/tmp/" + dst
 		run := startRun(j, pipeline.Options{Workers: 2, Memory: 4 << 20, Limits: pipeline.Limits{CellsPerSec: 3000}})
-		run.writing(t, time.Second)
+		run.writing(t, 500*time.Millisecond)
+		// Stopping the master took minutes on a loaded machine, longer than
+		// the whole run: paused, the run is still spilling when the master
+		// is gone, however long that takes.
+		run.ctl.Pause()
+		select {
+		case res := <-run.done:
+			t.Fatalf("the staged run ended before it could be paused: nothing was tested (error %v)", res.err)
+		default:
+		}
 		t.Log(control(t, st, "stop-master"))
 		masterUp = false
 		stopped := time.Now()
+		run.ctl.Resume()
 		res := <-run.done
 		if !res.at.After(stopped) {
 			t.Fatal("the staged run ended before the master stopped: nothing was tested")
