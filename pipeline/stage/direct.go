@@ -394,9 +394,14 @@ func (s *Sink) adoptable(p *partition) bool {
 }
 
 // adopt moves p's segments into hfiles/REGION/FAMILY/ as its HFiles and
-// records the partition done. A segment already moved (a crash after the
-// move, before the record) is found at its new name.
-func (s *Sink) adopt(st *finishState, ps *partState, p *partition) error {
+// marks the partition done in the load state. The mark is not saved by
+// itself: the next save of finish.json carries it (a merged partition's
+// record, or the one that records every partition written), a write of it
+// less per adopted partition (on HDFS a create, a close and a rename). A run
+// cut short before that save adopts again: a segment already moved is
+// found at its new name (moveChecked), and a merge that starts over
+// moves it back from that name (restoreSegments).
+func (s *Sink) adopt(ps *partState, p *partition) error {
 	dir := path.Join(s.root, hfilesDir, s.plan.Regions[p.region].Dir, p.family)
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("stage: create %s: %w", dir, err)
@@ -423,7 +428,7 @@ func (s *Sink) adopt(st *finishState, ps *partState, p *partition) error {
 	s.mu.Lock()
 	s.stats.Adopted += int64(len(files))
 	s.mu.Unlock()
-	return s.saveFinish(st)
+	return nil
 }
 
 // moveChecked renames from to to, checking the file holds size bytes; a

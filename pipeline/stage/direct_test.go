@@ -286,6 +286,61 @@ func TestStageDirectAdoptedThenRestaged(t *testing.T) {
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
 }
 
+// TestStageDirectAdoptionResumed: a partition's adoption is saved with the
+// next write of finish.json, not by itself. A Finish that adopted one
+// partition's files and failed merging another before anything was saved
+// leaves the files moved and finish.json without them; the resumed run (a
+// new sink on the folder, nothing staged again) must find them moved,
+// adopt them again and merge the other: the HFiles hold exactly the cells.
+func TestStageDirectAdoptionResumed(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 1}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ffs := &failingFS{WriteFS: s.fs, part: "/" + hfilesDir + "/r00001/"}
+	s.fs = ffs
+	direct := orderedCells(rowNames("d", 50), 20, "direct") // region 0, in order
+	mixed := orderedCells(rowNames("p", 50), 20, "mixed")   // region 1
+	rand.New(rand.NewSource(5)).Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
+	writeSplit(t, s, "direct", direct)
+	writeSplit(t, s, "mixed", mixed)
+	ffs.on = true
+	if err := s.Finish(ctx, logRep{t}); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Finish: %v; want the injected failure", err)
+	}
+	if st := s.Stats(); st.Adopted != 1 {
+		t.Fatalf("adopted %d files before the failure, want 1 (the test needs one adopted)", st.Adopted)
+	}
+	st, found, err := s.readFinish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found {
+		for k, ps := range st.Parts {
+			if ps.Done {
+				t.Fatalf("finish.json records partition %s done before any save of the merge; the test needs the adoption unsaved", k)
+			}
+		}
+	}
+	s.Close()
+
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.Adopted != 1 {
+		t.Errorf("the resumed run adopted %d files, want the 1 moved before", st.Adopted)
+	}
+	s.Close()
+	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
+}
+
 // TestStageDirectNotWhenSpreadWide: of a run of many splits, a split in
 // order within every region it touches but touching them all (a salted
 // layout) sorts, as every such split would leave each region more files

@@ -444,7 +444,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 			continue
 		}
 		ps := st.Parts[partKey(p.region, p.family)]
-		if err := s.adopt(st, ps, p); err != nil {
+		if err := s.adopt(ps, p); err != nil {
 			return s.full(err, fmt.Sprintf("moving the HFiles of region %s family %s", s.plan.Regions[p.region].Dir, p.family))
 		}
 		rep.Printf("hfiles: region %s family %s: %d HFiles written by the splits, kept as they are", s.plan.Regions[p.region].Dir, p.family, len(ps.Files))
