@@ -219,4 +219,33 @@ func TestClusterBulkLoad(t *testing.T) {
 		t.Fatalf("bulk loaded table differs from the source:\n%s", tail(got, 500))
 	}
 	diffLines(t, "oracle dump of bulk-loaded table", dumpLines(oracle(t, "dump-table", dst)), dumpLines(want))
+
+	// A region server that refuses a load (loaded=false; HBase's own test
+	// hook fails its secure bulk load after it made the load's staging
+	// directory, before it moved a file) gives a *BulkLoadError, and the
+	// staging directory is left: a refused load can leave files there that
+	// the caller looks for before loading again (BulkStagedPath).
+	refused := tempTable(t, c, "bulkrefused", nil, []byte("m"))
+	t.Log(control(t, st, "bulkload-refuse 1 "+refused))
+	bf = copyTo("refused")
+	var token string
+	err = c.BulkLoadWith(ctx, refused, []BulkFile{bf}, BulkLoadOptions{Prepared: func(tok string) error { token = tok; return nil }})
+	var le *BulkLoadError
+	if !errors.As(err, &le) {
+		t.Fatalf("refused load: got %v, want a BulkLoadError", err)
+	}
+	if _, err := fs.Stat(bf.Path); err != nil {
+		t.Fatalf("the file of the refused load is not where it was: %v", err)
+	}
+	tu, err := url.Parse(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fs.Stat(tu.Path); err != nil {
+		t.Fatalf("the refused load's staging directory %s is gone: %v", token, err)
+	}
+	if err := c.BulkLoad(ctx, refused, []BulkFile{bf}); err != nil {
+		t.Fatalf("loading the refused file again: %v", err)
+	}
+	diffLines(t, "oracle dump of the table loaded after a refusal", dumpLines(oracle(t, "dump-table", refused)), dumpLines(want))
 }

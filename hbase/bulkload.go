@@ -166,8 +166,8 @@ func (c *Client) BulkLoad(ctx context.Context, table string, files []BulkFile) e
 // file that does not. Files of regions loaded before an error stay loaded.
 // When ctx ends, no further region's load is sent, but one already sent is
 // waited for; if a request went unanswered (a timeout, a broken connection)
-// the staging directory is left in place, as the region server may still
-// be moving files through it.
+// or was refused (loaded=false), the staging directory is left in place,
+// as it may hold files on their way in or not moved back.
 func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFile, o BulkLoadOptions) (err error) {
 	if len(files) == 0 {
 		return nil
@@ -213,8 +213,16 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 	// that directory with whatever is in it: removing it then could delete
 	// files on their way in, cells lost without an error. So it stays.
 	unanswered := false
+	// refused says a region server answered loaded=false. It may have
+	// moved files into the staging directory and failed to move them back
+	// (the refusal seen here: its file system closed under the load by
+	// another load's cleanup, which also fails the move back), and
+	// CleanupBulkLoad would delete them with the directory: the files of a
+	// refused load are looked for there (BulkStagedPath) before the next
+	// attempt, so it stays.
+	refused := false
 	defer func() {
-		if unanswered {
+		if unanswered || refused {
 			return
 		}
 		// The staging directory holds nothing once files are loaded, but it
@@ -265,6 +273,7 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 				return err
 			}
 			if !resp.GetLoaded() {
+				refused = true
 				return &BulkLoadError{Region: r, Files: g.files, WithToken: o.FSToken != nil}
 			}
 			return nil

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
@@ -170,6 +171,9 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
 		}
 		if attempt >= maxLoadAttempts {
+			if le != nil {
+				return fmt.Errorf("stage: load region %s: refused %d times: %w", reg.Dir, attempt, err)
+			}
 			return fmt.Errorf("stage: load region %s: target regions kept changing (%d attempts): %w", reg.Dir, attempt, err)
 		}
 		n, rerr := s.resplitRegion(ctx, st, parts)
@@ -177,9 +181,34 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, rerr, err)
 		}
 		if n == 0 && le != nil {
-			// Nothing spans a region: the refusal has another cause.
-			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+			// Nothing spans a region, yet the region server answered
+			// loaded=false. HBase's own bulk load tool takes that for a
+			// passing failure and loads again, and so does this: seen here
+			// when a region server's file system was closed under one load
+			// by the cleanup of another of the same user's. The next
+			// attempt takes back what the refused one left in HBase's
+			// staging directory (reclaim), and loads nothing twice.
+			rep.Printf("warning: hfiles: region %s: the region server refused the load (loaded=false, attempt %d of %d); loading again: %v", reg.Dir, attempt, maxLoadAttempts, err)
+			if err := sleepCtx(ctx, time.Duration(attempt)*refusedLoadPause); err != nil {
+				return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, err, le)
+			}
 		}
+	}
+}
+
+// refusedLoadPause is the pause before loading a refused region again,
+// times the attempt: the refusals seen were races that end at once.
+const refusedLoadPause = 200 * time.Millisecond
+
+// sleepCtx waits d, or until ctx ends (its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -1,6 +1,7 @@
 package dev.rekey.testenv;
 
 import java.io.BufferedReader;
+import java.lang.reflect.Method;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -21,6 +22,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
@@ -29,6 +32,10 @@ import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.regionserver.HRegion;
+import org.apache.hadoop.hbase.regionserver.OnlineRegions;
+import org.apache.hadoop.hbase.regionserver.RegionServerServices;
+import org.apache.hadoop.hbase.regionserver.SecureBulkLoadManager;
 import org.apache.hadoop.hbase.testing.TestingHBaseCluster;
 import org.apache.hadoop.hbase.testing.TestingHBaseClusterOption;
 import org.apache.hadoop.hbase.util.CommonFSUtils;
@@ -372,6 +379,12 @@ public final class Cluster {
       }
       case "start-master":
         return startMaster();
+      case "bulkload-refuse": {
+        if (f.length != 3 || !f[1].matches("\\d+")) {
+          return "error usage: bulkload-refuse N TABLE (the next N bulk loads into TABLE's regions)";
+        }
+        return refuseBulkLoads(Integer.parseInt(f[1]), f[2]);
+      }
       case "yarn-start":
         return "ok " + yarn.start(cluster.getConf());
       case "shutdown":
@@ -379,12 +392,49 @@ public final class Cluster {
       default:
         return "error unknown command " + f[0]
             + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
-            + " start-master, zk-expire-session HOST:PORT, drop-tables [--snapshot NAME]... TABLE..., yarn-start, shutdown;"
+            + " start-master, bulkload-refuse N TABLE, zk-expire-session HOST:PORT, drop-tables [--snapshot NAME]... TABLE..., yarn-start, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"
             + " the same with dfs3-; ha1-start, ha1-active, ha1-failover, ha1-kill-active,"
             + " ha1-restart-down, ha1-shutdown; the same with ha2-)";
     }
+  }
+
+  /** Bulk loads still to refuse (bulkload-refuse), by table, shared by every region server. */
+  private final Map<String, AtomicInteger> bulkLoadsToRefuse = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Makes the next n bulk loads into table's regions fail inside the region server's secure bulk
+   * load, after it created the load's family directories and before it
+   * moved any file: the server logs "Failed to complete bulk load" and
+   * answers loaded=false, as it does when its file system was closed under
+   * the load by another load's cleanup. The hook is the one HBase's own
+   * tests use (SecureBulkLoadManager's file-system-created listener), set
+   * on every live region server; it is package-private, so by reflection.
+   */
+  private String refuseBulkLoads(int n, String table) throws Exception {
+    Method set = SecureBulkLoadManager.class.getDeclaredMethod("setFsCreatedListener", Consumer.class);
+    set.setAccessible(true);
+    Consumer<HRegion> refuse = region -> {
+      AtomicInteger left = bulkLoadsToRefuse.get(region.getRegionInfo().getTable().getNameAsString());
+      if (left != null && left.getAndUpdate(v -> Math.max(v - 1, 0)) > 0) {
+        throw new IllegalStateException("testenv: bulk load into " + region.getRegionInfo().getEncodedName()
+            + " refused on request (bulkload-refuse)");
+      }
+    };
+    int servers = 0;
+    for (ServerName sn : cluster.getRegionServerAddresses()) {
+      OnlineRegions rs = cluster.getOnlineRegionsInterface(sn).orElse(null);
+      if (rs instanceof RegionServerServices) {
+        set.invoke(((RegionServerServices) rs).getSecureBulkLoadManager(), refuse);
+        servers++;
+      }
+    }
+    if (servers == 0) {
+      return "error no region server to set the hook on";
+    }
+    bulkLoadsToRefuse.put(table, new AtomicInteger(n));
+    return "ok refusing the next " + n + " bulk loads into " + table + " on " + servers + " region servers";
   }
 
   /**
