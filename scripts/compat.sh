@@ -35,7 +35,7 @@ SUITES=(
 	"hfile-read ./hfile/:^TestOracleCluster$"
 	"hfile-write ./hfile/:^(TestWriterOracle|TestWriterOracleChecksums|TestWriterBulkLoad)$"
 	"run-puts ./pipeline/:^TestPresetsThroughPuts$"
-	"run-hfiles ./pipeline/:^TestPresetsThroughHFiles$ ./pipeline/stage/:^TestStageLoadCluster$"
+	"run-hfiles ./pipeline/:^TestPresetsThroughHFiles$ ./pipeline/stage/:^(TestStageLoadCluster|TestStageLoadRetriesRefusedLoad)$"
 	"verify ./verify/:^TestVerifyAgainstCluster$ ./cmd/rekey/:^TestRunThenVerify$"
 )
 
