@@ -177,13 +177,7 @@ func TestStageLoadRetriesRefusedLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(out)
-	var refusals atomic.Int64 // regions load on several goroutines
-	rep := reporterFunc(func(format string, args ...any) {
-		logRep{t}.Printf(format, args...)
-		if strings.Contains(format, "refused the load") {
-			refusals.Add(1)
-		}
-	})
+	rep, refusals := countingRep(t, "refused the load")
 	if err := s.Finish(ctx, rep); err != nil {
 		t.Fatal(err)
 	}
@@ -336,22 +330,28 @@ func resumeLoad(t *testing.T, ctx context.Context, staging, table string, c *hba
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	var moved int
-	rep := reporterFunc(func(format string, args ...any) {
-		logRep{t}.Printf(format, args...)
-		if strings.Contains(format, "never loaded") {
-			moved++
-		}
-	})
+	rep, moved := countingRep(t, "never loaded")
 	if err := s.Finish(ctx, rep); err != nil {
 		t.Fatal(err)
 	}
-	return s, moved
+	return s, int(moved.Load())
 }
 
 type reporterFunc func(format string, args ...any)
 
 func (f reporterFunc) Printf(format string, args ...any) { f(format, args...) }
+
+// countingRep logs what a sink reports and counts the messages whose
+// format holds substr; safe from the load's goroutines.
+func countingRep(t *testing.T, substr string) (reporterFunc, *atomic.Int64) {
+	var n atomic.Int64
+	return func(format string, args ...any) {
+		logRep{t}.Printf(format, args...)
+		if strings.Contains(format, substr) {
+			n.Add(1)
+		}
+	}, &n
+}
 
 // TestStageLoadAfterSplit: the target region splits between the staging
 // and the load; the files that now span two regions are split again and

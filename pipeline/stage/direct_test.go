@@ -248,24 +248,29 @@ func (f *failingFS) Create(name string) (vfs.WriteFile, error) {
 	return f.WriteFS.Create(name)
 }
 
-// TestStageDirectAdoptedThenRestaged: a Finish that adopted one
-// partition's files and failed merging another, followed by a split staged
-// again (the merge must start over, its HFiles removed), moves the adopted
-// files back to the split's segments and adopts them anew: the HFiles
-// hold exactly the cells.
-func TestStageDirectAdoptedThenRestaged(t *testing.T) {
+// adoptOptions are the options of the adoption tests' sink on dir: two
+// regions, split at "m".
+func adoptOptions(dir string) Options {
+	return Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 1}
+}
+
+// adoptThenFailMerge stages in dir a split in order in region 0 and one
+// shuffled by seed in region 1, then finishes with the creation of region
+// 1's HFiles failing: region 0's files adopted, region 1's merge failed.
+// It returns the sink, its file system (failing while on) and the two
+// splits' cells.
+func adoptThenFailMerge(t *testing.T, dir string, seed int64) (s *Sink, ffs *failingFS, direct, mixed []cell.Cell) {
+	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 1}
-	s, err := New(ctx, o)
+	s, err := New(ctx, adoptOptions(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ffs := &failingFS{WriteFS: s.fs, part: "/" + hfilesDir + "/r00001/"}
+	ffs = &failingFS{WriteFS: s.fs, part: "/" + hfilesDir + "/r00001/"}
 	s.fs = ffs
-	direct := orderedCells(rowNames("d", 50), 20, "direct") // region 0, in order
-	mixed := orderedCells(rowNames("p", 50), 20, "mixed")   // region 1
-	rand.New(rand.NewSource(4)).Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
+	direct = orderedCells(rowNames("d", 50), 20, "direct") // region 0, in order
+	mixed = orderedCells(rowNames("p", 50), 20, "mixed")   // region 1
+	rand.New(rand.NewSource(seed)).Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
 	writeSplit(t, s, "direct", direct)
 	writeSplit(t, s, "mixed", mixed)
 	ffs.on = true
@@ -275,6 +280,18 @@ func TestStageDirectAdoptedThenRestaged(t *testing.T) {
 	if st := s.Stats(); st.Adopted != 1 {
 		t.Fatalf("adopted %d files before the failure, want 1 (the test needs one adopted)", st.Adopted)
 	}
+	return s, ffs, direct, mixed
+}
+
+// TestStageDirectAdoptedThenRestaged: a Finish that adopted one
+// partition's files and failed merging another, followed by a split staged
+// again (the merge must start over, its HFiles removed), moves the adopted
+// files back to the split's segments and adopts them anew: the HFiles
+// hold exactly the cells.
+func TestStageDirectAdoptedThenRestaged(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, ffs, direct, mixed := adoptThenFailMerge(t, dir, 4)
 	ffs.on = false
 	// The mixed split is staged again (another attempt): the merge starts
 	// over.
@@ -295,25 +312,7 @@ func TestStageDirectAdoptedThenRestaged(t *testing.T) {
 func TestStageDirectAdoptionResumed(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 64 << 20, Workers: 1}
-	s, err := New(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ffs := &failingFS{WriteFS: s.fs, part: "/" + hfilesDir + "/r00001/"}
-	s.fs = ffs
-	direct := orderedCells(rowNames("d", 50), 20, "direct") // region 0, in order
-	mixed := orderedCells(rowNames("p", 50), 20, "mixed")   // region 1
-	rand.New(rand.NewSource(5)).Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
-	writeSplit(t, s, "direct", direct)
-	writeSplit(t, s, "mixed", mixed)
-	ffs.on = true
-	if err := s.Finish(ctx, logRep{t}); err == nil || !strings.Contains(err.Error(), "injected") {
-		t.Fatalf("Finish: %v; want the injected failure", err)
-	}
-	if st := s.Stats(); st.Adopted != 1 {
-		t.Fatalf("adopted %d files before the failure, want 1 (the test needs one adopted)", st.Adopted)
-	}
+	s, _, direct, mixed := adoptThenFailMerge(t, dir, 5)
 	st, found, err := s.readFinish()
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +326,7 @@ func TestStageDirectAdoptionResumed(t *testing.T) {
 	}
 	s.Close()
 
-	s, err = New(ctx, o)
+	s, err = New(ctx, adoptOptions(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
