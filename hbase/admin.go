@@ -13,6 +13,7 @@ import (
 
 	"github.com/rekeyhq/rekey/hbase/pb"
 	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/internal/pause"
 )
 
 // Family describes a column family for CreateTable. Attributes use the
@@ -57,7 +58,7 @@ func (c *Client) masterCall(ctx context.Context, method string, req, resp proto.
 		if ctx.Err() != nil || attempt+1 >= c.cfg.Retries {
 			return &RetriesExhaustedError{Op: "master " + method, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}
-		if err := sleep(ctx, c.pauseFor(attempt, class, err)); err != nil {
+		if err := pause.For(ctx, c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: "master " + method, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}
 	}
@@ -83,7 +84,7 @@ func (e *ProcedureError) Is(target error) bool {
 // waitProcedure polls the master until the procedure finishes. The method
 // is spelled getProcedureResult in HBase's Master.proto, lower-case g.
 func (c *Client) waitProcedure(ctx context.Context, op string, procID uint64) error {
-	pause := 50 * time.Millisecond
+	wait := 50 * time.Millisecond
 	for {
 		var resp pb.GetProcedureResultResponse
 		if err := c.masterCall(ctx, "getProcedureResult", &pb.GetProcedureResultRequest{ProcId: proto.Uint64(procID)}, &resp); err != nil {
@@ -100,11 +101,11 @@ func (c *Client) waitProcedure(ctx context.Context, op string, procID uint64) er
 			// Finished long enough ago to be forgotten, or never existed.
 			return fmt.Errorf("hbase: %s: procedure %d not found on the master", op, procID)
 		}
-		if err := sleep(ctx, pause); err != nil {
+		if err := pause.For(ctx, wait); err != nil {
 			return fmt.Errorf("hbase: %s: waiting for procedure %d: %w", op, procID, err)
 		}
-		if pause < time.Second {
-			pause *= 2
+		if wait < time.Second {
+			wait *= 2
 		}
 	}
 }
@@ -237,7 +238,7 @@ func (c *Client) Snapshot(ctx context.Context, name, table string) error {
 	if resp.GetExpectedTimeout() <= 0 {
 		deadline = time.Now().Add(5 * time.Minute)
 	}
-	pause := 50 * time.Millisecond
+	wait := 50 * time.Millisecond
 	for {
 		var done pb.IsSnapshotDoneResponse
 		if err := c.masterCall(ctx, "IsSnapshotDone", &pb.IsSnapshotDoneRequest{Snapshot: desc}, &done); err != nil {
@@ -249,11 +250,11 @@ func (c *Client) Snapshot(ctx context.Context, name, table string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("hbase: snapshot %s of %s: not done within the master's expected %d ms", name, table, resp.GetExpectedTimeout())
 		}
-		if err := sleep(ctx, pause); err != nil {
+		if err := pause.For(ctx, wait); err != nil {
 			return fmt.Errorf("hbase: snapshot %s of %s: %w", name, table, err)
 		}
-		if pause < time.Second {
-			pause *= 2
+		if wait < time.Second {
+			wait *= 2
 		}
 	}
 }

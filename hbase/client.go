@@ -12,6 +12,7 @@ import (
 
 	"github.com/rekeyhq/rekey/hbase/pb"
 	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/internal/pause"
 )
 
 // Config says how to reach a cluster and how hard to retry.
@@ -211,20 +212,6 @@ func (c *Client) pauseFor(attempt int, r rpc.Retry, err error) time.Duration {
 	return d
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // RetriesExhaustedError reports an operation that failed after retrying;
 // Err is the last error.
 type RetriesExhaustedError struct {
@@ -268,7 +255,7 @@ func (c *Client) withRegion(ctx context.Context, op string, table, row []byte, f
 		if attempt+1 >= c.cfg.Retries {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: last}
 		}
-		if err := sleep(ctx, c.pauseFor(attempt, class, err)); err != nil {
+		if err := pause.For(ctx, c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: last}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase/pb"
 	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/internal/pause"
 )
 
 // Column names one column (Qualifier set) or a whole family (Qualifier nil).
@@ -329,7 +330,7 @@ func (s *Scanner) fill() error {
 		if class == rpc.RestartScanner {
 			class = rpc.RetryNow
 		}
-		if err := sleep(ctx, s.c.pauseFor(attempt, class, err)); err != nil {
+		if err := pause.For(ctx, s.c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}
 	}

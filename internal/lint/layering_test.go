@@ -25,7 +25,8 @@ const module = "github.com/rekeyhq/rekey/"
 // Dependencies point one way, down DESIGN.md's table; cell is the only
 // package everyone shares. internal/writable holds the Hadoop
 // variable-length integers the HFile reader and the snapshot manifest
-// decoder share; internal/human the one way sizes and rates are printed.
+// decoder share; internal/human the one way sizes and rates are printed;
+// internal/pause the wait between a retried operation's attempts.
 // cmd/rekey turns flags into a job and prints what pipeline
 // and verify return: it reaches no sink internals.
 var rules = map[string][]string{
@@ -33,15 +34,16 @@ var rules = map[string][]string{
 	"vfs":       {"internal/krb", "internal/hadooprpc", "internal/digestmd5"},
 	"hfile":     {"cell", "internal/writable"},
 	"snapshot":  {"cell", "hfile", "vfs", "internal/writable"},
-	"hbase":     {"cell", "internal/krb"},
+	"hbase":     {"cell", "internal/krb", "internal/pause"},
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
-	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
+	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/pause"},
 	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
 
 	"internal/writable": {},
 	"internal/human":    {},
+	"internal/pause":    {},
 	"internal/krb":      {},
 	// The NameNode calls the HDFS library lacks, over the SASL GSSAPI
 	// mechanism HBase's RPC uses too.

@@ -16,6 +16,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/internal/pause"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"golang.org/x/sync/errgroup"
 )
@@ -189,7 +190,7 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			// attempt takes back what the refused one left in HBase's
 			// staging directory (reclaim), and loads nothing twice.
 			rep.Printf("warning: hfiles: region %s: the region server refused the load (loaded=false, attempt %d of %d); loading again: %v", reg.Dir, attempt, maxLoadAttempts, err)
-			if err := sleepCtx(ctx, time.Duration(attempt)*refusedLoadPause); err != nil {
+			if err := pause.For(ctx, time.Duration(attempt)*refusedLoadPause); err != nil {
 				return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, err, le)
 			}
 		}
@@ -199,18 +200,6 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 // refusedLoadPause is the pause before loading a refused region again,
 // times the attempt: the refusals seen were races that end at once.
 const refusedLoadPause = 200 * time.Millisecond
-
-// sleepCtx waits d, or until ctx ends (its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // ErrMissingHFile is matched by the error of a load that finds a staged
 // HFile missing that no earlier load could have moved into HBase: its
