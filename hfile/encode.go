@@ -51,6 +51,13 @@ func (e *blockEncoder) reset() {
 	e.dict.clear()
 }
 
+// lastValue is the value of the cell added last, where the block holds
+// it (for FAST_DIFF, a value equal to the one before is stored once).
+// Valid until the next reset.
+func (e *blockEncoder) lastValue() []byte {
+	return e.buf[e.prevValOff : e.prevValOff+e.prevValLen : e.prevValOff+e.prevValLen]
+}
+
 // encodedSize is the size of the cells area so far.
 func (e *blockEncoder) encodedSize() int { return len(e.buf) - e.cells }
 
@@ -75,6 +82,7 @@ func (e *blockEncoder) add(c, p *cell.Cell) {
 		b = binary.BigEndian.AppendUint32(b, uint32(kl))
 		b = binary.BigEndian.AppendUint32(b, uint32(vl))
 		b = cell.AppendKey(b, c)
+		e.prevValOff, e.prevValLen = len(b), vl
 		b = append(b, c.Value...)
 		e.buf = b
 		e.plainTail(c)
@@ -88,6 +96,7 @@ func (e *blockEncoder) add(c, p *cell.Cell) {
 		b = appendCInt(b, vl)
 		b = appendCInt(b, common)
 		b = append(b, e.key[common:]...)
+		e.prevValOff, e.prevValLen = len(b), vl
 		b = append(b, c.Value...)
 		e.buf = b
 		e.encodedTail(c)

@@ -142,6 +142,9 @@ type Writer struct {
 	lastRow, lastQual []byte
 	last              cell.Cell
 	has               bool
+	// lastTags copies the last cell's tags (files with tags only), which
+	// the block may hold compressed: AppendDistinct compares them.
+	lastTags []byte
 
 	family   []byte
 	firstRow []byte
@@ -225,14 +228,73 @@ func NewWriter(w io.Writer, o WriterOptions) (*Writer, error) {
 // file has no room for, or cannot be serialized is refused with an error
 // and nothing is written for it; after a write error every call fails.
 func (w *Writer) Append(c *cell.Cell) error {
+	_, err := w.add(c, false)
+	return err
+}
+
+// Kept says what AppendDistinct did with a cell.
+type Kept uint8
+
+const (
+	// Appended: the cell was written.
+	Appended Kept = iota
+	// Duplicate: the cell has the key, value and tags of the cell appended
+	// last, and was not written.
+	Duplicate
+	// Collision: the cell has the key of the cell appended last but
+	// another value or other tags; it was not written, the first stays.
+	Collision
+)
+
+// AppendDistinct is Append for a file that keeps one cell per key: a cell
+// whose key (row, family, qualifier, timestamp and type) is that of the
+// cell appended last is not written, and the answer says whether it
+// repeats that cell whole (Duplicate) or only its key (Collision). It
+// refuses what Append refuses, with the same errors. A caller that keeps
+// one cell per key needs no copy of the last cell of its own: the writer
+// compares once (LastValue gives the kept value for a message).
+func (w *Writer) AppendDistinct(c *cell.Cell) (Kept, error) {
+	return w.add(c, true)
+}
+
+// LastValue returns the value of the cell appended last, nil before the
+// first. It points into the open block: valid until the next call on w.
+func (w *Writer) LastValue() []byte {
+	if !w.has || w.blk.n == 0 {
+		return nil
+	}
+	return w.blk.lastValue()
+}
+
+// LastRow returns the row of the cell appended last, nil before the
+// first. It is the writer's own buffer: valid until the next call on w.
+func (w *Writer) LastRow() []byte {
+	if !w.has {
+		return nil
+	}
+	return w.last.Row
+}
+
+// AppendLastKey appends the key of the cell appended last (cell.AppendKey's
+// layout) to dst; dst unchanged before the first cell.
+func (w *Writer) AppendLastKey(dst []byte) []byte {
+	if !w.has {
+		return dst
+	}
+	return cell.AppendKey(dst, &w.last)
+}
+
+// add appends c; distinct says a cell with the last cell's key is
+// reported instead of written.
+func (w *Writer) add(c *cell.Cell, distinct bool) (Kept, error) {
 	if w.err != nil {
-		return w.err
+		return Appended, w.err
 	}
 	if w.done {
-		return fmt.Errorf("hfile: writer %s: Append after Close", w.name)
+		return Appended, fmt.Errorf("hfile: writer %s: Append after Close", w.name)
 	}
 	if err := w.check(c); err != nil {
-		return err
+		return Appended, err
 	}
 	dup := false
 	// The row is compared once, and its answer serves the order check, the
@@ -247,7 +309,14 @@ func (w *Writer) Append(c *cell.Cell) error {
 		}
 		switch {
 		case cmp > 0:
-			return fmt.Errorf("%w: writer %s: cell %s appended after %s", ErrOutOfOrder, w.name, c.String(), w.last.String())
+			return Appended, fmt.Errorf("%w: writer %s: cell %s appended after %s", ErrOutOfOrder, w.name, c.String(), w.last.String())
+		case cmp == 0 && distinct:
+			// The last cell is still in the open block: a block is
+			// finished only when the next cell is added.
+			if bytes.Equal(w.blk.lastValue(), c.Value) && bytes.Equal(w.lastTags, c.Tags) {
+				return Duplicate, nil
+			}
+			return Collision, nil
 		case cmp == 0:
 			dup = true
 		}
@@ -258,7 +327,7 @@ func (w *Writer) Append(c *cell.Cell) error {
 	}
 	if w.blk.n > 0 && !dup && (w.blk.unenc >= w.o.BlockSize || w.blk.encodedSize() >= w.o.BlockSize) {
 		if err := w.finishBlock(); err != nil {
-			return err
+			return Appended, err
 		}
 	}
 	var prev *cell.Cell
@@ -290,6 +359,9 @@ func (w *Writer) Append(c *cell.Cell) error {
 	w.lastQual = append(w.lastQual[:0], c.Qualifier...)
 	w.last.Qualifier = w.lastQual
 	w.last.Timestamp, w.last.Type = c.Timestamp, c.Type
+	if w.o.Tags {
+		w.lastTags = append(w.lastTags[:0], c.Tags...)
+	}
 	w.has = true
 
 	kl := int64(cell.KeyLen(c))
@@ -319,7 +391,7 @@ func (w *Writer) Append(c *cell.Cell) error {
 		w.biggestLen = size
 		w.biggestKey = cell.AppendKey(w.biggestKey[:0], c)
 	}
-	return nil
+	return Appended, nil
 }
 
 // check refuses cells the file cannot hold.

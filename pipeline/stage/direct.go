@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -96,7 +97,7 @@ type directOut struct {
 	family   []byte
 	rel      string // the folder, relative to the staging root
 	out      *hfileOut
-	seq      keySeq // its counts go into the file's segmentFile
+	reps     repeats // its counts go into the file's segmentFile
 	firstKey []byte
 	cellB    int64
 }
@@ -197,49 +198,43 @@ func (w *splitSink) outFor(c *cell.Cell) *directOut {
 // cell with the key of the one before it is dropped and counted, as the
 // merge does.
 func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error) {
-	var o *directOut
-	var at int
-	if last := w.lastOut; last != nil && last.seq.prev.has && bytes.Equal(last.seq.prev.c.Row, c.Row) && bytes.Equal(last.family, c.Family) {
-		// A wide row's next cell: the partition of the cell before it, and
-		// only its columns to compare (the region lookup and the row
-		// comparison are one bytes.Equal instead of three compares).
-		o, at = last, last.seq.placeInRow(w.s, c)
-	} else {
+	o := w.lastOut
+	if o == nil || o.out == nil || o.out.w.StartsRow(c) || !bytes.Equal(o.family, c.Family) {
+		// Not a wide row's next cell (whose partition is the cell before
+		// it's): find c's partition, and roll its file at the size limit.
 		if o = w.outFor(c); o == nil {
 			return false, nil
 		}
-		at = o.seq.place(w.s, c)
-	}
-	var newRow bool
-	switch at {
-	case repeated:
-		return true, nil
-	case before:
-		return false, nil
-	case nextRow:
-		newRow = true
-	}
-	if newRow && o.out != nil && o.out.bytes >= w.s.o.HFileSize {
-		if err := w.closeSegment(o); err != nil {
-			return false, err
+		// Only for a row after the file's last: a file rolled before an
+		// earlier row would take it, as nothing would compare it with the
+		// closed file's last cell; the writer refuses it below instead.
+		if o.out != nil && o.out.bytes >= w.s.o.HFileSize && bytes.Compare(o.out.w.LastRow(), c.Row) < 0 {
+			if err := w.closeSegment(o); err != nil {
+				return false, err
+			}
+		}
+		if o.out == nil {
+			if err := w.s.fs.MkdirAll(path.Join(w.s.root, o.rel)); err != nil {
+				return false, fmt.Errorf("stage: split %s: create %s: %w", w.info.ID, o.rel, err)
+			}
+			out, err := w.s.createHFile(o.rel, w.s.familyOptions(string(o.family)))
+			if err != nil {
+				return false, err
+			}
+			o.out = out
+			o.firstKey = cell.AppendKey(o.firstKey[:0], c)
 		}
 	}
-	if o.out == nil {
-		if err := w.s.fs.MkdirAll(path.Join(w.s.root, o.rel)); err != nil {
-			return false, fmt.Errorf("stage: split %s: create %s: %w", w.info.ID, o.rel, err)
+	kept, err := o.out.add(w.s, c, &o.reps)
+	if err != nil {
+		if errors.Is(err, hfile.ErrOutOfOrder) {
+			return false, nil
 		}
-		out, err := w.s.createHFile(o.rel, w.s.familyOptions(string(o.family)))
-		if err != nil {
-			return false, err
-		}
-		o.out = out
-		o.firstKey = cell.AppendKey(o.firstKey[:0], c)
-	}
-	if err := o.out.append(c); err != nil {
 		return false, fmt.Errorf("stage: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
 	}
-	o.cellB += cell.Size(c)
-	o.seq.prev.set(c, newRow)
+	if kept == hfile.Appended {
+		o.cellB += cell.Size(c)
+	}
 	w.directN++
 	if w.directN%4096 == 0 {
 		return true, ctx.Err()
@@ -250,15 +245,16 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 // closeSegment finishes o's open file and keeps it as one of the split's
 // segments.
 func (w *splitSink) closeSegment(o *directOut) error {
+	lastKey := o.out.w.AppendLastKey(nil)
 	info, err := w.s.finishHFile(o.out)
 	o.out = nil
 	if err != nil {
 		return err
 	}
 	seg := segmentFile{hfileInfo: info, Region: o.region, Family: string(o.family),
-		FirstKey: bytes.Clone(o.firstKey), LastKey: cell.AppendKey(nil, &o.seq.prev.c),
-		CellBytes: o.cellB, Duplicates: o.seq.dups, Collisions: o.seq.colls}
-	o.cellB, o.seq.dups, o.seq.colls = 0, 0, 0
+		FirstKey: bytes.Clone(o.firstKey), LastKey: lastKey,
+		CellBytes: o.cellB, Duplicates: o.reps.dups, Collisions: o.reps.colls}
+	o.cellB, o.reps = 0, repeats{}
 	w.segs = append(w.segs, seg)
 	if err := w.s.addStaged(info.Size); err != nil {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)

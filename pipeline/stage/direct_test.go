@@ -383,3 +383,42 @@ func TestStageDirectNotWhenSpreadWide(t *testing.T) {
 	}
 	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles), sorted(append(interleaved, narrow...)))
 }
+
+// TestStageDirectNoRollBeforeEarlierRow: a split writing directly whose
+// file is full (every row rolls one here) meets a row before its last. The
+// file must not roll for it, which would start a new segment with the
+// earlier row unchecked against the closed one: the writer refuses the
+// cell and the split stops writing directly, its rest sorted; the result
+// is every cell once, in order.
+func TestStageDirectNoRollBeforeEarlierRow(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := Options{Staging: dir, Table: "t", Memory: 64 << 20, Workers: 1, HFileSize: 1}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	in := orderedCells(rowNames("r", 400), 200, "x") // past directAfter
+	late := orderedCells([]string{"r00100a"}, 2, "late")
+	w := beginSplit(t, s, "a", in)
+	if !w.(*splitSink).direct {
+		t.Fatalf("%d cells in order did not go direct", len(in))
+	}
+	for i := range late {
+		if err := w.Write(ctx, &late[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.(*splitSink).direct {
+		t.Fatal("a row before the last one was written directly")
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	got := checkStaged(t, s.Plan(), readStaged(t, dir), 1<<20)
+	equalDumps(t, got, firstOfEachKey(append(in, late...)))
+}

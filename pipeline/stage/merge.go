@@ -1,7 +1,6 @@
 package stage
 
 import (
-	"bytes"
 	"container/heap"
 	"fmt"
 	"path"
@@ -238,10 +237,4 @@ func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region 
 		return partRun{}, 0, fmt.Errorf("stage: merge pass %s: wrote %d partitions, want 1", name, len(parts))
 	}
 	return partRun{fs: fsys, name: name, size: size, part: parts[0]}, size, nil
-}
-
-// sameCell reports whether a and b (equal keys) also carry the same value
-// and tags: a duplicate from a redone split rather than a collision.
-func sameCell(a, b *cell.Cell) bool {
-	return bytes.Equal(a.Value, b.Value) && bytes.Equal(a.Tags, b.Tags)
 }

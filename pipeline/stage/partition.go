@@ -3,6 +3,7 @@ package stage
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 
@@ -88,10 +89,10 @@ type partWriter struct {
 	resume []byte
 
 	out *hfileOut // the open file, nil between files
-	// seq's counts are folded into ps when a file is recorded: a resumed
+	// reps' counts are folded into ps when a file is recorded: a resumed
 	// merge skips the recorded files' rows, and counts the rest again.
-	seq keySeq
-	n   int // cells written, for the periodic cancellation check
+	reps repeats
+	n    int // cells written, for the periodic cancellation check
 }
 
 // newPartWriter prepares the partition's folder (removing what a crash
@@ -145,25 +146,18 @@ func (s *Sink) fileLimit(total int64) int64 {
 // add writes one merged cell, skipping it when it lies in a row already
 // recorded or repeats the previous cell's key.
 func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
-	var newRow bool
-	switch w.seq.place(w.s, c) {
-	case repeated:
-		return nil
-	case before:
-		// Checked here, not only by the HFile writer: a file rolled
-		// between the two rows would take the earlier row without a word.
-		return fmt.Errorf("stage: region %s family %s: merged cell %s comes after %s (runs out of order)", w.reg.Dir, w.ps.Family, c, &w.seq.prev.c)
-	case nextRow:
-		newRow = true
-	}
-	if newRow {
+	if w.out == nil || w.out.w.StartsRow(c) {
+		// A new row, or one out of order, which the writer refuses below.
 		if !w.reg.Contains(c.Row) {
 			return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
 		}
 		if w.resume != nil && bytes.Compare(c.Row, w.resume) <= 0 {
 			return nil
 		}
-		if w.out != nil && w.out.bytes >= w.limit {
+		// Rolled only for a row after the last one: a file rolled before
+		// an earlier row would take it without a word, as nothing would
+		// compare it with the closed file's last cell.
+		if w.out != nil && w.out.bytes >= w.limit && bytes.Compare(w.out.w.LastRow(), c.Row) < 0 {
 			if err := w.closeOut(); err != nil {
 				return err
 			}
@@ -176,10 +170,12 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 		}
 		w.out = o
 	}
-	if err := w.out.append(c); err != nil {
+	if _, err := w.out.add(w.s, c, &w.reps); err != nil {
+		if errors.Is(err, hfile.ErrOutOfOrder) {
+			return fmt.Errorf("stage: region %s family %s: merged cell out of order (runs out of order): %w", w.reg.Dir, w.ps.Family, err)
+		}
 		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
 	}
-	w.seq.prev.set(c, newRow)
 	w.n++
 	if w.n%4096 == 0 {
 		return ctx.Err()
@@ -187,62 +183,31 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 	return nil
 }
 
-// keySeq follows the keys of a series of cells written in order to
-// HFiles (a merged partition, or a split writing its own files): it keeps
-// the cell written last and counts the cells dropped for repeating its
-// key.
-type keySeq struct {
-	prev        lastCell
-	dups, colls int64
-}
+// repeats counts the cells a series of HFiles dropped for repeating the
+// key of the cell written before them: duplicates (the same value and
+// tags too) and collisions (another value or tags; the first is kept).
+type repeats struct{ dups, colls int64 }
 
-// The places of a cell against the cell written before it.
-const (
-	nextRow  = iota // in a later row (or the first cell)
-	sameRow         // in the same row, after it
-	repeated        // with its key: dropped and counted
-	before          // before it: out of order
-)
-
-// place says where c lies against the cell written last, comparing the
-// row once (a wide row's cells need only their columns compared); a
-// repeat is counted (collapse).
-func (q *keySeq) place(s *Sink, c *cell.Cell) int {
-	if !q.prev.has {
-		return nextRow
+// add writes c into o unless it repeats the key of the cell written last,
+// which reps counts (a collision with an example). A cell out of order is
+// refused with an error matching hfile.ErrOutOfOrder, nothing written.
+func (o *hfileOut) add(s *Sink, c *cell.Cell, reps *repeats) (hfile.Kept, error) {
+	kept, err := o.w.AppendDistinct(c)
+	if err != nil {
+		return kept, err
 	}
-	switch bytes.Compare(q.prev.c.Row, c.Row) {
-	case 1:
-		return before
-	case -1:
-		return nextRow
+	switch kept {
+	case hfile.Appended:
+		o.cells++
+		o.bytes += cell.Size(c)
+	case hfile.Duplicate:
+		reps.dups++
+	case hfile.Collision:
+		reps.colls++
+		prev := o.w.LastValue()
+		s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev), len(prev), clip(c.Value), len(c.Value)))
 	}
-	return q.placeInRow(s, c)
-}
-
-// placeInRow is place for a cell its caller knows to have the row of the
-// cell written last.
-func (q *keySeq) placeInRow(s *Sink, c *cell.Cell) int {
-	switch cell.CompareColumnsAndVersion(&q.prev.c, c) {
-	case 1:
-		return before
-	case 0:
-		q.collapse(s, c)
-		return repeated
-	}
-	return sameRow
-}
-
-// collapse counts c, whose key the cell written before it has: a duplicate
-// when value and tags agree, else a collision, with an example.
-func (q *keySeq) collapse(s *Sink, c *cell.Cell) {
-	prev := &q.prev.c
-	if sameCell(prev, c) {
-		q.dups++
-		return
-	}
-	q.colls++
-	s.example(fmt.Sprintf("%s: kept value %x (%d bytes), dropped %x (%d bytes)", c, clip(prev.Value), len(prev.Value), clip(c.Value), len(c.Value)))
+	return kept, nil
 }
 
 // record saves the partition's progress in finish.json: info, when not
@@ -254,9 +219,9 @@ func (w *partWriter) record(info *hfileInfo, done bool) error {
 	if info != nil {
 		ps.Files = append(ps.Files, *info)
 	}
-	ps.Duplicates += w.seq.dups
-	ps.Collisions += w.seq.colls
-	w.seq.dups, w.seq.colls = 0, 0
+	ps.Duplicates += w.reps.dups
+	ps.Collisions += w.reps.colls
+	w.reps = repeats{}
 	ps.Done = done
 	return s.saveFinish(w.st)
 }
@@ -290,39 +255,6 @@ func (w *partWriter) abort() {
 	if w.out != nil {
 		w.out.abort(w.s)
 	}
-}
-
-// lastCell is a copy of the cell last written, in buffers reused from
-// cell to cell: the merge's cells are valid only until its next one. The
-// row has a buffer of its own, copied only when the row changes.
-type lastCell struct {
-	c                         cell.Cell
-	row, fam, qual, val, tags []byte
-	has                       bool
-}
-
-// set copies c, each slice into a buffer of its own; newRow false says c's
-// row is the one held already. Field by field, and the family only when it
-// changes: assigning a whole Cell per cell cost more than the copies.
-func (l *lastCell) set(c *cell.Cell, newRow bool) {
-	if newRow || !l.has {
-		l.row = append(l.row[:0], c.Row...)
-		l.c.Row = l.row[:len(l.row):len(l.row)]
-	}
-	if !l.has || string(l.fam) != string(c.Family) {
-		l.fam = append(l.fam[:0], c.Family...)
-		l.c.Family = l.fam[:len(l.fam):len(l.fam)]
-	}
-	l.qual = append(l.qual[:0], c.Qualifier...)
-	l.c.Qualifier = l.qual[:len(l.qual):len(l.qual)]
-	l.val = append(l.val[:0], c.Value...)
-	l.c.Value = l.val[:len(l.val):len(l.val)]
-	if len(c.Tags) > 0 || len(l.c.Tags) > 0 {
-		l.tags = append(l.tags[:0], c.Tags...)
-		l.c.Tags = l.tags[:len(l.tags):len(l.tags)]
-	}
-	l.c.Timestamp, l.c.Type = c.Timestamp, c.Type
-	l.has = true
 }
 
 // clip shortens a value for an example message.
