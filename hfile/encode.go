@@ -64,6 +64,28 @@ func (e *blockEncoder) encodedSize() int { return len(e.buf) - e.cells }
 // add appends c. p is the previous cell of the same block, nil for the
 // first; the writer guarantees both have the same family.
 func (e *blockEncoder) add(c, p *cell.Cell) {
+	var pre prefixes
+	if p != nil {
+		pre = prefixesOf(c, p)
+	}
+	e.addKnown(c, p, pre)
+}
+
+// prefixes holds how many leading bytes a cell's row shares with the
+// previous cell's, and when the rows are equal its qualifier: what the
+// delta encodings store once. The writer's order check finds them.
+type prefixes struct{ row, qual int }
+
+func prefixesOf(c, p *cell.Cell) prefixes {
+	pre := prefixes{row: commonPrefix(c.Row, p.Row)}
+	if pre.row == len(c.Row) && pre.row == len(p.Row) {
+		pre.qual = commonPrefix(c.Qualifier, p.Qualifier)
+	}
+	return pre
+}
+
+// addKnown is add with the prefixes c shares with p (p not nil).
+func (e *blockEncoder) addKnown(c, p *cell.Cell, pre prefixes) {
 	kl := cell.KeyLen(c)
 	vl := len(c.Value)
 	e.unenc += 8 + kl + vl
@@ -89,7 +111,7 @@ func (e *blockEncoder) add(c, p *cell.Cell) {
 	case EncodingPrefix:
 		common := 0
 		if p != nil {
-			common = sharedKeyPrefix(c, p, true)
+			common = sharedKeyPrefix(c, p, pre, true)
 		}
 		e.key = cell.AppendKey(e.key[:0], c)
 		b = appendCInt(b, kl-common)
@@ -101,10 +123,10 @@ func (e *blockEncoder) add(c, p *cell.Cell) {
 		e.buf = b
 		e.encodedTail(c)
 	case EncodingDiff:
-		e.buf = e.addDiff(b, c, p, kl, vl)
+		e.buf = e.addDiff(b, c, p, pre, kl, vl)
 		e.encodedTail(c)
 	case EncodingFastDiff:
-		e.buf = e.addFastDiff(b, c, p, kl, vl)
+		e.buf = e.addFastDiff(b, c, p, pre, kl, vl)
 		e.encodedTail(c)
 	}
 	e.n++
@@ -115,7 +137,7 @@ func (e *blockEncoder) add(c, p *cell.Cell) {
 // the unshared row and qualifier bytes, a little-endian timestamp (or its
 // difference from the previous one when that is shorter), the type if it
 // changed, and the value.
-func (e *blockEncoder) addDiff(b []byte, c, p *cell.Cell, kl, vl int) []byte {
+func (e *blockEncoder) addDiff(b []byte, c, p *cell.Cell, pre prefixes, kl, vl int) []byte {
 	var flag byte
 	ts := c.Timestamp
 	common := 0
@@ -132,7 +154,7 @@ func (e *blockEncoder) addDiff(b []byte, c, p *cell.Cell, kl, vl int) []byte {
 		flag |= byte(n-1) << 4
 		stored = ts
 	} else {
-		common = sharedKeyPrefix(c, p, false)
+		common = sharedKeyPrefix(c, p, pre, false)
 		if kl == cell.KeyLen(p) {
 			flag |= 0x01
 		}
@@ -189,7 +211,7 @@ func (e *blockEncoder) addDiff(b []byte, c, p *cell.Cell, kl, vl int) []byte {
 // full (flag 0, lengths, whole key, value); later ones with a flag of
 // which lengths, type and value repeat and how many leading timestamp
 // bytes are shared, then only what differs.
-func (e *blockEncoder) addFastDiff(b []byte, c, p *cell.Cell, kl, vl int) []byte {
+func (e *blockEncoder) addFastDiff(b []byte, c, p *cell.Cell, pre prefixes, kl, vl int) []byte {
 	if p == nil {
 		b = append(b, 0)
 		b = appendCInt(b, kl)
@@ -200,7 +222,7 @@ func (e *blockEncoder) addFastDiff(b []byte, c, p *cell.Cell, kl, vl int) []byte
 		return append(b, c.Value...)
 	}
 	var flag byte
-	common := sharedKeyPrefix(c, p, false)
+	common := sharedKeyPrefix(c, p, pre, false)
 	if kl == cell.KeyLen(p) {
 		flag |= 0x08
 	}
@@ -335,20 +357,21 @@ func (e *blockEncoder) finish() BlockType {
 // sharedKeyPrefix is how many leading bytes the flat keys of c and p
 // share, as HBase's encoders count them: over the row length, row, family
 // (the same in both) and qualifier, and with withTsType also the timestamp
-// and type, but only when the qualifiers are equal.
-func sharedKeyPrefix(c, p *cell.Cell, withTsType bool) int {
+// and type, but only when the qualifiers are equal. pre holds the common
+// prefixes of their rows and qualifiers.
+func sharedKeyPrefix(c, p *cell.Cell, pre prefixes, withTsType bool) int {
 	if len(c.Row) != len(p.Row) {
 		if len(c.Row)>>8 == len(p.Row)>>8 {
 			return 1
 		}
 		return 0
 	}
-	n := 2 + commonPrefix(c.Row, p.Row)
-	if n-2 != len(c.Row) {
+	n := 2 + pre.row
+	if pre.row != len(c.Row) {
 		return n
 	}
 	n += 1 + len(c.Family)
-	q := commonPrefix(c.Qualifier, p.Qualifier)
+	q := pre.qual
 	n += q
 	if !withTsType || q != len(c.Qualifier) || q != len(p.Qualifier) {
 		return n

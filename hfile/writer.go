@@ -297,15 +297,24 @@ func (w *Writer) add(c *cell.Cell, distinct bool) (Kept, error) {
 		return Appended, err
 	}
 	dup := false
-	// The row is compared once, and its answer serves the order check, the
-	// bloom filter and the copy of the last key below.
-	sameRow := w.has && bytes.Equal(w.last.Row, c.Row)
+	// The row, and in a row the qualifier, are compared once, as common
+	// prefixes: they order the cells, and serve the bloom filter, the copy
+	// of the last key and the delta encodings (which store a key after
+	// what it shares with the one before). check has made the families
+	// equal.
+	var pre prefixes
+	sameRow := false
 	if w.has {
-		cmp := -1
+		pre.row = commonPrefix(w.last.Row, c.Row)
+		sameRow = pre.row == len(c.Row) && pre.row == len(w.last.Row)
+		var cmp int
 		if sameRow {
-			cmp = cell.CompareColumnsAndVersion(&w.last, c)
-		} else if bytes.Compare(w.last.Row, c.Row) > 0 {
-			cmp = 1
+			pre.qual = commonPrefix(w.last.Qualifier, c.Qualifier)
+			if cmp = compareFrom(w.last.Qualifier, c.Qualifier, pre.qual); cmp == 0 {
+				cmp = compareVersion(&w.last, c)
+			}
+		} else {
+			cmp = compareFrom(w.last.Row, c.Row, pre.row)
 		}
 		switch {
 		case cmp > 0:
@@ -347,7 +356,7 @@ func (w *Writer) add(c *cell.Cell, distinct bool) (Kept, error) {
 		}
 		w.bloom.add(c, before, sameRow)
 	}
-	w.blk.add(c, prev)
+	w.blk.addKnown(c, prev, pre)
 
 	// Remember the cell (its key only) for the next order check.
 	// Field by field: assigning a whole Cell costs more than the copies.
@@ -392,6 +401,37 @@ func (w *Writer) add(c *cell.Cell, distinct bool) (Kept, error) {
 		w.biggestKey = cell.AppendKey(w.biggestKey[:0], c)
 	}
 	return Appended, nil
+}
+
+// compareFrom compares a and b, which share their first n bytes.
+func compareFrom(a, b []byte, n int) int {
+	switch {
+	case n < len(a) && n < len(b):
+		return int(a[n]) - int(b[n])
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	}
+	return 0
+}
+
+// compareVersion orders two cells of one column as HBase does: the newer
+// timestamp first, then the higher type code.
+func compareVersion(a, b *cell.Cell) int {
+	switch {
+	case a.Timestamp != b.Timestamp:
+		if a.Timestamp > b.Timestamp {
+			return -1
+		}
+		return 1
+	case a.Type != b.Type:
+		if a.Type > b.Type {
+			return -1
+		}
+		return 1
+	}
+	return 0
 }
 
 // check refuses cells the file cannot hold.
