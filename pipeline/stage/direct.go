@@ -99,7 +99,6 @@ type directOut struct {
 	out      *hfileOut
 	reps     repeats // its counts go into the file's segmentFile
 	firstKey []byte
-	cellB    int64
 }
 
 // trackOrder checks the entry just appended against the last entry of its
@@ -225,15 +224,11 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 			o.firstKey = cell.AppendKey(o.firstKey[:0], c)
 		}
 	}
-	kept, err := o.out.add(w.s, c, &o.reps)
-	if err != nil {
+	if _, err := o.out.add(w.s, c, &o.reps); err != nil {
 		if errors.Is(err, hfile.ErrOutOfOrder) {
 			return false, nil
 		}
 		return false, fmt.Errorf("stage: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
-	}
-	if kept == hfile.Appended {
-		o.cellB += cell.Size(c)
 	}
 	w.directN++
 	if w.directN%4096 == 0 {
@@ -245,7 +240,7 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 // closeSegment finishes o's open file and keeps it as one of the split's
 // segments.
 func (w *splitSink) closeSegment(o *directOut) error {
-	lastKey := o.out.w.AppendLastKey(nil)
+	lastKey, cellB := o.out.w.AppendLastKey(nil), o.out.bytes
 	info, err := w.s.finishHFile(o.out)
 	o.out = nil
 	if err != nil {
@@ -253,8 +248,8 @@ func (w *splitSink) closeSegment(o *directOut) error {
 	}
 	seg := segmentFile{hfileInfo: info, Region: o.region, Family: string(o.family),
 		FirstKey: bytes.Clone(o.firstKey), LastKey: lastKey,
-		CellBytes: o.cellB, Duplicates: o.reps.dups, Collisions: o.reps.colls}
-	o.cellB, o.reps = 0, repeats{}
+		CellBytes: cellB, Duplicates: o.reps.dups, Collisions: o.reps.colls}
+	o.reps = repeats{}
 	w.segs = append(w.segs, seg)
 	if err := w.s.addStaged(info.Size); err != nil {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
