@@ -141,6 +141,30 @@ func (c *Client) prepareBulkLoad(ctx context.Context, table string, row []byte) 
 	return token, nil
 }
 
+// CleanupBulkLoad asks HBase to delete the staging directory of the bulk
+// load with token (see PrepareBulkLoad), through the region of table
+// holding row, with whatever it holds. BulkLoadWith does so itself unless
+// a request went unanswered or was refused; a caller that kept such a
+// token may clean it once it knows the directory holds none of its files.
+func (c *Client) CleanupBulkLoad(ctx context.Context, table string, row []byte, token string) error {
+	if err := c.cleanupBulkLoad(ctx, table, row, token); err != nil {
+		return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
+	}
+	return nil
+}
+
+func (c *Client) cleanupBulkLoad(ctx context.Context, table string, row []byte, token string) error {
+	err := c.withRegion(ctx, "cleanup bulk load", []byte(table), row, func(ctx context.Context, r *Region) error {
+		req := &pb.CleanupBulkLoadRequest{BulkToken: proto.String(token), Region: r.spec()}
+		_, err := c.call(ctx, r.Server, rpc.ClientService, "CleanupBulkLoad", req, nil, rpc.PriorityNormal, &pb.CleanupBulkLoadResponse{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cleaning staging %s failed: %w", token, err)
+	}
+	return nil
+}
+
 // BulkStagedPath is where a region server holds the file at src, sent in a
 // bulk load for family with token, between taking it from the caller and
 // moving it into the region: the family's directory under the token's
@@ -228,13 +252,9 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 		// The staging directory holds nothing once files are loaded, but it
 		// must not pile up; failing to remove it is not worth failing the
 		// load for, unless the load itself succeeded.
-		cerr := c.withRegion(context.WithoutCancel(ctx), "cleanup bulk load", tb, groups[0].region.StartKey, func(ctx context.Context, r *Region) error {
-			req := &pb.CleanupBulkLoadRequest{BulkToken: proto.String(token), Region: r.spec()}
-			_, err := c.call(ctx, r.Server, rpc.ClientService, "CleanupBulkLoad", req, nil, rpc.PriorityNormal, &pb.CleanupBulkLoadResponse{})
-			return err
-		})
+		cerr := c.cleanupBulkLoad(context.WithoutCancel(ctx), table, groups[0].region.StartKey, token)
 		if err == nil && cerr != nil {
-			err = fmt.Errorf("hbase: bulk load into %s: files loaded, but cleaning staging %s failed: %w", table, token, cerr)
+			err = fmt.Errorf("hbase: bulk load into %s: files loaded, but %w", table, cerr)
 		}
 	}()
 

@@ -188,6 +188,29 @@ func TestStageLoadRetriesRefusedLoad(t *testing.T) {
 		t.Errorf("%d regions loaded, want 4", n)
 	}
 	equalLines(t, oracleDump(t, table), dump(sorted(cells)))
+	// The refused loads' staging directories in HBase were left in place
+	// (they might have held files not moved back) and are removed once
+	// their regions loaded: none of the 6 loads' directories is left.
+	fin, _, err := s.readFinish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, ts := range fin.Tokens {
+		tokens = append(tokens, ts...)
+	}
+	if len(tokens) != 6 {
+		t.Fatalf("%d bulk tokens recorded, want 6 (4 regions, 2 refused loads): %v", len(tokens), tokens)
+	}
+	for _, token := range tokens {
+		dir, ok := s.onStagingFS(token)
+		if !ok {
+			t.Fatalf("bulk token %s is not on the staging folder's file system", token)
+		}
+		if _, err := s.fs.Stat(dir); !notExist(err) {
+			t.Errorf("HBase's staging directory %s is left (stat: %v)", token, err)
+		}
+	}
 }
 
 // TestStageLoadResumesUnsavedMarks: a region's "loaded" mark is saved with

@@ -422,3 +422,33 @@ func TestStageDirectNoRollBeforeEarlierRow(t *testing.T) {
 	got := checkStaged(t, s.Plan(), readStaged(t, dir), 1<<20)
 	equalDumps(t, got, firstOfEachKey(append(in, late...)))
 }
+
+// TestHoldsFile: a bulk load's staging directory (family folders) is
+// taken for empty only when no folder holds a file; what it finds first is
+// named, so the directory is kept and the warning says why.
+func TestHoldsFile(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(context.Background(), Options{Staging: dir, Table: "t", Memory: 64 << 20, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	token := filepath.Join(dir, "token")
+	if _, err := s.holdsFile(token); !notExist(err) {
+		t.Fatalf("a missing directory: %v, want not-exist", err)
+	}
+	for _, f := range []string{"f1", "f2"} {
+		if err := os.MkdirAll(filepath.Join(token, f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held, err := s.holdsFile(token); err != nil || held != "" {
+		t.Fatalf("empty family folders: %q, %v; want nothing held", held, err)
+	}
+	if err := os.WriteFile(filepath.Join(token, "f2", "abc"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.holdsFile(token); err != nil || held != filepath.Join(token, "f2", "abc") {
+		t.Fatalf("a file in f2: %q, %v; want it named", held, err)
+	}
+}

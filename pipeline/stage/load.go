@@ -161,9 +161,14 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 		if len(files) == 0 {
 			return nil
 		}
-		prepared := func(token string) error { return s.markSent(st, reg, token) }
+		var token string
+		prepared := func(t string) error {
+			token = t
+			return s.markSent(st, reg, t)
+		}
 		err := s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok, Prepared: prepared})
 		if err == nil {
+			s.cleanEarlierTokens(ctx, rep, st, reg, token)
 			return nil
 		}
 		var se *hbase.SpanError
@@ -195,6 +200,69 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			}
 		}
 	}
+}
+
+// cleanEarlierTokens removes, once reg is loaded, HBase's staging
+// directories of its earlier loads that were left in place (refused or
+// unanswered: hbase.BulkLoadWith keeps them, as they may hold files on
+// their way in or not moved back), so they do not pile up in HBase's
+// staging area; last is the token of the load just made, which cleaned
+// its own. Each one is removed only when it holds no file: the load just
+// made took every staged file back from them (reclaim) or found it in the
+// region. A directory that cannot be listed, or holds a file, is kept and
+// named in a warning; a failed removal is a warning too, the load being
+// done.
+func (s *Sink) cleanEarlierTokens(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, last string) {
+	s.finMu.Lock()
+	tokens := slices.Clone(st.Tokens[reg.Dir])
+	s.finMu.Unlock()
+	for _, token := range tokens {
+		if token == last {
+			continue
+		}
+		dir, ok := s.onStagingFS(token)
+		if !ok {
+			continue
+		}
+		held, err := s.holdsFile(dir)
+		switch {
+		case notExist(err):
+			continue // cleaned already
+		case err != nil:
+			rep.Printf("warning: hfiles: region %s: HBase's staging directory %s of an earlier load is kept: listing it failed: %v", reg.Dir, token, err)
+			continue
+		case held != "":
+			rep.Printf("warning: hfiles: region %s: HBase's staging directory %s of an earlier load is kept: it holds %s", reg.Dir, token, held)
+			continue
+		}
+		if err := s.o.Client.CleanupBulkLoad(ctx, s.o.Table, reg.Start, token); err != nil {
+			rep.Printf("warning: hfiles: region %s: %v", reg.Dir, err)
+		}
+	}
+}
+
+// holdsFile returns the path of a file under dir (one level of family
+// folders, as a bulk load's staging directory has), or "" when it holds
+// none.
+func (s *Sink) holdsFile(dir string) (string, error) {
+	fams, err := s.fs.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range fams {
+		p := path.Join(dir, f.Name())
+		if !f.IsDir() {
+			return p, nil
+		}
+		files, err := s.fs.ReadDir(p)
+		if err != nil {
+			return "", err
+		}
+		if len(files) > 0 {
+			return path.Join(p, files[0].Name()), nil
+		}
+	}
+	return "", nil
 }
 
 // refusedLoadPause is the pause before loading a refused region again,
