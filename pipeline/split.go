@@ -62,15 +62,16 @@ type splitReader struct {
 	w    work
 	st   *SplitStats
 	out  sink.SplitSink
-	out1 cell.Cell // the cell emit passes to out (valid during the call)
+	out1 cell.Cell // the new cell write passes to out (valid during the call)
 	rej  *rejectWriter
 
-	mapper transform.Mapper
-	named  transform.EntityMapper // the mapper, when it names its entities
-	parser *transform.Rekey       // parses the entities of other mappers' cells
-	sketch *entity.Sketch
-	coll   *collisionSet // nil when the layout cannot collide
-	setTS  int64
+	mapper  transform.Mapper
+	inPlace transform.InPlaceMapper // the mapper, when it maps in place
+	named   transform.EntityMapper  // the mapper, when it names its entities
+	parser  *transform.Rekey        // parses the entities of other mappers' cells
+	sketch  *entity.Sketch
+	coll    *collisionSet // nil when the layout cannot collide
+	setTS   int64
 
 	ctx                context.Context // readAll's, for the sink's writes
 	src                *cell.Cell      // the old cell being mapped
@@ -92,6 +93,7 @@ func (r *Run) newSplitReader(w work, st *SplitStats, out sink.SplitSink) *splitR
 		sketch: entity.NewSketch(r.o.HeavyHitters, r.o.SampleEntities, r.seed),
 		setTS:  r.o.SetTimestamp,
 	}
+	sr.inPlace, _ = sr.mapper.(transform.InPlaceMapper)
 	sr.named, _ = sr.mapper.(transform.EntityMapper)
 	if m, ok := sr.mapper.(transform.RowEntityMapper); ok {
 		sr.rowEntity = m.EntityOfOldRow()
@@ -115,7 +117,15 @@ func (sr *splitReader) readAll(ctx context.Context, sc *snapshot.Scanner) error 
 		sr.src = sc.Cell()
 		st.Read++
 		before, beforeB := sr.emitted, sr.emittedB
-		merr := sr.mapper.Map(*sr.src, emit)
+		var merr error
+		if sr.inPlace != nil {
+			sr.out1 = *sr.src
+			if merr = sr.inPlace.MapInPlace(&sr.out1); merr == nil {
+				sr.write()
+			}
+		} else {
+			merr = sr.mapper.Map(*sr.src, emit)
+		}
 		if sr.writeErr != nil {
 			return sr.writeErr
 		}
@@ -177,6 +187,11 @@ func (sr *splitReader) emit(c cell.Cell) {
 		return
 	}
 	sr.out1 = c
+	sr.write()
+}
+
+// write writes sr.out1, the new cell of a mapper's call, to the sink.
+func (sr *splitReader) write() {
 	o := &sr.out1
 	if sr.setTS != 0 {
 		o.Timestamp = sr.setTS

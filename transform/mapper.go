@@ -50,6 +50,18 @@ type RowEntityMapper interface {
 	EntityOfOldRow() bool
 }
 
+// InPlaceMapper is a Mapper that maps every cell it maps to exactly one
+// new cell, which it can write over the old one: the pipeline calls
+// MapInPlace on its own copy of the old cell instead of Map, sparing a
+// second copy and a call through emit per cell. MapInPlace must do what
+// Map does; on error c is unchanged. *Rekey is one.
+type InPlaceMapper interface {
+	Mapper
+	// MapInPlace replaces c's key with its new key; c's slices may then
+	// point into the mapper's buffers, valid until the next call.
+	MapInPlace(c *cell.Cell) error
+}
+
 // MapFunc adapts a function to Mapper.
 type MapFunc func(src cell.Cell, emit func(cell.Cell)) error
 

@@ -46,6 +46,9 @@ func (r *Rekey) Map(src cell.Cell, emit func(cell.Cell)) error {
 	return nil
 }
 
+// MapInPlace implements InPlaceMapper: Map without the copy and the emit.
+func (r *Rekey) MapInPlace(c *cell.Cell) error { return r.apply(c) }
+
 // Apply returns the new cell for src (valid until the next call).
 func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
 	out := *src

@@ -433,3 +433,45 @@ func TestRekeyStateAcrossCells(t *testing.T) {
 		}
 	}
 }
+
+// TestMapInPlace: MapInPlace gives the cell Map emits, and on a bad key
+// returns Map's error and leaves the cell as it was.
+func TestMapInPlace(t *testing.T) {
+	p, err := Compile(wideSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaMap, inPlace := p.New(), p.New()
+	bad := 0
+	cells := []cell.Cell{
+		testCell("u00001", be64(1767225600000), 1),
+		testCell("u00001", be64(1767225660000), 2),
+		testCell("u00002", be64(1767229200000), 3),
+		testCell("u00002", "short", 4), // a qualifier too short: a bad key
+	}
+	for i, src := range cells {
+		var want cell.Cell
+		werr := viaMap.Map(src, func(c cell.Cell) { want = c.Clone() })
+		got := src
+		gerr := inPlace.MapInPlace(&got)
+		if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+			t.Fatalf("cell %d: Map error %v, MapInPlace error %v", i, werr, gerr)
+		}
+		if werr != nil {
+			if !errors.Is(gerr, ErrBadKey) {
+				t.Fatalf("cell %d: %v, want ErrBadKey", i, gerr)
+			}
+			if cell.Compare(&got, &src) != 0 {
+				t.Fatalf("cell %d: a failed MapInPlace changed the cell to %s", i, &got)
+			}
+			bad++
+			continue
+		}
+		if cell.Compare(&got, &want) != 0 || !bytes.Equal(got.Value, want.Value) {
+			t.Fatalf("cell %d: MapInPlace gave %s, Map %s", i, &got, &want)
+		}
+	}
+	if bad != 1 {
+		t.Fatalf("%d bad keys, want the 1 made", bad)
+	}
+}
