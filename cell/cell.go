@@ -169,12 +169,12 @@ func CompareColumnsAndVersion(a, b *Cell) int {
 	if c := bytes.Compare(a.Qualifier, b.Qualifier); c != 0 {
 		return c
 	}
-	return compareVersion(a, b)
+	return CompareVersion(a, b)
 }
 
-// compareVersion orders two cells of one column: timestamp descending,
+// CompareVersion orders two cells of one column: timestamp descending,
 // then type descending.
-func compareVersion(a, b *Cell) int {
+func CompareVersion(a, b *Cell) int {
 	switch {
 	case a.Timestamp > b.Timestamp:
 		return -1
@@ -204,7 +204,7 @@ func compareSeqID(a, b *Cell) int {
 // CompareVersionAndSeqID is CompareWithSeqID for callers that already know
 // two cells share row, family and qualifier.
 func CompareVersionAndSeqID(a, b *Cell) int {
-	if c := compareVersion(a, b); c != 0 {
+	if c := CompareVersion(a, b); c != 0 {
 		return c
 	}
 	return compareSeqID(a, b)

@@ -311,7 +311,7 @@ func (w *Writer) add(c *cell.Cell, distinct bool) (Kept, error) {
 		if sameRow {
 			pre.qual = commonPrefix(w.last.Qualifier, c.Qualifier)
 			if cmp = compareFrom(w.last.Qualifier, c.Qualifier, pre.qual); cmp == 0 {
-				cmp = compareVersion(&w.last, c)
+				cmp = cell.CompareVersion(&w.last, c)
 			}
 		} else {
 			cmp = compareFrom(w.last.Row, c.Row, pre.row)
@@ -411,24 +411,6 @@ func compareFrom(a, b []byte, n int) int {
 	case len(a) < len(b):
 		return -1
 	case len(a) > len(b):
-		return 1
-	}
-	return 0
-}
-
-// compareVersion orders two cells of one column as HBase does: the newer
-// timestamp first, then the higher type code.
-func compareVersion(a, b *cell.Cell) int {
-	switch {
-	case a.Timestamp != b.Timestamp:
-		if a.Timestamp > b.Timestamp {
-			return -1
-		}
-		return 1
-	case a.Type != b.Type:
-		if a.Type > b.Type {
-			return -1
-		}
 		return 1
 	}
 	return 0
