@@ -63,6 +63,16 @@ type Program struct {
 	// salt to check.
 	notSource []int
 	srcSalted bool
+	// dstRowKeep is how many leading components of the new row are made
+	// from literals and old-row fields alone: while cells share an old row
+	// (a wide row's do), they share that much of their new row, which is
+	// then built once (see Rekey.buildRow).
+	dstRowKeep int
+	// reuseRow says a Rekey keeps an old row's parse for the row's next
+	// cells. Only layouts that read fields from the old qualifier do: their
+	// rows are wide, while a row of a layout that does not hold a handful
+	// of cells, too few to repay copying each row.
+	reuseRow bool
 	// rowToRow says each new row is made from exactly one old row (the new
 	// row is built from old-row fields only and keeps all of them), so a
 	// family delete marker means the same thing in the new table.
@@ -176,6 +186,8 @@ func Compile(spec Spec) (*Program, error) {
 			p.builtins[f] = true
 		}
 	}
+	p.dstRowKeep = p.rowDerivedPrefix()
+	p.reuseRow = p.srcQual != nil
 	for i := numBuiltins; i < len(p.fields); i++ {
 		if !p.fields[i].source {
 			p.notSource = append(p.notSource, i)
@@ -850,4 +862,36 @@ func (p *Program) Describe() (old, new string) {
 		return row.describe(p.fields) + "  /  " + q
 	}
 	return side(p.srcRow, p.srcQual, "* (not parsed)"), side(p.dstRow, p.dstQual, "* (copied)")
+}
+
+// rowDerivedPrefix counts the leading components of the new row whose
+// inputs are literals and fields the old row's own components set (not
+// built-ins: $row is the whole old row, but $family and $ts are not).
+func (p *Program) rowDerivedPrefix() int {
+	if p.srcRow == nil || p.dstRow == nil {
+		return 0
+	}
+	fromRow := map[int]bool{}
+	for i := range p.srcRow.comps {
+		if f := p.srcRow.comps[i].field; f >= numBuiltins {
+			fromRow[f] = true
+		}
+	}
+	for i := range p.dstRow.comps {
+		c := &p.dstRow.comps[i]
+		var inputs []int
+		switch c.typ {
+		case Literal:
+		case Salt, TimeBucket, Offset:
+			inputs = c.of
+		default:
+			inputs = []int{c.field}
+		}
+		for _, f := range inputs {
+			if !fromRow[f] {
+				return i
+			}
+		}
+	}
+	return len(p.dstRow.comps)
 }

@@ -419,6 +419,19 @@ func (l *Layout) build(dst []byte, rec *record) ([]byte, error) {
 	return dst, nil
 }
 
+// buildComps appends components from to to-1 of the key to dst.
+func (l *Layout) buildComps(dst []byte, rec *record, from, to int) ([]byte, error) {
+	for i := from; i < to; i++ {
+		c := &l.comps[i]
+		var err error
+		dst, err = c.build(dst, rec)
+		if err != nil {
+			return dst, fmt.Errorf("%w: %s: %s", ErrBadKey, c.label, err)
+		}
+	}
+	return dst, nil
+}
+
 // errNoValue is returned when a field the new key needs was not read from
 // the old one (compile checks make this a bug, not a user error).
 var errNoValue = errors.New("field has no value for this cell")

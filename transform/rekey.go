@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,6 +26,18 @@ type Rekey struct {
 	dirty bool
 	// u is Unmap's state, made on its first call.
 	u *unmapState
+
+	// oldRow is a copy of the last old row parsed whole, and the record's
+	// values read from it point into oldRow and the first oldRowArena bytes
+	// of the arena. The next cell of the same row (most cells of a wide
+	// row) keeps them instead of parsing the row again, and keeps the first
+	// rowKeep bytes of the new row (Program.dstRowKeep's components; -1:
+	// not built for oldRow). oldRowOK is false until a parse succeeds, and
+	// a parse of a new key (dirty) voids it.
+	oldRow      []byte
+	oldRowOK    bool
+	oldRowArena int
+	rowKeep     int
 }
 
 // New returns a Rekey for one worker.
@@ -62,11 +75,20 @@ func (r *Rekey) Apply(src *cell.Cell) (cell.Cell, error) {
 // so messages name the old cell.
 func (r *Rekey) apply(c *cell.Cell) error {
 	p := r.p
-	if err := r.parseSource(c); err != nil {
+	sameRow := p.reuseRow && r.oldRowOK && !r.dirty && bytes.Equal(c.Row, r.oldRow)
+	if err := r.parseSource(c, sameRow); err != nil {
 		return err
 	}
 	var err error
-	if r.row, err = p.dstRow.build(r.row[:0], &r.rec); err != nil {
+	switch {
+	case sameRow && r.rowKeep >= 0:
+		r.row, err = p.dstRow.buildComps(r.row[:r.rowKeep], &r.rec, p.dstRowKeep, len(p.dstRow.comps))
+	case p.reuseRow:
+		r.row, err = r.buildRow()
+	default:
+		r.row, err = p.dstRow.build(r.row[:0], &r.rec)
+	}
+	if err != nil {
 		return fmt.Errorf("new row for %s: %w", cellName(c), err)
 	}
 	if len(r.row) > MaxRowKeyLength {
@@ -99,12 +121,28 @@ func cellName(c *cell.Cell) string {
 	return fmt.Sprintf("cell %s/%s:%s", printable(c.Row), printable(c.Family), printable(c.Qualifier))
 }
 
-// parseSource fills the record from an old cell.
-func (r *Rekey) parseSource(src *cell.Cell) error {
+// parseSource fills the record from an old cell. sameRow says the cell's
+// row is the last one parsed, whose values the record kept (reuseRow).
+func (r *Rekey) parseSource(src *cell.Cell, sameRow bool) error {
 	p := r.p
 	r.prepare(src, false)
-	if err := p.srcRow.parse(src.Row, &r.rec); err != nil {
-		return fmt.Errorf("old row of %s: %w", cellName(src), err)
+	if sameRow {
+		// The row's unescaped strings sit at the arena's start: the
+		// qualifier's go after them. prepare sized the arena for the
+		// whole key, so this never moves it.
+		r.rec.arena = r.rec.arena[:r.oldRowArena]
+	} else {
+		row := src.Row
+		if p.reuseRow {
+			// Parse a copy, so the values stay valid for the row's next
+			// cells whatever becomes of src's buffer.
+			r.oldRow = append(r.oldRow[:0], row...)
+			r.oldRowOK, r.rowKeep, row = false, -1, r.oldRow
+		}
+		if err := p.srcRow.parse(row, &r.rec); err != nil {
+			return fmt.Errorf("old row of %s: %w", cellName(src), err)
+		}
+		r.oldRowOK, r.oldRowArena = p.reuseRow, len(r.rec.arena)
 	}
 	if p.srcQual != nil {
 		if src.Type == cell.DeleteFamily || src.Type == cell.DeleteFamilyVersion {
@@ -121,6 +159,18 @@ func (r *Rekey) parseSource(src *cell.Cell) error {
 		return fmt.Errorf("old key of %s: %w", cellName(src), err)
 	}
 	return nil
+}
+
+// buildRow builds the new row of a cell whose old row was just parsed,
+// noting where the part made from the old row alone ends (rowKeep).
+func (r *Rekey) buildRow() ([]byte, error) {
+	l, keep := r.p.dstRow, r.p.dstRowKeep
+	dst, err := l.buildComps(r.row[:0], &r.rec, 0, keep)
+	if err != nil {
+		return dst, err
+	}
+	r.rowKeep = len(dst)
+	return l.buildComps(dst, &r.rec, keep, len(l.comps))
 }
 
 // parseTarget fills the record from a new cell.
@@ -209,7 +259,7 @@ func (r *Rekey) checkSalts(ls ...*Layout) error {
 // canonical (the same entity read from the old and the new table gives the
 // same bytes) and sort like their fields.
 func (r *Rekey) SourceEntity(dst []byte, c *cell.Cell) ([]byte, error) {
-	if err := r.parseSource(c); err != nil {
+	if err := r.parseSource(c, false); err != nil {
 		return dst, err
 	}
 	return r.appendEntity(dst), nil

@@ -475,3 +475,110 @@ func TestMapInPlace(t *testing.T) {
 		t.Fatalf("%d bad keys, want the 1 made", bad)
 	}
 }
+
+// TestRowReuse: cells of one old row keep the row's parse and the part of
+// the new row made from it (Program.dstRowKeep), and give what a fresh
+// Rekey gives. The old row's strings are escaped (so its values live in
+// the arena, beside the qualifier's), the row's buffer is scribbled over
+// and replaced between cells (so values must not point into it), and new
+// keys are read back (Unmap) and bad keys met between cells of one row.
+func TestRowReuse(t *testing.T) {
+	spec := Spec{
+		Source: LayoutSpec{
+			Row: []ComponentSpec{
+				{Type: "string", Field: "a", Sep: '/', HasSep: true, Escape: true},
+				{Type: "uint", Field: "n", Width: 2},
+				{Type: "string", Field: "b"},
+			},
+			Qualifier: []ComponentSpec{
+				{Type: "string", Field: "q", Sep: '/', HasSep: true, Escape: true},
+				{Type: "int", Field: "ts", Width: 8},
+			},
+		},
+		Target: LayoutSpec{
+			Row: []ComponentSpec{
+				{Type: "salt", Field: "s", Of: []string{"a", "b"}, Buckets: 16, Width: 1},
+				{Type: "literal", Bytes: []byte("|")},
+				{Type: "string", Field: "b", Sep: 0, HasSep: true, Escape: true},
+				{Type: "string", Field: "a", Sep: 0, HasSep: true, Escape: true},
+				{Type: "uint", Field: "n", Width: 2},
+				{Type: "time_bucket", Field: "hour", Of: []string{"ts"}, Unit: "hour", Format: "iso"},
+			},
+			Qualifier: []ComponentSpec{
+				{Type: "string", Field: "q", Sep: 0, HasSep: true, Escape: true},
+				{Type: "offset", Of: []string{"ts"}, Bucket: "hour"},
+			},
+		},
+		Entity: []string{"a", "b"},
+	}
+	p, err := Compile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.dstRowKeep != 5 {
+		t.Fatalf("dstRowKeep %d, want 5 (all but the hour)", p.dstRowKeep)
+	}
+	if ok, why := p.Invertible(); !ok {
+		t.Fatalf("not invertible: %s", why)
+	}
+	row := func(a string, n uint16, b string) string {
+		return strings.ReplaceAll(a, "/", "/\xff") + "/\x00" + string([]byte{byte(n >> 8), byte(n)}) + b
+	}
+	qual := func(q string, ts int64) string { return strings.ReplaceAll(q, "/", "/\xff") + "/\x00" + be64(ts) }
+	const hour = int64(3600000)
+	rowA, rowB := row("x/y/z", 7, "tail/b"), row("x/y", 7, "tail/b")
+	type step struct {
+		row, qual string
+		unmap     bool // read the last new cell back first
+	}
+	steps := []step{
+		{rowA, qual("q/1", hour-1), false},
+		{rowA, qual("q/1/2", hour), false},
+		{rowA, qual("q", hour+5), true},
+		{rowA, "no separator", false}, // a bad qualifier in the row
+		{rowA, qual("", 2*hour), false},
+		{rowB, qual("q/3", 2*hour), false},
+		{rowB, qual("q/3", 3*hour), true},
+		{"x/y/\x00", qual("q", 1), false}, // a bad row: too short for n
+		{"x/y/\x00", qual("q", 2), false},
+		{rowB, qual("q/4", 3*hour+1), false},
+		{rowA, qual("q/5", 4*hour), false},
+	}
+	shared := p.New()
+	var last cell.Cell
+	bad := 0
+	for i, s := range steps {
+		if s.unmap {
+			if _, err := shared.Unmap(&last); err != nil {
+				t.Fatalf("step %d: Unmap: %v", i, err)
+			}
+		}
+		// A buffer of its own per cell; the last one is scribbled over.
+		src := testCell(s.row, s.qual, int64(i))
+		got, gerr := shared.Apply(&src)
+		if gerr == nil {
+			last = got.Clone()
+		}
+		copy(src.Row, bytes.Repeat([]byte{0xee}, len(src.Row)))
+		src2 := testCell(s.row, s.qual, int64(i))
+		want, werr := p.New().Apply(&src2)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("step %d: error %v, a fresh Rekey's %v", i, gerr, werr)
+		}
+		if gerr != nil {
+			bad++
+			continue
+		}
+		if !bytes.Equal(last.Row, want.Row) || !bytes.Equal(last.Qualifier, want.Qualifier) {
+			t.Fatalf("step %d: new key %q/%q, a fresh Rekey gives %q/%q", i, last.Row, last.Qualifier, want.Row, want.Qualifier)
+		}
+		ent := shared.LastEntity(nil)
+		wantEnt, err := p.New().SourceEntity(nil, &src2)
+		if err != nil || !bytes.Equal(ent, wantEnt) {
+			t.Fatalf("step %d: entity %q, a fresh Rekey's %q (%v)", i, ent, wantEnt, err)
+		}
+	}
+	if bad != 3 {
+		t.Fatalf("%d bad keys, want the 3 made", bad)
+	}
+}
