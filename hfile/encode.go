@@ -232,14 +232,8 @@ func (e *blockEncoder) addFastDiff(b []byte, c, p *cell.Cell, pre prefixes, kl, 
 	if c.Type == p.Type {
 		flag |= 0x20
 	}
-	x := uint64(c.Timestamp) ^ uint64(p.Timestamp)
-	shared := 7
-	for i := 0; i < 7; i++ {
-		if byte(x>>(56-8*i)) != 0 {
-			shared = i
-			break
-		}
-	}
+	// The leading timestamp bytes shared with the previous cell, at most 7.
+	shared := min(bits.LeadingZeros64(uint64(c.Timestamp)^uint64(p.Timestamp))/8, 7)
 	flag |= byte(shared)
 	sameValue := vl == e.prevValLen && bytes.Equal(c.Value, b[e.prevValOff:e.prevValOff+e.prevValLen])
 	if sameValue {
