@@ -79,8 +79,8 @@ type splitReader struct {
 	emitted, emittedB  int64           // new cells (and their bytes) given to the sink
 	curEnt, ent        []byte          // the entity being counted, the last cell's
 	rowEntity          bool            // the mapper's entities are read from the old row alone
-	entRow             []byte          // with rowEntity, the old row curEnt was read from
-	haveEntRow         bool            // entRow holds a row
+	entRow             uint64          // with rowEntity, the scanner's RowGen of the old row curEnt was read from
+	haveEntRow         bool            // entRow is set
 	entCells, entBytes int64           // the current entity's new cells and bytes
 	pending            int64           // cells written since the last limiter wait
 	readShown          int64           // st.Read already added to the run's counter
@@ -137,7 +137,7 @@ func (sr *splitReader) readAll(ctx context.Context, sc *snapshot.Scanner) error 
 		}
 		st.Mapped += sr.emitted - before
 		if sr.emitted > before {
-			sr.countEntity(sr.emitted-before, sr.emittedB-beforeB)
+			sr.countEntity(sc.RowGen(), sr.emitted-before, sr.emittedB-beforeB)
 		}
 		if sr.pending >= 256 {
 			// Shared counters move in steps, not per cell: workers on
@@ -226,8 +226,8 @@ func (sr *splitReader) rejectKey(merr error) error {
 
 // countEntity adds the new cells of the old cell just mapped to its
 // entity; consecutive cells of one entity are added to the sketch at once.
-func (sr *splitReader) countEntity(cells, bytesOf int64) {
-	if sr.haveEntRow && bytes.Equal(sr.entRow, sr.src.Row) {
+func (sr *splitReader) countEntity(rowGen uint64, cells, bytesOf int64) {
+	if sr.haveEntRow && sr.entRow == rowGen {
 		// Another cell of the old row just counted: its entity, without
 		// building the entity key again.
 		sr.entCells += cells
@@ -245,8 +245,7 @@ func (sr *splitReader) countEntity(cells, bytesOf int64) {
 		sr.curEnt = append(sr.curEnt[:0], sr.ent...)
 	}
 	if sr.rowEntity {
-		sr.entRow = append(sr.entRow[:0], sr.src.Row...)
-		sr.haveEntRow = true
+		sr.entRow, sr.haveEntRow = rowGen, true
 	}
 	sr.entCells += cells
 	sr.entBytes += bytesOf

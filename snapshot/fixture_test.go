@@ -197,3 +197,62 @@ func TestWideRowStreams(t *testing.T) {
 		t.Errorf("reading %d cells (%d bytes of keys and values) allocated %d bytes: the row is being buffered", cells, bytes, alloc)
 	}
 }
+
+// TestRowGen: over every committed fixture (HBase's files, every
+// encoding, normal and raw, whole and in 16 KiB splits), two cells given
+// one after the other with the same RowGen have the same row and family,
+// and cells of one row do share it.
+func TestRowGen(t *testing.T) {
+	repo, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(repo, "testdata", "snapshots")
+	dumps, _ := filepath.Glob(filepath.Join(dir, "*.raw.cells"))
+	if len(dumps) == 0 {
+		t.Fatalf("no snapshot fixtures under %s", dir)
+	}
+	for _, d := range dumps {
+		name := strings.TrimSuffix(filepath.Base(d), ".raw.cells")
+		root := filepath.Join(dir, name)
+		for _, raw := range []bool{false, true} {
+			for _, target := range []int64{0, 16 << 10} {
+				s, err := snapshot.Open(t.Context(), root, name, snapshot.OpenOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				splits, err := s.Splits(snapshot.SplitOptions{TargetBytes: target})
+				if err != nil {
+					t.Fatal(err)
+				}
+				same := 0
+				for _, sp := range splits {
+					sc, err := s.NewScanner(t.Context(), sp, snapshot.ScanOptions{Raw: raw})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var last cell.Cell
+					var lastGen uint64
+					for n := 0; sc.Next(); n++ {
+						c, gen := sc.Cell(), sc.RowGen()
+						sameKey := n > 0 && bytes.Equal(c.Row, last.Row) && bytes.Equal(c.Family, last.Family)
+						if n > 0 && gen == lastGen && !sameKey {
+							t.Fatalf("%s raw=%v split %s: cell %s has RowGen %d, the cell before (%s) %d", name, raw, sp.ID, c, gen, &last, lastGen)
+						}
+						if n > 0 && gen == lastGen {
+							same++
+						}
+						last, lastGen = c.Clone(), gen
+					}
+					if err := sc.Close(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s.Close()
+				if same == 0 {
+					t.Fatalf("%s raw=%v: no two cells in a row share a RowGen", name, raw)
+				}
+			}
+		}
+	}
+}

@@ -116,6 +116,8 @@ type Scanner struct {
 	// curRules are the rules of curFam's family.
 	curRules *familyRules
 	haveRow  bool
+	// rowGen numbers the rows (and families) begun: see RowGen.
+	rowGen uint64
 	// low, when set, is the split's first key inside its first row (a
 	// split that starts at a column): cells before it are the piece
 	// before's, and only its row's family delete markers are applied
@@ -770,6 +772,7 @@ func (sc *Scanner) next() bool {
 				sc.curRules = r
 			}
 			sc.haveRow = true
+			sc.rowGen++
 			sc.m.reset(r)
 		}
 		sc.prevIter = top
@@ -863,6 +866,11 @@ func (sc *Scanner) seekTop(key *cell.Cell) bool {
 
 // Cell returns the current cell, valid until the next call to Next.
 func (sc *Scanner) Cell() *cell.Cell { return sc.out }
+
+// RowGen numbers the current cell's row: cells given with one number
+// share their row and family, without comparing bytes. A new number does
+// not say the row changed (a new family in a row takes one too).
+func (sc *Scanner) RowGen() uint64 { return sc.rowGen }
 
 // Err returns the error that ended the scan, if any. Reaching the end is
 // not an error.
