@@ -240,12 +240,30 @@ func TestStageLoadResumesUnsavedMarks(t *testing.T) {
 		t.Fatalf("finish.json after the load marks %d regions loaded and %d sent, want 4 and 4", len(st.Loaded), len(st.Sent))
 	}
 	st.Loaded = map[string]bool{} // the marks a killed run never saved
+	// And one region's load whose staging directory was never cleaned
+	// (the run killed before it could): a real one from HBase, empty.
+	stale, err := c.PrepareBulkLoad(ctx, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleDir, ok := s.onStagingFS(stale)
+	if !ok {
+		t.Fatalf("bulk token %s is not on the staging folder's file system", stale)
+	}
+	if _, err := s.fs.Stat(staleDir); err != nil {
+		t.Fatalf("HBase's staging directory %s: %v", stale, err)
+	}
+	reg := s.plan.Regions[0].Dir
+	st.Tokens[reg] = append(st.Tokens[reg], stale)
 	if err := s.saveFinish(st); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
 
 	s, moved := resumeLoad(t, ctx, staging, table, c)
+	if _, err := s.fs.Stat(staleDir); !notExist(err) {
+		t.Errorf("HBase's staging directory %s of the earlier load is left after the resumed load (stat: %v)", stale, err)
+	}
 	if moved != 0 {
 		t.Errorf("%d files moved back from HBase's staging directory, want none", moved)
 	}

@@ -159,6 +159,10 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			}
 		}
 		if len(files) == 0 {
+			// An earlier load took every file (a resumed load): its
+			// staging directories that hold no file go now, as they
+			// would have gone after it had the run not stopped.
+			s.cleanEarlierTokens(ctx, rep, st, reg, "")
 			return nil
 		}
 		var token string
