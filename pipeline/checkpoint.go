@@ -150,14 +150,51 @@ func (s *checkpointStore) load() (*loadedCheckpoint, error) {
 	return l, nil
 }
 
-// orphanJournals refuses a journal whose base is missing: the splits it
-// records must not read as nothing done.
+// orphanJournals looks at the journals beside a missing base. Journals
+// that hold only a header saying their base recorded nothing done are what
+// a crash in a run's first compaction leaves (the journal is written before
+// the base that names it): nothing was recorded, so there is no checkpoint,
+// and the next compaction removes them. Any other journal is refused: the
+// splits it or its lost base record must not read as nothing done.
 func (s *checkpointStore) orphanJournals() error {
 	gens, err := s.journals()
 	if err != nil || len(gens) == 0 {
 		return nil
 	}
-	return s.damaged(fmt.Sprintf("the base %s is missing, but its journal %s is there", s.loc.Path, s.journalPath(gens[len(gens)-1])))
+	for _, g := range gens {
+		p := s.journalPath(g)
+		if why := s.onlyEmptyBaseHeader(p, g); why != "" {
+			return s.damaged(fmt.Sprintf("the base %s is missing, but its journal %s is there (%s)", s.loc.Path, path.Base(p), why))
+		}
+	}
+	return nil
+}
+
+// onlyEmptyBaseHeader says why the journal at p is not a whole journal
+// holding only its header for an empty base of generation gen ("" if it is).
+func (s *checkpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
+	b, err := vfs.ReadFile(s.loc.FS, p)
+	if err != nil {
+		return fmt.Sprintf("unreadable: %v", err)
+	}
+	if !bytes.HasPrefix(b, []byte(journalMagic)) {
+		return "it does not start as a rekey journal does"
+	}
+	payload, next, torn, err := nextRecord(b, len(journalMagic))
+	switch {
+	case err != nil || torn != "":
+		return "its header does not check"
+	case next != len(b):
+		return "it records splits"
+	}
+	var r journalRecord
+	if err := json.Unmarshal(payload, &r); err != nil || r.Type != "header" || r.Generation != gen || r.Version != checkpointVersion {
+		return "its header is not one rekey writes"
+	}
+	if !r.BaseEmpty {
+		return "its base recorded splits"
+	}
+	return ""
 }
 
 // decodeBase parses a base of version 1 or 2.
@@ -223,11 +260,13 @@ func encodeBase(c *Checkpoint) ([]byte, error) {
 }
 
 // compact writes c as the base of a new journal generation: first the new
-// journal (its header only), then the base naming it (temp file, sync,
-// rename), then the old journals are removed. A crash between any two
-// steps leaves a base and the journal it names intact: before the rename
-// the old pair, after it the new one; a journal no base names is a
-// leftover the next compaction removes.
+// journal (its header only), then the base naming it (each a temp file,
+// synced and renamed), then the old journals are removed. A crash between
+// any two steps leaves a base and the journal it names intact: before the
+// rename the old pair, after it the new one; a journal no base names is a
+// leftover the next compaction removes. In a run's first compaction there
+// is no old pair: a crash before the base's rename leaves a journal alone,
+// whose header says its base recorded nothing (see orphanJournals).
 func (s *checkpointStore) compact(c *Checkpoint) error {
 	wfs := s.loc.FS
 	if err := wfs.MkdirAll(path.Dir(s.loc.Path)); err != nil {
@@ -241,7 +280,7 @@ func (s *checkpointStore) compact(c *Checkpoint) error {
 	if len(old) > 0 {
 		gen = max(gen, old[len(old)-1]+1)
 	}
-	n, err := s.createJournal(gen, c.Fingerprint)
+	n, err := s.createJournal(gen, c.Fingerprint, len(c.Splits) == 0 && !c.SinkFinished)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,8 @@ import (
 //	payload JSON: {"type": ..., ...}
 //
 // The first record is the header (type "header": the format version, the
-// generation and the fingerprint, which must match the base's); each later
+// generation and the fingerprint, which must match the base's, and whether
+// that base records nothing done); each later
 // one a split (type "split": its SplitStats, and for a done split the
 // split's own entity sketch, which the loader merges in record order, as
 // the run did).
@@ -52,6 +53,11 @@ type journalRecord struct {
 	Version     int    `json:"version,omitempty"`
 	Generation  int64  `json:"generation,omitempty"`
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// BaseEmpty says the base written with this journal records no split
+	// and no finished sink, so that losing it loses no progress: a journal
+	// whose base never got written (a crash in a run's first compaction)
+	// can then be told from one whose base went missing.
+	BaseEmpty bool `json:"base_empty,omitempty"`
 	// split
 	Split    *SplitStats     `json:"split,omitempty"`
 	Entities json.RawMessage `json:"entities,omitempty"`
@@ -102,27 +108,17 @@ func (s *checkpointStore) journals() ([]int64, error) {
 }
 
 // createJournal writes generation gen's journal holding its header, and
-// returns its size.
-func (s *checkpointStore) createJournal(gen int64, fp string) (int64, error) {
+// returns its size. It is written whole (temp file, sync, rename): a crash
+// leaves the journal with its header or no journal, never a part of one,
+// so a journal without its base always says what that base held.
+func (s *checkpointStore) createJournal(gen int64, fp string, baseEmpty bool) (int64, error) {
 	p := s.journalPath(gen)
-	hdr, err := json.Marshal(journalRecord{Type: "header", Version: checkpointVersion, Generation: gen, Fingerprint: fp})
+	hdr, err := json.Marshal(journalRecord{Type: "header", Version: checkpointVersion, Generation: gen, Fingerprint: fp, BaseEmpty: baseEmpty})
 	if err != nil {
 		return 0, err
 	}
 	b := append([]byte(journalMagic), frame(hdr)...)
-	f, err := s.loc.FS.Create(p)
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint journal %s: %w", p, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return 0, fmt.Errorf("checkpoint journal %s: %w", p, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return 0, fmt.Errorf("checkpoint journal %s: %w", p, err)
-	}
-	if err := f.Close(); err != nil {
+	if err := vfs.WriteFileAtomic(s.loc.FS, p, b); err != nil {
 		return 0, fmt.Errorf("checkpoint journal %s: %w", p, err)
 	}
 	return int64(len(b)), nil

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,6 +139,97 @@ func TestCompactionCrashSafe(t *testing.T) {
 			m, _ := filepath.Glob(filepath.Join(dir, "checkpoint.json.journal-*"))
 			if len(m) != 1 || !strings.HasSuffix(m[0], s2.journalPath(s2.gen)[len(dir):]) {
 				t.Errorf("journals after the next compaction: %v, want only generation %d's", m, s2.gen)
+			}
+		})
+	}
+}
+
+// TestFirstCompactionCrashSafe: a run's first compaction has no earlier
+// base to fall back on. Stopped at any step before its base is in place,
+// it leaves no checkpoint (nothing was recorded), not one that refuses to
+// load; the next run starts, and its compaction clears the leftovers.
+func TestFirstCompactionCrashSafe(t *testing.T) {
+	steps := map[string]func(op, name string) bool{
+		"the journal's create": func(op, name string) bool { return op == "create" && strings.Contains(name, ".journal-") },
+		"the journal's rename": func(op, name string) bool { return op == "rename" && strings.Contains(name, ".journal-") },
+		"the base's create":    func(op, name string) bool { return op == "create" && !strings.Contains(name, ".journal-") },
+		"the base's rename":    func(op, name string) bool { return op == "rename" && !strings.Contains(name, ".journal-") },
+	}
+	for step, at := range steps {
+		t.Run("stopped at "+step, func(t *testing.T) {
+			dir := t.TempDir()
+			fs := &failFS{}
+			// Twice: a crash in the first compaction, then in the next
+			// run's, which leaves two journals and still no base.
+			for range 2 {
+				fs.fail = func(op, name string) error {
+					if at(op, name) {
+						return errCrash
+					}
+					return nil
+				}
+				c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
+				if err := testStore(dir, fs).compact(c); !errors.Is(err, errCrash) {
+					t.Fatalf("first compaction stopped at %s: %v", step, err)
+				}
+				fs.fail = nil
+				l, err := testStore(dir, fs).load()
+				if err != nil || l != nil {
+					t.Fatalf("load after the first compaction stopped at %s: %v, %v; want no checkpoint", step, l, err)
+				}
+			}
+			s, c := startedStore(t, dir, fs)
+			c.Splits["a"] = done("a")
+			if err := s.record(c.Splits["a"], nil); err != nil {
+				t.Fatal(err)
+			}
+			l, err := testStore(dir, fs).load()
+			if err != nil || doneIDs(l) != "a" {
+				t.Fatalf("after the next run's start and one split: %v, %v", l, err)
+			}
+			m, _ := filepath.Glob(filepath.Join(dir, "checkpoint.json.journal-*"))
+			if len(m) != 1 {
+				t.Errorf("journals after the next run's compaction: %v, want one", m)
+			}
+		})
+	}
+}
+
+// TestOrphanJournalRefused: a journal without its base is taken for
+// nothing done only when it holds its header alone and that header says
+// the base recorded nothing. A base that recorded splits, or a journal
+// with records, went missing otherwise: the load refuses it.
+func TestOrphanJournalRefused(t *testing.T) {
+	cases := map[string]func(t *testing.T, s *checkpointStore, c *Checkpoint){
+		"a base with splits": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
+			c.Splits["a"] = done("a")
+			if err := s.compact(c); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"a base of a finished sink": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
+			c.SinkFinished = true
+			if err := s.compact(c); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"an empty base, the journal with a record": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
+			if err := s.record(done("a"), nil); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, setup := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, c := startedStore(t, dir, vfs.Local{})
+			setup(t, s, c)
+			if err := os.Remove(filepath.Join(dir, "checkpoint.json")); err != nil {
+				t.Fatal(err)
+			}
+			l, err := testStore(dir, vfs.Local{}).load()
+			if !errors.Is(err, ErrCheckpointDamaged) || !strings.Contains(err.Error(), "is missing") {
+				t.Fatalf("load with the base removed: %v, %v; want ErrCheckpointDamaged", l, err)
 			}
 		})
 	}
