@@ -208,12 +208,11 @@ func TestRowGen(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(repo, "testdata", "snapshots")
-	dumps, _ := filepath.Glob(filepath.Join(dir, "*.raw.cells"))
-	if len(dumps) == 0 {
+	names := hbase1Names(t, dir)
+	if len(names) == 0 {
 		t.Fatalf("no snapshot fixtures under %s", dir)
 	}
-	for _, d := range dumps {
-		name := strings.TrimSuffix(filepath.Base(d), ".raw.cells")
+	for _, name := range names {
 		root := filepath.Join(dir, name)
 		for _, raw := range []bool{false, true} {
 			for _, target := range []int64{0, 16 << 10} {
