@@ -187,8 +187,8 @@ func (s *checkpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
 	case next != len(b):
 		return "it records splits"
 	}
-	var r journalRecord
-	if err := json.Unmarshal(payload, &r); err != nil || r.Type != "header" || r.Generation != gen || r.Version != checkpointVersion {
+	r, err := decodeRecord(payload)
+	if err != nil || r.Type != "header" || r.Generation != gen || r.Version != checkpointVersion {
 		return "its header is not one rekey writes"
 	}
 	if !r.BaseEmpty {

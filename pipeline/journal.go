@@ -235,14 +235,24 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// apply adds record n's payload to l: the header must be first and match
-// the base, splits follow.
-func (s *checkpointStore) apply(l *loadedCheckpoint, n int, payload []byte) error {
+// decodeRecord parses a record's payload, refusing fields rekey does not
+// write.
+func decodeRecord(payload []byte) (journalRecord, error) {
 	var r journalRecord
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
-		return fmt.Errorf("does not parse: %v", err)
+		return r, fmt.Errorf("does not parse: %v", err)
+	}
+	return r, nil
+}
+
+// apply adds record n's payload to l: the header must be first and match
+// the base, splits follow.
+func (s *checkpointStore) apply(l *loadedCheckpoint, n int, payload []byte) error {
+	r, err := decodeRecord(payload)
+	if err != nil {
+		return err
 	}
 	switch {
 	case n == 0 && r.Type != "header":
