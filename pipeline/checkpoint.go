@@ -309,10 +309,35 @@ func (s *checkpointStore) compactDue() bool {
 
 func (s *checkpointStore) close() error { return s.loc.Close() }
 
+// cutRule is how a run's regions are cut into splits, as its checkpoint's
+// fingerprint records it.
+type cutRule int
+
+const (
+	// cutRows cuts at row starts only.
+	cutRows cutRule = iota
+	// cutInRowGreedy cuts inside rows by the rule of the builds before
+	// even in-row cuts (snapshot.SplitOptions.GreedyInRow).
+	cutInRowGreedy
+	// cutInRowEven cuts inside rows nearest even shares of each region.
+	cutInRowEven
+)
+
+func (c cutRule) String() string {
+	switch c {
+	case cutInRowGreedy:
+		return "inside rows, greedily"
+	case cutInRowEven:
+		return "inside rows, at even shares"
+	default:
+		return "at rows"
+	}
+}
+
 // fingerprint hashes the parts of a run that decide which cells it writes
 // where; anything else (workers, limits, progress) may change between a run
 // and its resume.
-func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes int64, inRow bool, setTS int64, sink string, only []KeyRange, shard Shard) string {
+func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes int64, cut cutRule, setTS int64, sink string, only []KeyRange, shard Shard) string {
 	oldKey, newKey := j.Program.Describe()
 	fams := make([]string, 0, len(j.Spec.Families))
 	for o, n := range j.Spec.Families {
@@ -337,7 +362,11 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		// inside rows never adopts their checkpoints, whose splits are
 		// other key ranges.
 		InRow bool `json:",omitempty"`
-	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, inRow}
+		// EvenCut is left out for the greedy in-row rule, so the
+		// fingerprints of its runs are those of the builds before even
+		// cuts.
+		EvenCut bool `json:",omitempty"`
+	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, cut != cutRows, cut == cutInRowEven}
 	b, _ := json.Marshal(doc)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

@@ -18,12 +18,13 @@ import (
 // TestDefaultCutThroughPuts runs the wide_to_bucketed preset with no split
 // size over a source whose first region holds about 11 MB of store files
 // (220,000 unencoded, uncompressed cells, 180,000 of them in row s001) and
-// the other two a few KB: the default cut is the 8 MiB floor (1/16 of the
-// snapshot and the mean region are both below it), the heavy region is cut
-// into pieces, inside row s001 (the preset maps cell by cell), and the
-// target holds exactly the source's cells through the preset's rule, as
-// HBase's dumps of both tables say, with the cells of every entity counted
-// exactly although s001's are read by two pieces. The same job through a
+// the other two a few KB: the default cut for puts is a quarter of the
+// snapshot (a table under 32 MiB; 1/16 of it and the mean region are
+// below that), the heavy region is cut into pieces at even shares, inside
+// row s001 (the preset maps cell by cell), and the target holds exactly
+// the source's cells through the preset's rule, as HBase's dumps of both
+// tables say, with the cells of every entity counted exactly although
+// s001's are read by several pieces. The same job through a
 // row-level transform (a transform.Flusher) keeps whole rows.
 func TestDefaultCutThroughPuts(t *testing.T) {
 	st := testenv.Require(t)
@@ -57,9 +58,6 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if sum.SplitBytes != 8<<20 || sum.Splits <= 3 {
-		t.Errorf("split size %d, %d splits; want the 8 MiB floor and the heavy region of 3 cut", sum.SplitBytes, sum.Splits)
-	}
 	if !sum.Finished || sum.Read != int64(len(source)) || sum.Written != int64(len(want)) || sum.Problems() {
 		t.Errorf("summary: finished %v, read %d (snapshot has %d), written %d (want %d)", sum.Finished, sum.Read, len(source), sum.Written, len(want))
 	}
@@ -72,6 +70,15 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snapOpen.Close()
+	// The puts sink's floor is a quarter of a snapshot under 32 MiB (1/16
+	// of it and the mean region are below that here).
+	var total int64
+	for _, reg := range snapOpen.Regions() {
+		total += reg.Bytes()
+	}
+	if sum.SplitBytes != total/4 || sum.Splits <= 3 {
+		t.Errorf("split size %d, %d splits; want a quarter of the snapshot's %d bytes and the heavy region of 3 cut", sum.SplitBytes, sum.Splits, total)
+	}
 	splits, err := snapOpen.Splits(snapshot.SplitOptions{TargetBytes: sum.SplitBytes, InRow: true})
 	if err != nil {
 		t.Fatal(err)
@@ -84,10 +91,22 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 			inRow++
 		}
 	}
+	// The heavy region's pieces are cut at even shares of its bytes: they
+	// read about as many cells each.
+	var least, most int64
 	for _, ps := range sum.PerSplit {
 		if !ids[ps.ID] {
 			t.Errorf("the run's split %s is not one of the in-row cut's", ps.ID)
 		}
+		if strings.Contains(ps.ID, "_p") {
+			if least == 0 || ps.Read < least {
+				least = ps.Read
+			}
+			most = max(most, ps.Read)
+		}
+	}
+	if least == 0 || most > least*3/2 {
+		t.Errorf("the heavy region's pieces read %d to %d cells; want within half again of each other", least, most)
 	}
 	if !sum.SplitInRow || inRow == 0 {
 		t.Errorf("split_in_row %v, %d pieces start inside s001; want the huge row cut", sum.SplitInRow, inRow)
@@ -131,7 +150,7 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 		t.Errorf("row-level run: split_in_row %v, %d splits, read %d, wrote %d; want row cuts, 2 or more splits, %d and %d", rows.SplitInRow, rows.Splits, rows.Read, rows.Written, len(source), len(want))
 	}
 	for _, ps := range rows.PerSplit {
-		if strings.HasSuffix(ps.ID, "_c") {
+		if strings.HasSuffix(ps.ID, "_e") || strings.HasSuffix(ps.ID, "_c") {
 			t.Errorf("row-level run: split %s is an in-row piece", ps.ID)
 		}
 	}

@@ -193,8 +193,14 @@ func (r *Run) chooseWork() error {
 	switch {
 	case r.o.SplitBytes == 0:
 		// Settled before the checkpoint's fingerprint is taken, from the
-		// snapshot alone, so a resume and every shard cut alike.
-		r.o.SplitBytes = r.snap.DefaultSplitBytes()
+		// snapshot and the sink alone, so a resume and every shard cut
+		// alike.
+		r.defaultCut = true
+		floor := int64(snapshot.MinDefaultSplitBytes)
+		if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkPuts {
+			floor = putsFloor(r.snap.Bytes())
+		}
+		r.o.SplitBytes = r.snap.DefaultSplitBytes(floor)
 	case r.o.SplitBytes < 0:
 		r.o.SplitBytes = 0 // off: one split per region
 	}
@@ -202,10 +208,22 @@ func (r *Run) chooseWork() error {
 	return r.cutWork()
 }
 
-// cutWork cuts the splits by the settled size and r.inRow, clips them to
-// Only, orders them largest first and keeps this shard's.
+// putsFloor is the smallest piece the default cut makes for the puts sink
+// in a snapshot of total bytes: snapshot.MinDefaultSplitBytes, but at most
+// a quarter of the snapshot. A puts piece's time is the region servers'
+// work on its cells, and its fixed cost small (its writer's last calls
+// and a checkpoint record), so the 8 MiB floor, which spares a staged
+// piece its own files, left a small table's heavy region whole: at
+// SIZE=small (3.2 MB, one region of 2.1 MB) its split took 2.0-2.4 times
+// the mean split's time. A table of 32 MiB or more is cut as before.
+func putsFloor(total int64) int64 {
+	return max(1, min(snapshot.MinDefaultSplitBytes, total/4))
+}
+
+// cutWork cuts the splits by the settled size, r.inRow and r.greedyCut,
+// clips them to Only, orders them largest first and keeps this shard's.
 func (r *Run) cutWork() error {
-	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow})
+	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow, GreedyInRow: r.greedyCut})
 	if err != nil {
 		return err
 	}
@@ -221,6 +239,53 @@ func (r *Run) cutWork() error {
 	}
 	r.items = items
 	return nil
+}
+
+// keepEarlierCut looks for the cut an earlier build made where its
+// checkpoint's fingerprint (prevFP) is not this run's: in-row pieces by
+// the greedy rule, whole-row pieces, or, when the job sets no split size,
+// the default size the puts sink took before its floor was lowered for
+// small tables. A resume after an upgrade then goes on with the
+// checkpoint's own splits (their IDs name their key ranges only under the
+// rule that cut them) instead of being refused. fpOf gives the
+// fingerprint of a size and rule; the one that matched is returned, with
+// the run's splits cut again by it, or "" when none did (the caller
+// refuses the checkpoint).
+func (r *Run) keepEarlierCut(prevFP string, fpOf func(int64, cutRule) string) (string, error) {
+	sizes := []int64{r.o.SplitBytes}
+	if r.defaultCut {
+		if old := r.snap.DefaultSplitBytes(snapshot.MinDefaultSplitBytes); old != r.o.SplitBytes {
+			sizes = append(sizes, old)
+		}
+	}
+	for _, size := range sizes {
+		rules := []cutRule{cutRows}
+		if size > 0 && r.cellLevel() {
+			rules = []cutRule{cutInRowEven, cutInRowGreedy, cutRows}
+		}
+		for _, rule := range rules {
+			fp := fpOf(size, rule)
+			if fp != prevFP {
+				continue
+			}
+			r.logf("the checkpoint %s was cut by an earlier rule (split size %d, %s); this run keeps its splits", r.o.Checkpoint, size, rule)
+			r.o.SplitBytes, r.inRow, r.greedyCut = size, rule != cutRows, rule == cutInRowGreedy
+			return fp, r.cutWork()
+		}
+	}
+	return "", nil
+}
+
+// cutRule is the rule the run's splits are cut by, for its fingerprint.
+func (r *Run) cutRule() cutRule {
+	switch {
+	case !r.inRow:
+		return cutRows
+	case r.greedyCut:
+		return cutInRowGreedy
+	default:
+		return cutInRowEven
+	}
 }
 
 // cellLevel reports whether the run's work holds nothing across the
@@ -285,7 +350,7 @@ func (r *Run) checkCheckpoint() error {
 		// runs live in different folders.
 		name += "/" + string(o.Phase)
 	}
-	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.inRow, o.SetTimestamp, name, o.Only, o.Shard)
+	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, o.Only, o.Shard)
 	var prev *loadedCheckpoint
 	if o.Fresh {
 		// Not read: --fresh is also the way out of a damaged checkpoint.
@@ -295,17 +360,15 @@ func (r *Run) checkCheckpoint() error {
 	} else if prev, err = ck.load(); err != nil {
 		return err
 	}
-	if prev != nil && r.inRow && prev.Fingerprint != fp {
-		// A checkpoint of a build that cut at rows only: its splits are
-		// whole-row pieces, so this run goes on with those rather than
-		// refuse a resume after an upgrade.
-		if rowFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, false, o.SetTimestamp, name, o.Only, o.Shard); prev.Fingerprint == rowFP {
-			r.logf("the checkpoint %s holds splits of whole rows; this run keeps cutting at rows", o.Checkpoint)
-			r.inRow = false
-			if err := r.cutWork(); err != nil {
-				return err
-			}
-			fp = rowFP
+	if prev != nil && prev.Fingerprint != fp {
+		matched, err := r.keepEarlierCut(prev.Fingerprint, func(splitBytes int64, cut cutRule) string {
+			return fingerprint(j, r.snap.Info(), fpScan, splitBytes, cut, o.SetTimestamp, name, o.Only, o.Shard)
+		})
+		if err != nil {
+			return err
+		}
+		if matched != "" {
+			fp, o.SplitBytes = matched, r.o.SplitBytes
 		}
 	}
 	switch {
@@ -317,7 +380,7 @@ func (r *Run) checkCheckpoint() error {
 	}
 	// The sketch's seed leaves the shard and --only out, so the sketches of
 	// a job's shards sample the same hashes and merge exactly.
-	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.inRow, o.SetTimestamp, name, nil, Shard{})
+	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, nil, Shard{})
 	return r.adoptCheckpoint(prev, fp, seedFP)
 }
 

@@ -56,6 +56,8 @@ type Run struct {
 	// spillWarned: a phase task said once that it ignores sink.spill_dir.
 	spillWarned bool
 	inRow       bool // the splits may cut inside rows (cellLevel)
+	greedyCut   bool // in-row cuts by the earlier rule, for a checkpoint cut so
+	defaultCut  bool // the split size is the snapshot's default, not the job's
 	maxTrack    int
 	closers     []func() error
 	seed        uint64
@@ -319,17 +321,21 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	// Progress, push-back and the workers.
 	stopAux := r.startAux(ctx, len(items))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.Workers)
-	for i, w := range todo {
-		if gctx.Err() != nil {
+	q := newQueue(todo, o.Workers, r.sink.Name() == string(job.SinkPuts))
+	for {
+		w, ok := q.take(gctx)
+		if !ok {
 			break
 		}
-		g.Go(func() error { return r.runSplit(gctx, w) })
-		// g.Go returned: a worker took w. The next split's store files
-		// open while the workers read, so whichever takes it next starts
+		g.Go(func() error {
+			defer q.done(w)
+			return r.runSplit(gctx, w)
+		})
+		// A worker took w. The split likely next has its store files
+		// opened while the workers read, so whichever takes it starts
 		// reading at once.
-		if i+1 < len(todo) && todo[i+1].split.Region.EncodedName != w.split.Region.EncodedName {
-			r.snap.Prepare(todo[i+1].split, r.scan)
+		if nx, ok := q.peek(); ok && nx.split.Region.EncodedName != w.split.Region.EncodedName {
+			r.snap.Prepare(nx.split, r.scan)
 		}
 	}
 	werr := g.Wait()

@@ -23,12 +23,19 @@ type SplitOptions struct {
 	// for work that maps cell by cell: a row-level transform needs whole
 	// rows.
 	InRow bool
+	// GreedyInRow places in-row cuts by the rule of the builds before
+	// even cuts (each the first position a unit past the one before; IDs
+	// ending in "_c"), for the checkpoints those builds wrote. Without it
+	// in-row cuts are placed nearest even shares of the region (IDs ending
+	// in "_e"). Only with InRow.
+	GreedyInRow bool
 }
 
-// MinDefaultSplitBytes is the smallest piece DefaultSplitBytes cuts: a
-// piece costs a split's fixed work (its scanners, its sink's writer, its
-// checkpoint record), so a small table is not cut into pieces that cost
-// more to start than to read.
+// MinDefaultSplitBytes is the floor a run gives DefaultSplitBytes unless
+// its sink's pieces cost less: a piece costs a split's fixed work (its
+// scanners, its sink's writer, its checkpoint record, and for staged
+// HFiles files of its own to write, stage and load), so a small table is
+// not cut into pieces that cost more to start than to read.
 const MinDefaultSplitBytes = 8 << 20
 
 // defaultPieces is how many pieces the whole snapshot is cut into at most
@@ -38,19 +45,29 @@ const defaultPieces = 16
 
 // DefaultSplitBytes is the TargetBytes a run cuts by when its job sets
 // none: the mean region's bytes, but at most 1/defaultPieces of the
-// snapshot and at least MinDefaultSplitBytes, so that a region far larger
-// than the others becomes pieces the size of the others (or smaller) and
-// no one worker reads it alone while the rest sit idle. It depends only on
-// the snapshot's store file sizes (not on the worker count, which may
-// change between a run and its resume), and it is 0 when no region is
-// larger than it: then nothing would be cut, and the splits and their IDs
-// are exactly those of TargetBytes 0.
-func (s *Snapshot) DefaultSplitBytes() int64 {
+// snapshot and at least floor (the smallest piece worth its fixed cost,
+// MinDefaultSplitBytes or less), so that a region far larger than the
+// others becomes pieces the size of the others (or smaller) and no one
+// worker reads it alone while the rest sit idle. It depends only on the
+// snapshot's store file sizes and the floor (not on the worker count,
+// which may change between a run and its resume), and it is 0 when no
+// region is larger than it: then nothing would be cut, and the splits and
+// their IDs are exactly those of TargetBytes 0.
+func (s *Snapshot) DefaultSplitBytes(floor int64) int64 {
 	sizes := make([]int64, len(s.regions))
 	for i := range s.regions {
 		sizes[i] = s.regions[i].Bytes()
 	}
-	return defaultSplitBytes(sizes, MinDefaultSplitBytes)
+	return defaultSplitBytes(sizes, floor)
+}
+
+// Bytes returns the store file bytes of every region of the snapshot.
+func (s *Snapshot) Bytes() int64 {
+	var n int64
+	for i := range s.regions {
+		n += s.regions[i].Bytes()
+	}
+	return n
 }
 
 // defaultSplitBytes is DefaultSplitBytes' rule over region sizes, with the
@@ -85,9 +102,9 @@ type Split struct {
 	// piece of a region cut by TargetBytes is
 	// "<encoded name>_p<k>of<n>_t<TargetBytes>": piece k (from 1) of n, so
 	// a checkpoint written under other options never matches it; with
-	// InRow the ID ends in "_c" besides, since its pieces follow another
-	// rule. IDs use only [0-9a-z_], so they serve as file and znode names
-	// as they are.
+	// InRow the ID ends in "_e" besides (its pieces follow another rule),
+	// or "_c" with GreedyInRow. IDs use only [0-9a-z_], so they serve as
+	// file and znode names as they are.
 	ID     string
 	Region Region
 	// StartRow (inclusive) and EndRow (exclusive; empty = to the end) are
@@ -156,7 +173,7 @@ func (s *Snapshot) Splits(opts SplitOptions) ([]Split, error) {
 			out = append(out, whole)
 			continue
 		}
-		cuts, err := s.cutRegion(r, opts.TargetBytes, opts.InRow)
+		cuts, err := s.cutRegion(r, opts.TargetBytes, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -193,8 +210,11 @@ func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) 
 	n := len(cuts) + 1
 	out := make([]Split, 0, n)
 	suffix := ""
-	if opts.InRow {
+	switch {
+	case opts.InRow && opts.GreedyInRow:
 		suffix = "_c"
+	case opts.InRow:
+		suffix = "_e"
 	}
 	start, from := r.StartKey, 0.0
 	var startCol *Column
@@ -221,9 +241,9 @@ func pieces(s *Snapshot, r *Region, cuts []cut, bytes int64, opts SplitOptions) 
 
 // cutRegion picks positions that cut region r into pieces of about target
 // bytes: rows (cutRows), or with inRow rows and columns (cutInRow).
-func (s *Snapshot) cutRegion(r *Region, target int64, inRow bool) ([]cut, error) {
-	if inRow {
-		return s.cutInRow(r, target)
+func (s *Snapshot) cutRegion(r *Region, target int64, opts SplitOptions) ([]cut, error) {
+	if opts.InRow {
+		return s.cutInRow(r, target, opts.GreedyInRow)
 	}
 	return s.cutRows(r, target)
 }
@@ -367,9 +387,9 @@ func (f *fileIndex) before(k *cell.Cell) int64 {
 // file (a row start where a file's block starts a new row, else a column
 // start, unless the qualifier is empty); the bytes before a candidate are
 // the sum, over the files, of the bytes of their blocks that start before
-// it. Greedy as cutRegion: the first candidate a unit past the last cut,
-// a column only where its row goes on for half a unit more.
-func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
+// it. The cuts are then chosen among the candidates by evenCuts, or with
+// greedy by greedyCuts.
+func (s *Snapshot) cutInRow(r *Region, target int64, greedy bool) ([]cut, error) {
 	var files []fileIndex
 	var cands []cut
 	for _, ff := range r.Families {
@@ -445,6 +465,87 @@ func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
 		}
 		pos, at = append(pos, cands[i]), append(at, b)
 	}
+	if greedy {
+		return greedyCuts(pos, at, total, pieces), nil
+	}
+	return evenCuts(pos, at, total, pieces), nil
+}
+
+// evenCuts places the cuts of a region of total bytes into pieces at the
+// candidate positions pos (in key order, at[i] bytes before pos[i]) nearest
+// the even shares k*total/pieces, k = 1 .. pieces-1. Cutting greedily a
+// unit past the last cut leaves whatever follows the last cut it could make
+// to the final piece: where a huge row ended a little past a share, the
+// piece after it came out twice the others (SIZE=small's heavy region:
+// 40,440 and 79,357 cells). A row start within a quarter unit of a share is
+// taken over a nearer column, so that a piece starts at a whole row where
+// that costs little. A position that would leave a piece of under half a
+// unit (after the cut before it, or to the region's end) is passed over,
+// and a share with no other position near is not cut.
+func evenCuts(pos []cut, at []int64, total, pieces int64) []cut {
+	unit := total / pieces
+	// rowBefore[i] and rowFrom[i]: the nearest row start at or before i,
+	// and at or after i (-1: none).
+	rowBefore, rowFrom := make([]int, len(pos)), make([]int, len(pos))
+	for i, r := 0, -1; i < len(pos); i++ {
+		if pos[i].col == nil {
+			r = i
+		}
+		rowBefore[i] = r
+	}
+	for i, r := len(pos)-1, -1; i >= 0; i-- {
+		if pos[i].col == nil {
+			r = i
+		}
+		rowFrom[i] = r
+	}
+	var cuts []cut
+	var last int64
+	usable := func(i int) bool {
+		return i >= 0 && i < len(pos) && at[i] > last && at[i]-last >= unit/2 && total-at[i] >= unit/2
+	}
+	for k := int64(1); k < pieces; k++ {
+		share := total / pieces * k
+		off := func(i int) int64 { return max(at[i]-share, share-at[i]) }
+		j := sort.Search(len(at), func(i int) bool { return at[i] >= share })
+		best := -1
+		var rows [2]int
+		rows[0], rows[1] = -1, -1
+		if j > 0 {
+			rows[0] = rowBefore[j-1]
+		}
+		if j < len(pos) {
+			rows[1] = rowFrom[j]
+		}
+		for _, i := range rows {
+			if usable(i) && off(i) <= unit/4 && (best < 0 || off(i) < off(best)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			for _, i := range [2]int{j - 1, j} {
+				if usable(i) && (best < 0 || off(i) < off(best)) {
+					best = i
+				}
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		c := pos[best]
+		c.before = float64(at[best]) / float64(total)
+		cuts = append(cuts, c)
+		last = at[best]
+	}
+	return cuts
+}
+
+// greedyCuts is the in-row rule of the builds before evenCuts, kept
+// unchanged so that their checkpoints' pieces are cut again exactly: the
+// first candidate a unit past the last cut, a column only where its row
+// goes on for half a unit more, and a last piece of under half a unit
+// joined to the one before.
+func greedyCuts(pos []cut, at []int64, total, pieces int64) []cut {
 	unit := total / pieces
 	nextRow := make([]int64, len(pos))
 	for i, next := len(pos)-1, total; i >= 0; i-- {
@@ -468,5 +569,5 @@ func (s *Snapshot) cutInRow(r *Region, target int64) ([]cut, error) {
 		cuts = append(cuts, c)
 		last = b
 	}
-	return cuts, nil
+	return cuts
 }

@@ -178,14 +178,24 @@ func scanAll(t *testing.T, s *Snapshot, splits []Split, opts ScanOptions) (out [
 }
 
 // TestSplitsCutInsideHugeRow cuts the heavy row of heavyRowRegion with
-// InRow: row c is cut at column starts, several times, never at an empty
-// qualifier; the pieces tile the region (each starts where the one before
-// ends); IDs say the rule; and read one after the other, in normal mode,
-// raw mode and with one version, they return exactly the cells of the
-// whole region read at once, each once (which the read-semantics tests
-// hold to HBase's; TestInRowCutOnHBase holds the pieces to HBase's own
-// scan).
+// InRow, by the even rule and by the greedy one: row c is cut at column
+// starts, several times, never at an empty qualifier; the pieces tile the
+// region (each starts where the one before ends); IDs say the rule; and
+// read one after the other, in normal mode, raw mode and with one version,
+// they return exactly the cells of the whole region read at once, each
+// once (which the read-semantics tests hold to HBase's;
+// TestInRowCutOnHBase holds the pieces to HBase's own scan).
 func TestSplitsCutInsideHugeRow(t *testing.T) {
+	for _, rule := range []struct {
+		name   string
+		greedy bool
+		suffix string
+	}{{"even", false, "_e"}, {"greedy", true, "_c"}} {
+		t.Run(rule.name, func(t *testing.T) { cutInsideHugeRow(t, rule.greedy, rule.suffix) })
+	}
+}
+
+func cutInsideHugeRow(t *testing.T, greedy bool, suffix string) {
 	s := heavyRowRegion(t)
 	whole, err := s.Splits(SplitOptions{})
 	if err != nil {
@@ -196,14 +206,14 @@ func TestSplitsCutInsideHugeRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	splits, err := s.Splits(SplitOptions{TargetBytes: target, InRow: true})
+	splits, err := s.Splits(SplitOptions{TargetBytes: target, InRow: true, GreedyInRow: greedy})
 	if err != nil {
 		t.Fatal(err)
 	}
 	inC := 0
 	for i, sp := range splits {
-		if !strings.HasSuffix(sp.ID, "_c") {
-			t.Errorf("split %s: an in-row piece's ID must end in _c", sp.ID)
+		if !strings.HasSuffix(sp.ID, suffix) {
+			t.Errorf("split %s: an in-row piece's ID must end in %s", sp.ID, suffix)
 		}
 		if sp.StartColumn != nil {
 			if string(sp.StartRow) != "c" || len(sp.StartColumn.Qualifier) == 0 {
