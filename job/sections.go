@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -217,8 +218,14 @@ func (d *decoder) scan(n *yaml.Node, p string, s *Scan) {
 			s.Versions = int(v)
 		},
 		"from": func(n *yaml.Node, p string) { s.From = d.instant(n, p) },
-		"to":   func(n *yaml.Node, p string) { s.To = d.instant(n, p) },
-		"raw":  func(n *yaml.Node, p string) { s.Raw = d.boolean(n, p) },
+		"to": func(n *yaml.Node, p string) {
+			if s.To = d.instant(n, p); s.To == 0 && n.Kind == yaml.ScalarNode {
+				if _, err := ParseInstant(n.Value); err == nil {
+					d.errorf(n, p, "%v", ErrZeroUpperBound)
+				}
+			}
+		},
+		"raw": func(n *yaml.Node, p string) { s.Raw = d.boolean(n, p) },
 		"families": func(n *yaml.Node, p string) {
 			s.Families = d.strList(n, p)
 		},
@@ -254,6 +261,11 @@ func (d *decoder) instant(n *yaml.Node, p string) int64 {
 	}
 	return ms
 }
+
+// ErrZeroUpperBound refuses an upper time bound that is the instant 0:
+// an unset bound is also 0, so "to: 0" would copy every cell where
+// "to: 1" copies none.
+var ErrZeroUpperBound = errors.New("an upper time bound of 0 (1970-01-01T00:00:00Z) would copy nothing, but 0 also means no bound; leave it out to copy every cell")
 
 // ParseInstant reads a time written as epoch milliseconds or RFC 3339
 // text, as job files and `rekey run` flags take it.

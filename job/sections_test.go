@@ -75,6 +75,8 @@ func TestSectionsErrors(t *testing.T) {
 		{"raw: true,", "raww: true,", `source.scan.raww: unknown option "raww"`},
 		{`to: "2026-11-30T00:00:00Z"`, `to: 1600000000000`, "source.scan: empty time range"},
 		{`to: "2026-11-30T00:00:00Z"`, `to: yesterday`, "source.scan.to: expected a time"},
+		{`to: "2026-11-30T00:00:00Z"`, `to: 0`, "source.scan.to: an upper time bound of 0"},
+		{`to: "2026-11-30T00:00:00Z"`, `to: "1970-01-01T00:00:00Z"`, "source.scan.to: an upper time bound of 0"},
 		{"ttl_at: snapshot", "ttl_at: later", `source.scan.ttl_at: "later" is not allowed`},
 		{"type: hfiles", "type: s3", `sink.type: sink "s3" is not allowed`},
 		{"workers: 3", "workers: 0", "run.workers: 0 is not allowed (expected 1 to 4096)"},

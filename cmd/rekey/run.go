@@ -325,6 +325,12 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.flag, err)
 		}
+		if ms == 0 && t.flag == "--to" {
+			// 0 is how the job file says "no bound", so it must not
+			// also be the instant 1970-01-01: --to 0 would copy all
+			// while --to 1 copies nothing.
+			return fmt.Errorf("--to %s: %w", t.v, job.ErrZeroUpperBound)
+		}
 		*t.dst = ms
 	}
 	if s := j.Source.Scan; s.To != 0 && s.From >= s.To {
