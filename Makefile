@@ -5,13 +5,14 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build yarn-jar test unit demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build yarn-jar test unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
 	@echo "yarn-jar      build bin/rekey-yarn.jar, the YARN driver (Maven, Java 17)"
 	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
 	@echo "unit          unit tests only (go test, no cluster)"
+	@echo "soak          the protocol's schedule tests at length (SCHEDULES, default 20000; PHASE_SCHEDULES, default 1000)"
 	@echo "demo          run the demo job on the bundled snapshot"
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
@@ -38,6 +39,14 @@ $(YARN_JAR): deploy/yarn/pom.xml $(shell find deploy/yarn/src -name '*.java' 2>/
 
 unit:
 	scripts/unit.sh
+
+# The seeded schedules of pipeline/schedule_test.go and
+# schedule_phases_test.go, many more than `make test` plays; a failing
+# seed is printed with the command that replays it.
+SCHEDULES       ?= 20000
+PHASE_SCHEDULES ?= 1000
+soak:
+	REKEY_SCHEDULES=$(SCHEDULES) REKEY_PHASE_SCHEDULES=$(PHASE_SCHEDULES) $(GO) test ./pipeline -run 'TestSchedules|TestPhaseSchedules' -count=1 -timeout 6h -v
 
 test: lint
 	scripts/test.sh

@@ -55,6 +55,11 @@ type Options struct {
 	// rekey (a Kubernetes Indexed Job, say) split one job between them,
 	// each with its own checkpoint.
 	Shard Shard
+	// build, when set, plays another build's choices (the schedule test).
+	build *buildChoices
+	// afterDone, when set, is called once a split's done record is
+	// written (the schedule test kills a run there).
+	afterDone func()
 	// Phase, when stage.PhaseSpill, makes the run the spill task of Shard
 	// (0/1 without one) in a job in phases: its sorted runs go to its own
 	// folder inside the shared staging folder, and its Finish commits them

@@ -59,7 +59,13 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 	if err := r.chooseWork(); err != nil {
 		return nil, err
 	}
+	if err := r.findJob(); err != nil {
+		return nil, err
+	}
 	if err := r.checkCheckpoint(); err != nil {
+		return nil, err
+	}
+	if err := r.publishJob(); err != nil {
 		return nil, err
 	}
 	if err := r.checkOutputs(); err != nil {
@@ -92,6 +98,7 @@ func (r *Run) settle(o Options) error {
 	if err := checkPhase(j, o); err != nil {
 		return err
 	}
+	r.ckptGiven = o.Checkpoint != ""
 	if o.Checkpoint == "" {
 		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
 	}
@@ -200,12 +207,34 @@ func (r *Run) chooseWork() error {
 		if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkPuts {
 			floor = putsFloor(r.snap.Bytes())
 		}
-		r.o.SplitBytes = r.snap.DefaultSplitBytes(floor)
+		r.o.SplitBytes = r.choices().splitBytes(r.snap, floor)
 	case r.o.SplitBytes < 0:
 		r.o.SplitBytes = 0 // off: one split per region
 	}
 	r.inRow = r.o.SplitBytes > 0 && r.cellLevel()
+	r.greedyCut = r.inRow && r.choices().greedyInRow
+	r.cut0.size, r.cut0.inRow, r.cut0.greedy, r.cut0.defaultCut = r.o.SplitBytes, r.inRow, r.greedyCut, r.defaultCut
 	return r.cutWork()
+}
+
+// buildChoices are the choices a build makes where the job makes none:
+// the default split size and the in-row cut rule. Another build may make
+// others, which is why the job record holds the ones a job was started
+// with; the schedule test plays such builds (Options.build).
+type buildChoices struct {
+	splitBytes  func(s *snapshot.Snapshot, floor int64) int64
+	greedyInRow bool
+}
+
+// thisBuild are this build's choices.
+var thisBuild = buildChoices{splitBytes: (*snapshot.Snapshot).DefaultSplitBytes}
+
+// choices are the build choices the run makes.
+func (r *Run) choices() buildChoices {
+	if b := r.o.build; b != nil {
+		return *b
+	}
+	return thisBuild
 }
 
 // putsFloor is the smallest piece the default cut makes for the puts sink
@@ -234,6 +263,7 @@ func (r *Run) cutWork() error {
 		}
 		return items[a].id < items[b].id
 	})
+	r.all = items
 	if r.o.Shard.Count > 1 {
 		items = shardOf(items, r.o.Shard)
 	}
@@ -341,10 +371,7 @@ func (r *Run) checkCheckpoint() error {
 	}
 	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects")}
 
-	fpScan := r.scan
-	if !j.Source.Scan.TTLAtSnapshot && j.Source.Scan.TTLAt.IsZero() {
-		fpScan.Now = time.Time{} // "now" differs between a run and its resume
-	}
+	fpScan := r.fpScan()
 	if o.Phase != stage.PhaseAll {
 		// A spill task's checkpoint is not a one-process shard's: their
 		// runs live in different folders.
@@ -360,7 +387,9 @@ func (r *Run) checkCheckpoint() error {
 	} else if prev, err = ck.load(); err != nil {
 		return err
 	}
-	if prev != nil && prev.Fingerprint != fp {
+	if prev != nil && prev.Fingerprint != fp && !r.recordKept {
+		// (With a job record the cut is the record's: a checkpoint cut
+		// otherwise is of another job.)
 		matched, err := r.keepEarlierCut(prev.Fingerprint, func(splitBytes int64, cut cutRule) string {
 			return fingerprint(j, r.snap.Info(), fpScan, splitBytes, cut, o.SetTimestamp, name, o.Only, o.Shard)
 		})
@@ -382,6 +411,17 @@ func (r *Run) checkCheckpoint() error {
 	// a job's shards sample the same hashes and merge exactly.
 	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, nil, Shard{})
 	return r.adoptCheckpoint(prev, fp, seedFP)
+}
+
+// fpScan is the run's scan as fingerprints and the job record hold it:
+// without "now" unless the job fixes the TTL time, since "now" differs
+// between a run and its resume.
+func (r *Run) fpScan() snapshot.ScanOptions {
+	s := r.scan
+	if !r.j.Source.Scan.TTLAtSnapshot && r.j.Source.Scan.TTLAt.IsZero() {
+		s.Now = time.Time{}
+	}
+	return s
 }
 
 // buildSink builds the sink the job's sink section describes and readies
@@ -428,6 +468,9 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect,
+	}
+	if r.job != nil {
+		o.JobRecord = r.job.Digest()
 	}
 	// A spill task commits exactly its splits; one process checks that
 	// each has its record before it merges.

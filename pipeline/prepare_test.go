@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -105,9 +106,9 @@ func TestBudgetDividedOnce(t *testing.T) {
 	}
 }
 
-// TestPrepareTouchesNothingOnError: a checkpoint of an earlier run stops
-// Prepare before the sink is built (no cluster is looked for), and a
-// given sink is closed.
+// TestPrepareTouchesNothingOnError: the job record and the checkpoint of
+// an earlier run stop Prepare before the sink is built (no cluster is
+// looked for), and a given sink is closed.
 func TestPrepareTouchesNothingOnError(t *testing.T) {
 	j := demoJob(t)
 	if _, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}}); err != nil {
@@ -117,9 +118,15 @@ func TestPrepareTouchesNothingOnError(t *testing.T) {
 	t.Setenv("HBASE_CONF_DIR", "")
 	j.Sink.Kind = job.SinkPuts // would need a cluster, if Prepare got that far
 	_, err := pipeline.Prepare(context.Background(), j, pipeline.Options{})
+	if !errors.Is(err, pipeline.ErrJobMismatch) || !strings.Contains(err.Error(), "sink is dry-run in the job record") {
+		t.Fatalf("second run, of another sink, without --fresh: %v, want ErrJobMismatch naming the sink", err)
+	}
+	j.Sink.Kind = job.SinkDryRun
+	_, err = pipeline.Prepare(context.Background(), j, pipeline.Options{})
 	if !errors.Is(err, pipeline.ErrCheckpointExists) {
 		t.Fatalf("second run without --resume: %v, want ErrCheckpointExists", err)
 	}
+	j.Sink.Kind = job.SinkPuts
 	_, err = pipeline.Prepare(context.Background(), j, pipeline.Options{Fresh: true})
 	if !errors.Is(err, hbase.ErrNoCluster) {
 		t.Fatalf("puts with no cluster named: %v, want hbase.ErrNoCluster", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline/record"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -61,8 +62,26 @@ type Run struct {
 	maxTrack    int
 	closers     []func() error
 	seed        uint64
-	items       []work
-	resumed     bool
+	// all is every split of the job's cut, in the order they are dealt;
+	// items this run's share of them.
+	all     []work
+	items   []work
+	resumed bool
+	// cut0 is the cut this build chose before any record or checkpoint
+	// changed it.
+	cut0 struct {
+		size                      int64
+		inRow, greedy, defaultCut bool
+	}
+	// ckptGiven says Options.Checkpoint was given, not derived from the
+	// job.
+	ckptGiven bool
+	// jobs is where the job record lives (nil for a redo of some key
+	// ranges); job the record the run is a task of, once found or
+	// published; recordKept says it was found, so its cut is the run's.
+	jobs       *jobState
+	job        *record.Job
+	recordKept bool
 
 	cluster, controlAddr string
 	prepared             time.Time
@@ -347,6 +366,9 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		werr = r.finishSink(ctx)
 		interrupted = werr != nil && ctx.Err() != nil
 		sum.Finished = werr == nil
+		if werr == nil {
+			werr = r.commitToJob(sum)
+		}
 	}
 	r.finishFiles(sum, items)
 	if a, ok := r.sink.(sink.Accounted); ok {

@@ -246,6 +246,9 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 		r.logf("%v; wrote a new checkpoint base instead", err)
 		return nil
 	}
+	if f := r.o.afterDone; f != nil && st.Done {
+		defer f()
+	}
 	if r.ckpt.compactDue() {
 		return r.compactLocked()
 	}

@@ -92,8 +92,11 @@ type Summary struct {
 	// checkpoint holds what was finished and --resume goes on.
 	Interrupted bool `json:"interrupted"`
 	// Finished says every split is done and the sink's Finish ran.
-	Finished   bool   `json:"finished"`
-	Checkpoint string `json:"checkpoint"`
+	Finished bool `json:"finished"`
+	// Coverage is what the run knows of its job's coverage, for a task
+	// of a job in one process that finished (nil otherwise).
+	Coverage   *JobCoverage `json:"coverage,omitempty"`
+	Checkpoint string       `json:"checkpoint"`
 	// SinkStats is the sink's own account, for sinks that keep one
 	// (sink.Accounted); Staged reads the hfiles sink's back.
 	SinkStats any `json:"sink_stats,omitempty"`

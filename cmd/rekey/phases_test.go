@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +140,120 @@ func TestOneFolderOneKindOfJob(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(out2, "spill")); !os.IsNotExist(err) {
 		t.Errorf("the refused spill task wrote spill/: %v", err)
+	}
+}
+
+// TestPhasesRefuseAnotherCut is issue 49's scenario: spill shards 0/3 and
+// 2/3 of a job cut with the default split size, shard 1/3 retried with
+// another --split-bytes (a changed ConfigMap for one retried pod). The
+// shard is refused before it reads a cell (exit 2, naming the split
+// size), as is a shard of another count; run as the job says, the merge
+// has every cell of the snapshot once. A shard commit that lost a split
+// (what a shard of an older build, cutting otherwise, committed) makes
+// the merge fail (exit 1, naming the split), never merge fewer cells.
+func TestPhasesRefuseAnotherCut(t *testing.T) {
+	job, out := offlinePhasedJob(t)
+	run := func(want int, wantMsg string, args ...string) {
+		t.Helper()
+		code, stdout, errOut := runRekey(t, append([]string{"run", job, "--progress", "none"}, args...)...)
+		if code != want || !strings.Contains(errOut, wantMsg) {
+			t.Fatalf("rekey run %v: exit %d, want %d and a message with %q\n%s\n%s", args, code, want, wantMsg, stdout, errOut)
+		}
+	}
+	run(0, "", "--phase", "spill", "--shard", "0/3", "--split-bytes", "64KiB")
+	run(0, "", "--phase", "spill", "--shard", "2/3", "--split-bytes", "64KiB")
+	run(2, "split size: the job record", "--phase", "spill", "--shard", "1/3", "--split-bytes", "40000")
+	run(2, "deals the splits to 3 shards", "--phase", "spill", "--shard", "1/4", "--split-bytes", "64KiB")
+	run(2, "time range is from none to none in the job record", "--phase", "spill", "--shard", "1/3", "--split-bytes", "64KiB", "--to", "2030-01-01T00:00:00Z")
+	run(0, "", "--phase", "spill", "--shard", "1/3", "--split-bytes", "64KiB")
+
+	// The shards' commits are the record's splits: the merge goes on.
+	var rec struct {
+		Splits []struct{ ID string }
+	}
+	b, err := os.ReadFile(filepath.Join(out, "job.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || len(rec.Splits) < 4 {
+		t.Fatalf("job.json: %v, %d splits; want a record of several", err, len(rec.Splits))
+	}
+
+	// A commit that lost a split is refused by the merge, by name.
+	commit := filepath.Join(out, "spill", "shard-0001-of-0003.json")
+	orig, err := os.ReadFile(commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(orig, &c); err != nil {
+		t.Fatal(err)
+	}
+	splits := c["splits"].([]any)
+	if len(splits) == 0 {
+		t.Fatal("shard 1/3 committed no split; the test needs one to remove")
+	}
+	lost := splits[0].(map[string]any)["id"].(string)
+	c["splits"] = splits[1:]
+	tampered, _ := json.Marshal(c)
+	os.WriteFile(commit, tampered, 0o644)
+	run(1, "split "+lost, "--phase", "merge", "--part", "0/1")
+	os.WriteFile(commit, orig, 0o644)
+
+	run(0, "", "--phase", "merge", "--part", "0/1")
+	var n uint64
+	filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rd, err := hfile.OpenFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += rd.Entries()
+		rd.Close()
+		return nil
+	})
+	// testdata/snapshots/demo_events.cells, the oracle's dump of the
+	// snapshot, has 31413 cells; the demo layout keeps every one.
+	if n != 31413 {
+		t.Errorf("%d cells in the HFiles, want 31413", n)
+	}
+}
+
+// TestPhasesFreshStartsOver: a job in phases begun as 4 shards, then
+// started over as 3 with --fresh on every shard, merges the 3 shards'
+// splits; the commit the 4-shard job left is an earlier job's and is not
+// read. Before, it made every merge fail, so --fresh could not start a
+// job over (found by TestPhaseSchedules, seed 1796613070626419815).
+func TestPhasesFreshStartsOver(t *testing.T) {
+	job, out := offlinePhasedJob(t)
+	run := func(args ...string) {
+		t.Helper()
+		code, stdout, errOut := runRekey(t, append([]string{"run", job, "--progress", "none", "--split-bytes", "64KiB"}, args...)...)
+		if code != 0 {
+			t.Fatalf("rekey run %v: exit %d\n%s\n%s", args, code, stdout, errOut)
+		}
+	}
+	run("--phase", "spill", "--shard", "0/4")
+	for i := range 3 {
+		run("--phase", "spill", "--shard", fmt.Sprintf("%d/3", i), "--fresh")
+	}
+	run("--phase", "merge", "--part", "0/1")
+	var n uint64
+	filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rd, err := hfile.OpenFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += rd.Entries()
+		rd.Close()
+		return nil
+	})
+	if n != 31413 {
+		t.Errorf("%d cells in the HFiles, want the snapshot's 31413", n)
 	}
 }

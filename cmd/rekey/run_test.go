@@ -59,10 +59,15 @@ func TestRunDryRunOnTheBundledSnapshot(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "4 done by earlier runs") {
 		t.Errorf("resume of a finished run: exit %d\n%s", code, out)
 	}
-	// Two shards together read every cell once.
+	// The job was one shard: a shard of two is another job over the same
+	// state, refused until it is started over.
+	if code, _, errOut := runRekey(t, "run", job, "--sink", "dry-run", "--shard", "0/2", "--progress", "none"); code != 2 || !strings.Contains(errOut, "deals the splits to 1 shards") {
+		t.Errorf("shard 0/2 of a job of one shard: exit %d, %q; want 2, naming the job record's shard count", code, errOut)
+	}
+	// Two shards together, started over, read every cell once.
 	var total int64
 	for _, sh := range []string{"0/2", "1/2"} {
-		code, out, errOut := runRekey(t, "run", job, "--sink", "dry-run", "--shard", sh, "--json", "--progress", "none")
+		code, out, errOut := runRekey(t, "run", job, "--sink", "dry-run", "--shard", sh, "--fresh", "--json", "--progress", "none")
 		if code != 0 {
 			t.Fatalf("shard %s: exit %d %s", sh, code, errOut)
 		}

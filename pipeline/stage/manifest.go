@@ -29,6 +29,7 @@ import (
 // own folder with its own lease (_rekey.lease):
 //
 //	plan.json                             published once, by the first spill shard
+//	job.json                              the job record (package record), likewise
 //	spill/shard-IIII-of-NNNN/             a spill shard: runs/, splits/ as above, task.json
 //	spill/shard-IIII-of-NNNN.json         the shard's committed output (its split records)
 //	parts/part-JJJJ-of-RRRR/state.json    a merge part's finished HFiles (as finish.json)
@@ -53,10 +54,14 @@ const (
 
 	// A job in phases (phases.go) shares the folder between its tasks.
 	spillRoot = "spill"
-	partsRoot = "parts"
-	loadRoot  = "load"
-	taskFile  = "task.json"
-	stateName = "state.json"
+	// JobRecordFile is the job record (package record) of a job in
+	// phases, published by its first spill task, proven against by the
+	// merge and the load.
+	JobRecordFile = "job.json"
+	partsRoot     = "parts"
+	loadRoot      = "load"
+	taskFile      = "task.json"
+	stateName     = "state.json"
 )
 
 // splitRecord is splits/SPLIT.json: what a committed split staged.

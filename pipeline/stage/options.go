@@ -43,6 +43,10 @@ type Options struct {
 	// In one process they are the run's splits, each of which the merge
 	// wants recorded (ErrSplitsMissing); nil checks nothing.
 	SplitIDs []string
+	// JobRecord is the Digest of the job record (package record) a spill
+	// task runs under, kept in its commit: the merge takes only commits
+	// made under the folder's record.
+	JobRecord string
 
 	// Memory bounds the bytes of cells the sink holds in sort buffers,
 	// over all splits at once (default: a run's share for its sink of the

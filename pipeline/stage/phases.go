@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekeyhq/rekey/pipeline/record"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -109,7 +110,10 @@ type spillCommit struct {
 	Shard int `json:"shard"`
 	Count int `json:"count"`
 	// Plan is the digest of the plan the shard partitioned by.
-	Plan        string         `json:"plan"`
+	Plan string `json:"plan"`
+	// Record is the Digest of the job record the shard ran under (empty
+	// for a shard of a build before job records).
+	Record      string         `json:"record,omitempty"`
 	Splits      []*splitRecord `json:"splits"`
 	Cells       int64          `json:"cells"`
 	Bytes       int64          `json:"bytes"`
@@ -178,13 +182,18 @@ func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 		if cerr := w.Close(); err == nil {
 			err = cerr
 		}
-		if err != nil {
+		if err == nil {
+			return p, nil
+		}
+		if !errors.Is(err, iofs.ErrExist) {
 			fsys.Remove(name)
 			return nil, fmt.Errorf("stage: record %s: %w", name, err)
 		}
-		return p, nil
+		// An object store takes the name at Close (vfs.ExclusiveFS):
+		// another task's plan won, and removing it would leave the
+		// shards that partitioned by it without a plan.
 	}
-	if !errors.Is(err, iofs.ErrExist) {
+	if err != nil && !errors.Is(err, iofs.ErrExist) {
 		return nil, fmt.Errorf("stage: record %s: %w", name, err)
 	}
 	return readPublishedPlan(fsys, name, p.Table)
@@ -274,7 +283,7 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 	if recs, err = s.taskRecords(recs); err != nil {
 		return err
 	}
-	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Splits: recs, Committed: time.Now().UTC()}
+	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Record: s.o.JobRecord, Splits: recs, Committed: time.Now().UTC()}
 	if c.Splits == nil {
 		c.Splits = []*splitRecord{}
 	}
@@ -316,11 +325,31 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 // committedSpills reads every committed spill shard of the folder. All N
 // shards of one count must be there, each partitioned by the folder's
 // plan (digest); a split recorded by two shards is an error, not two
-// copies.
+// copies. When the folder holds a job record (every folder a spill of
+// this build began), N is the record's shard count, and the shards'
+// splits must be the record's, each exactly once (record.Job.Cover): a
+// shard that cut the snapshot otherwise is refused, not merged.
 func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, error) {
+	rec, found, err := record.Read(fsys, path.Join(root, JobRecordFile))
+	if err != nil {
+		return nil, 0, err
+	}
 	shards, err := readSpillCommits(fsys, root)
 	if err != nil {
 		return nil, 0, err
+	}
+	if found {
+		// Commits of another count or record are an earlier job's in
+		// this folder (the record removed, or discarded by --fresh):
+		// none of them counts, and the shards of this record that have
+		// not committed under it are not done.
+		kept := shards[:0]
+		for _, c := range shards {
+			if c.Count == rec.Shards && c.Record == rec.Digest() {
+				kept = append(kept, c)
+			}
+		}
+		shards = kept
 	}
 	if len(shards) == 0 {
 		return nil, 0, fmt.Errorf("%w: no spill shard is committed in %s", ErrNotReady, root)
@@ -344,6 +373,19 @@ func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, err
 	}
 	if len(missing) > 0 {
 		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet", ErrNotReady, strings.Join(missing, ", "), n)
+	}
+	if found {
+		commits := make([]record.Commit, 0, n)
+		for i := range n {
+			c := record.Commit{Task: fmt.Sprintf("spill shard %d/%d", i, n)}
+			for _, r := range have[i].Splits {
+				c.Splits = append(c.Splits, r.ID)
+			}
+			commits = append(commits, c)
+		}
+		if err := rec.Cover(commits); err != nil {
+			return nil, n, fmt.Errorf("staging folder %s: %w", root, err)
+		}
 	}
 	var recs []*splitRecord
 	seen := map[string]int{}

@@ -1,0 +1,352 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rekeyhq/rekey/pipeline/record"
+	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// The job record (package record) holds the tasks of one job to one cut.
+// A run that is a task of a job (every run but a redo of some key ranges,
+// --only) finds the record before it reads a cell: when there is one it
+// takes the record's split size and cut rule, checks that it cuts the
+// same splits, and reads the splits the record deals to its shard; when
+// there is none it publishes its own, after its checkpoint is checked (a
+// resume may keep an earlier build's cut, which the record then holds).
+// A spill task's record is the staging folder's job.json, which the merge
+// and the load prove coverage against; any other run's lies beside the
+// job's checkpoint, and each shard commits its splits there once they are
+// durable, the last one proving coverage.
+
+// ErrJobMismatch is matched by the error of a task whose job differs
+// from the job record in its state folder (record.ErrMismatch): another
+// snapshot, layout, scan, sink, shard count or an explicit split size.
+var ErrJobMismatch = record.ErrMismatch
+
+// ErrCoverage is matched by the error of a job whose committed splits are
+// not the job record's, each exactly once (record.ErrCoverage).
+var ErrCoverage = record.ErrCoverage
+
+// jobState is where a run's job record and its shards' commits live.
+type jobState struct {
+	loc *vfs.Location
+	fs  vfs.WriteFS
+	// file is the record; commits the folder of the shards' commits
+	// (unused for a spill task, whose commits are the stage's).
+	file, commits string
+}
+
+// jobStatePath is the URL of the run's job record, "" for a run that is
+// no task of a job's cut (a redo of some key ranges).
+func (r *Run) jobStatePath() string {
+	if len(r.o.Only) > 0 {
+		return ""
+	}
+	if r.o.Phase == stage.PhaseSpill {
+		return strings.TrimSuffix(r.j.StagingPath(), "/") + "/" + stage.JobRecordFile
+	}
+	base := r.o.Checkpoint
+	if !r.ckptGiven {
+		// Beside the job's checkpoint, which every shard's sits beside.
+		base = checkpointPath(r.j, Shard{}, nil)
+	}
+	return strings.TrimSuffix(base, ".json") + ".job.json"
+}
+
+// openJobState opens the run's job state; nil when the run has none.
+func (r *Run) openJobState() (*jobState, error) {
+	where := r.jobStatePath()
+	if where == "" {
+		return nil, nil
+	}
+	loc, err := vfs.Open(where)
+	if err != nil {
+		return nil, fmt.Errorf("job record: %w", err)
+	}
+	r.closers = append(r.closers, loc.Close)
+	wfs, ok := loc.FS.(vfs.WriteFS)
+	if !ok {
+		return nil, fmt.Errorf("job record %s: file system is read-only", where)
+	}
+	if err := wfs.MkdirAll(path.Dir(loc.Path)); err != nil {
+		return nil, fmt.Errorf("job record %s: %w", where, err)
+	}
+	return &jobState{loc: loc, fs: wfs, file: loc.Path, commits: strings.TrimSuffix(loc.Path, ".job.json") + ".shards"}, nil
+}
+
+// identity is the run's job identity for the record: what decides which
+// cells it writes where, apart from the cut and the shard (fingerprint's
+// parts, each named so a refusal can say which differs).
+func (r *Run) identity(sinkName string) []record.Field {
+	j, info := r.j, r.snap.Info()
+	oldKey, newKey := "", ""
+	if j.Program != nil {
+		oldKey, newKey = j.Program.Describe()
+	}
+	fams := make([]string, 0, len(j.Spec.Families))
+	for o, n := range j.Spec.Families {
+		fams = append(fams, o+"->"+n)
+	}
+	sort.Strings(fams)
+	scan := r.fpScan()
+	tr := scan.TimeRange
+	scan.TimeRange.Min, scan.TimeRange.Max = 0, 0
+	scanJSON, _ := json.Marshal(scan)
+	entity, _ := json.Marshal(j.Spec.Entity)
+	bound := func(ms int64) string {
+		if ms == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(time.RFC3339))
+	}
+	return []record.Field{
+		{Name: "source snapshot", Value: info.Name},
+		{Name: "source table", Value: info.Table},
+		{Name: "snapshot creation time", Value: fmt.Sprint(info.CreationTime.UnixMilli())},
+		{Name: "old key layout", Value: oldKey},
+		{Name: "new key layout", Value: newKey},
+		{Name: "family mapping", Value: "[" + strings.Join(fams, ", ") + "]"},
+		{Name: "entity fields", Value: string(entity)},
+		{Name: "target table", Value: j.Target.Table},
+		{Name: "time range", Value: "from " + bound(tr.Min) + " to " + bound(tr.Max)},
+		{Name: "scan options", Value: string(scanJSON)},
+		{Name: "set_timestamp", Value: fmt.Sprint(r.o.SetTimestamp)},
+		{Name: "sink", Value: sinkName},
+	}
+}
+
+// recordSplits lists every split of the run's cut (all shards'), in the
+// order they are dealt, with the shard each is dealt to.
+func (r *Run) recordSplits() []record.Split {
+	shards := max(1, r.o.Shard.Count)
+	out := make([]record.Split, 0, len(r.all))
+	dealt := map[string]int{}
+	for i := range shards {
+		for _, w := range shardOf(r.all, Shard{Index: i, Count: shards}) {
+			dealt[w.id] = i
+		}
+	}
+	for _, w := range r.all {
+		sp := w.split
+		s := record.Split{ID: w.id, Region: sp.Region.EncodedName, StartRow: sp.StartRow, StopRow: sp.EndRow, Bytes: w.bytes, Shard: dealt[w.id]}
+		if c := sp.StartColumn; c != nil {
+			s.StartColumn = &record.Column{Family: c.Family, Qualifier: c.Qualifier}
+		}
+		if c := sp.EndColumn; c != nil {
+			s.EndColumn = &record.Column{Family: c.Family, Qualifier: c.Qualifier}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// findJob reads the job record, if any, and makes the run a task of it
+// (matchJob). With Fresh, a record of another job, or of another cut, is
+// removed, with its shards' commits: the task starts the job over.
+func (r *Run) findJob() error {
+	js, err := r.openJobState()
+	if err != nil || js == nil {
+		return err
+	}
+	r.jobs = js
+	rec, found, err := record.Read(js.fs, js.file)
+	if err != nil {
+		if !r.o.Fresh {
+			return fmt.Errorf("%w (--fresh on every task starts the job over)", err)
+		}
+		r.logf("discarding the job record %s (--fresh): %v", js.loc.URL, err)
+		return r.discardJob()
+	}
+	if !found {
+		return nil
+	}
+	if r.o.Fresh && r.o.Phase != stage.PhaseSpill {
+		// This shard starts over: its earlier commit no longer stands
+		// for its splits (a spill shard's commit is the stage's, which
+		// its attempt rewrites).
+		if err := record.RemoveShard(js.fs, js.commits, max(0, r.o.Shard.Index), max(1, r.o.Shard.Count)); err != nil {
+			return err
+		}
+	}
+	if err := r.matchJob(rec); err != nil {
+		if !r.o.Fresh {
+			return err
+		}
+		r.logf("discarding the job record %s (--fresh): %v", js.loc.URL, err)
+		if err := r.discardJob(); err != nil {
+			return err
+		}
+		// Back to this build's own cut.
+		r.o.SplitBytes, r.inRow, r.greedyCut, r.defaultCut = r.cut0.size, r.cut0.inRow, r.cut0.greedy, r.cut0.defaultCut
+		return r.cutWork()
+	}
+	return nil
+}
+
+// discardJob removes the job record and the shards' commits.
+func (r *Run) discardJob() error {
+	js := r.jobs
+	if err := record.Remove(js.fs, js.file); err != nil {
+		return err
+	}
+	if err := js.fs.RemoveAll(js.commits); err != nil {
+		return fmt.Errorf("job record: remove %s: %w", js.commits, err)
+	}
+	return nil
+}
+
+// matchJob holds the run to the record: the same identity and shard
+// count, the record's split size (an explicit other size is refused; a
+// default that changed between builds is not, the record's is taken) and
+// cut rule, then the same splits, of which the run keeps those the
+// record deals to its shard.
+func (r *Run) matchJob(rec *record.Job) error {
+	name, err := r.sinkName()
+	if err != nil {
+		return err
+	}
+	way := "run this task with the job's options, or start the whole job over with --fresh on every task"
+	if err := rec.CheckIdentity(r.identity(name)); err != nil {
+		return fmt.Errorf("%w; %s", err, way)
+	}
+	if shards := max(1, r.o.Shard.Count); rec.Shards != shards {
+		return fmt.Errorf("%w: the job record (%s) deals the splits to %d shards, this task is shard %d/%d; %s", ErrJobMismatch, r.jobs.loc.URL, rec.Shards, r.o.Shard.Index, shards, way)
+	}
+	rule, ok := cutRuleNamed(rec.CutRule)
+	if !ok {
+		return fmt.Errorf("%w: the job record (%s) cuts %q, a rule this build does not know; finish the job with the build that published it (%s)", ErrJobMismatch, r.jobs.loc.URL, rec.CutRule, rec.Build)
+	}
+	if rec.SplitBytes != r.o.SplitBytes && !r.defaultCut {
+		return fmt.Errorf("%w: split size: the job record (%s) cuts at %d bytes, this task at %d (--split-bytes or run.split_bytes); every task of a job must cut alike: %s", ErrJobMismatch, r.jobs.loc.URL, rec.SplitBytes, r.o.SplitBytes, way)
+	}
+	if rec.SplitBytes != r.o.SplitBytes || rule != r.cutRule() {
+		r.logf("the job record %s cuts at split size %d, %s; this task takes its cut (this build would cut at %d, %s)", r.jobs.loc.URL, rec.SplitBytes, rule, r.o.SplitBytes, r.cutRule())
+		r.o.SplitBytes, r.inRow, r.greedyCut = rec.SplitBytes, rule != cutRows, rule == cutInRowGreedy
+		if err := r.cutWork(); err != nil {
+			return err
+		}
+	}
+	if diff := rec.SameCut(r.recordSplits()); diff != "" {
+		return fmt.Errorf("%w: this build cuts the snapshot otherwise than the build that published the job record %s (%s) with the same size and rule: %s; finish the job with that build, or start it over with --fresh on every task", ErrJobMismatch, r.jobs.loc.URL, rec.Build, diff)
+	}
+	byID := map[string]work{}
+	for _, w := range r.all {
+		byID[w.id] = w
+	}
+	var mine []work
+	for _, id := range rec.ShardSplits(max(0, r.o.Shard.Index)) {
+		mine = append(mine, byID[id])
+	}
+	r.items, r.job, r.recordKept = mine, rec, true
+	return nil
+}
+
+// cutRuleNamed is the cut rule a record names.
+func cutRuleNamed(s string) (cutRule, bool) {
+	for _, c := range []cutRule{cutRows, cutInRowGreedy, cutInRowEven} {
+		if c.String() == s {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// publishJob publishes the run's job record when none was found, after
+// the checkpoint settled the cut. Of two first tasks the loser takes the
+// winner's record, which must then match the cut it already settled.
+func (r *Run) publishJob() error {
+	if r.jobs == nil || r.job != nil {
+		return nil
+	}
+	name, err := r.sinkName()
+	if err != nil {
+		return err
+	}
+	shards := max(1, r.o.Shard.Count)
+	task := fmt.Sprintf("%s shard %d/%d", name, max(0, r.o.Shard.Index), shards)
+	if r.o.Phase == stage.PhaseSpill {
+		task = fmt.Sprintf("spill shard %d/%d", max(0, r.o.Shard.Index), shards)
+	}
+	mine := &record.Job{
+		JobFile: r.j.Path, Build: buildVersion(), Task: task, Published: time.Now().UTC(),
+		Identity: r.identity(name), SplitBytes: r.o.SplitBytes, DefaultSize: r.defaultCut, CutRule: r.cutRule().String(),
+		Shards: shards, Splits: r.recordSplits(),
+	}
+	rec, won, err := record.Publish(r.jobs.fs, r.jobs.file, mine)
+	if err != nil {
+		return err
+	}
+	if won {
+		// Commits left by an earlier record of this folder (removed, or
+		// discarded by --fresh) are no task's of this one; a damaged one
+		// would stop the job for good.
+		if err := r.jobs.fs.RemoveAll(r.jobs.commits); err != nil {
+			return fmt.Errorf("job record: remove %s: %w", r.jobs.commits, err)
+		}
+		r.job = rec
+		return nil
+	}
+	size, rule := r.o.SplitBytes, r.cutRule()
+	if err := r.matchJob(rec); err != nil {
+		return err
+	}
+	if r.o.SplitBytes != size || r.cutRule() != rule {
+		return fmt.Errorf("%w: another task published the job record %s (%s) with another cut while this one started; run this task again", ErrJobMismatch, r.jobs.loc.URL, rec.Task)
+	}
+	return nil
+}
+
+// JobCoverage is what a task of a job in one process knows of the job's
+// coverage when it ends.
+type JobCoverage struct {
+	// Record is the job record's URL.
+	Record string `json:"record"`
+	// Shards is the job's shard count; Committed how many have committed
+	// their splits (this one included).
+	Shards    int `json:"shards"`
+	Committed int `json:"shards_committed"`
+	// Proven says every shard committed and the commits hold every split
+	// of the record exactly once.
+	Proven bool `json:"proven"`
+}
+
+// commitToJob records the run's splits as the job's shard's, once all
+// are durable and the sink finished, and proves the job's coverage when
+// every shard has committed.
+func (r *Run) commitToJob(sum *Summary) error {
+	js, rec := r.jobs, r.job
+	if js == nil || rec == nil || r.o.Phase == stage.PhaseSpill {
+		return nil // a spill task's coverage is the merge's to prove
+	}
+	ids := make([]string, 0, len(r.items))
+	for _, w := range r.items {
+		ids = append(ids, w.id)
+	}
+	shard := max(0, r.o.Shard.Index)
+	if err := record.CommitShard(js.fs, js.commits, record.ShardCommit{Shard: shard, Count: rec.Shards, Record: rec.Digest(), Splits: ids, Committed: time.Now().UTC()}); err != nil {
+		return err
+	}
+	commits, err := record.ReadShardCommits(js.fs, js.commits, rec.Digest(), rec.Shards)
+	if err != nil {
+		return err
+	}
+	cov := &JobCoverage{Record: js.loc.URL, Shards: rec.Shards, Committed: len(commits)}
+	sum.Coverage = cov
+	if len(commits) < rec.Shards {
+		r.logf("shard %d/%d committed; %d of %d shards have; the last to finish proves the job's coverage", shard, rec.Shards, len(commits), rec.Shards)
+		return nil
+	}
+	if err := rec.Cover(record.Commits(commits)); err != nil {
+		return fmt.Errorf("job %s: %w", js.loc.URL, err)
+	}
+	cov.Proven = true
+	r.logf("job complete: %d shards committed, and their %d splits are the job record's, each exactly once", rec.Shards, len(rec.Splits))
+	return nil
+}
