@@ -11,6 +11,7 @@ import (
 	iofs "io/fs"
 	"path"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
@@ -111,6 +112,34 @@ func openCheckpoint(where string) (*checkpointStore, error) {
 		return nil, fmt.Errorf("checkpoint %s: %s cannot append to a file, which the checkpoint's journal needs", where, loc.FS)
 	}
 	return &checkpointStore{loc: loc, url: where}, nil
+}
+
+// sweepTemps removes the temporaries an earlier process left beside the
+// checkpoint when it died between writing one and renaming it into place
+// (vfs.WriteFileAtomic's NAME.tmp-PID-...: of the base and its journals).
+// The run holds the checkpoint's lease when it calls this, so no live
+// writer of this checkpoint owns them. Errors are left to the writes
+// that follow: a temporary left over is clutter, not state.
+func (s *checkpointStore) sweepTemps() (removed int) {
+	wfs, ok := s.loc.FS.(vfs.WriteFS)
+	if !ok {
+		return 0
+	}
+	dir, base := path.Dir(s.loc.Path), path.Base(s.loc.Path)
+	ents, err := wfs.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() || !strings.HasPrefix(n, base+".") || !strings.Contains(n, ".tmp-") {
+			continue
+		}
+		if wfs.Remove(path.Join(dir, n)) == nil {
+			removed++
+		}
+	}
+	return removed
 }
 
 // loadedCheckpoint is an earlier run's state: the base with its journal's

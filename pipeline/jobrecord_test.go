@@ -189,3 +189,27 @@ func TestStaleDamagedCommitIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointTempsSwept: the temporaries a killed run left beside its
+// checkpoint (NAME.tmp-PID-..., of the base and of its journals) are
+// removed by the next run under the lease; another shard's are not.
+func TestCheckpointTempsSwept(t *testing.T) {
+	dir := t.TempDir()
+	ckpt := filepath.Join(dir, "c.json")
+	mine := []string{"c.shard-0-of-2.json.tmp-123-456-1", "c.shard-0-of-2.json.journal-3.tmp-123-457-2"}
+	theirs := "c.shard-1-of-2.json.tmp-99-1-1"
+	for _, n := range append(mine, theirs) {
+		os.WriteFile(filepath.Join(dir, n), []byte("{"), 0o644)
+	}
+	if _, err := runShard(t, ckpt, 0, 2, 16<<10, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range mine {
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			t.Errorf("%s is still there", n)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, theirs)); err != nil {
+		t.Errorf("another shard's temporary was removed: %v", err)
+	}
+}

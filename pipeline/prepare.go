@@ -365,6 +365,9 @@ func (r *Run) checkCheckpoint() error {
 	}
 	r.ckpt = ck
 	r.closers = append(r.closers, ck.close)
+	if n := ck.sweepTemps(); n > 0 {
+		r.logf("removed %d temporary files an earlier run left beside the checkpoint %s", n, o.Checkpoint)
+	}
 	wfs, ok := ck.loc.FS.(vfs.WriteFS)
 	if !ok {
 		return fmt.Errorf("checkpoint %s: file system is read-only", o.Checkpoint)
