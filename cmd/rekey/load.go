@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 func newLoadCmd() *cobra.Command {
@@ -79,6 +82,15 @@ func phaseOf(f runFlags) (pipeline.Phase, error) {
 // runTask runs a merge or load task: its lease, its part of the staging
 // folder, its summary.
 func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipeline.Phase) (err error) {
+	if phase == pipeline.PhaseLoad {
+		// The staging folder says what it holds: a job whose sink section
+		// is puts staged it with --sink hfiles --no-load, and its summary
+		// printed this very command.
+		j.Sink.Kind = job.SinkHFiles
+		if err := stagingExists(j.StagingPath()); err != nil {
+			return usageError{err}
+		}
+	}
 	if j.Sink.Kind != job.SinkHFiles {
 		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}
 	}
@@ -110,6 +122,26 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 	}
 	// Collisions across splits are reported, not a failure: as in one
 	// process, one cell per key is kept, and the task's output stands.
+	return nil
+}
+
+// stagingExists refuses a staging folder that is not there, so the load
+// creates nothing (its lease would): nothing was staged into it.
+func stagingExists(staging string) error {
+	loc, err := vfs.Open(staging)
+	if err != nil {
+		return fmt.Errorf("staging folder: %w", err)
+	}
+	defer loc.Close()
+	fi, err := loc.FS.Stat(loc.Path)
+	switch {
+	case err != nil && (errors.Is(err, iofs.ErrNotExist) || errors.Is(err, os.ErrNotExist)):
+		return fmt.Errorf("staging folder %s does not exist: nothing was staged there (rekey run JOB --sink hfiles --no-load stages into it; --staging names another folder)", staging)
+	case err != nil:
+		return fmt.Errorf("staging folder %s: %w", staging, err)
+	case !fi.IsDir():
+		return fmt.Errorf("staging folder %s is not a folder", staging)
+	}
 	return nil
 }
 
