@@ -1,6 +1,9 @@
 package job
 
-import "runtime"
+import (
+	"fmt"
+	"runtime"
+)
 
 // The defaults of a job's run and verify sections, owned here so that the
 // CLI, pipeline, the staged-HFiles sink and verify all mean the same thing
@@ -8,6 +11,10 @@ import "runtime"
 const (
 	// DefaultMemory is run.memory when the job gives none: 1 GiB.
 	DefaultMemory = 1 << 30
+	// MinMemory is the smallest run.memory accepted: 1 MiB, which the
+	// tests use to make the staged sink spill; below it the budget's
+	// shares round to nothing.
+	MinMemory = 1 << 20
 	// DefaultHeavyHitters is how many heaviest entities a run's sketch
 	// keeps and verify checks (run.heavy_hitters, verify.heaviest).
 	DefaultHeavyHitters = 100
@@ -79,6 +86,9 @@ type Budget struct {
 // (192 MiB), the staged job's peak RSS was about 36 MB above the limit
 // while its heap stayed within the collector's goal (issue 28).
 const softLimitReserve = 32 << 20
+
+// ErrMemoryTooSmall refuses a memory budget under MinMemory.
+var ErrMemoryTooSmall = fmt.Errorf("a memory budget under %d bytes (1 MiB) leaves the workers and the sink nothing; 1 MiB is the least rekey runs with, 256 MiB or more is what a real job wants", MinMemory)
 
 // NewBudget divides total bytes for workers workers (at least 1).
 func NewBudget(total int64, workers int) Budget {

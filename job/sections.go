@@ -311,10 +311,14 @@ func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 
 func (d *decoder) run(n *yaml.Node, p string, r *Run) {
 	d.mapping(n, p, map[string]func(*yaml.Node, string){
-		"workers":              func(n *yaml.Node, p string) { r.Workers = int(d.positive(n, p, 4096)) },
-		"split_bytes":          func(n *yaml.Node, p string) { r.SplitBytes = d.splitBytes(n, p) },
-		"checkpoint":           func(n *yaml.Node, p string) { r.Checkpoint = d.nonEmpty(n, p, "a checkpoint file path") },
-		"memory":               func(n *yaml.Node, p string) { r.Memory = d.size(n, p) },
+		"workers":     func(n *yaml.Node, p string) { r.Workers = int(d.positive(n, p, 4096)) },
+		"split_bytes": func(n *yaml.Node, p string) { r.SplitBytes = d.splitBytes(n, p) },
+		"checkpoint":  func(n *yaml.Node, p string) { r.Checkpoint = d.nonEmpty(n, p, "a checkpoint file path") },
+		"memory": func(n *yaml.Node, p string) {
+			if r.Memory = d.size(n, p); r.Memory > 0 && r.Memory < MinMemory {
+				d.errorf(n, p, "%v", ErrMemoryTooSmall)
+			}
+		},
 		"max_cells_per_sec":    func(n *yaml.Node, p string) { r.MaxCellsPerSec = d.rate(n, p) },
 		"max_read_mb_per_sec":  func(n *yaml.Node, p string) { r.MaxReadMBPerSec = d.rate(n, p) },
 		"max_calls_per_server": func(n *yaml.Node, p string) { r.MaxCallsPerServer = int(d.positive(n, p, 1024)) },

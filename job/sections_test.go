@@ -81,6 +81,7 @@ func TestSectionsErrors(t *testing.T) {
 		{"type: hfiles", "type: s3", `sink.type: sink "s3" is not allowed`},
 		{"workers: 3", "workers: 0", "run.workers: 0 is not allowed (expected 1 to 4096)"},
 		{"memory: 1GiB", "memory: lots", `run.memory: "lots" is not a size`},
+		{"memory: 1GiB", "memory: 1KiB", "run.memory: a memory budget under 1048576 bytes"},
 		{"max_cells_per_sec: 5000", "max_cells_per_sec: -5", "run.max_cells_per_sec: expected a rate"},
 		{"regions: 8", "region: 8", `target.create.region: unknown option "region"`},
 		{`"0x0a"`, `"0xzz"`, "target.create.split_keys[0]: split key"},

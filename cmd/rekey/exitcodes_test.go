@@ -54,6 +54,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"inspect", "table", "t", "--zk", "127.0.0.1:1", "--cells", "--family", ""}, exitUsage, "family name cannot be empty"},
 		{[]string{"plan", "--regions", "-3", "../../configs/demo.yaml"}, exitUsage, "--regions -3"},
 		{[]string{"run", "--sink", "dry-run", "--to", "0", "../../configs/demo.yaml"}, exitUsage, "--to 0: an upper time bound of 0"},
+		{[]string{"run", "--sink", "dry-run", "--workers", "0", "../../configs/demo.yaml"}, exitUsage, "--workers 0: expected 1 or more"},
+		{[]string{"run", "--sink", "dry-run", "--memory", "1KiB", "../../configs/demo.yaml"}, exitUsage, "1 MiB is the least rekey runs with"},
 		{[]string{"run", "--sink", "dry-run", "--to", "1970-01-01T00:00:00Z", "../../configs/demo.yaml"}, exitUsage, "would copy nothing"},
 		// What cobra itself finds: an unknown subcommand or flag, a wrong
 		// number of arguments; and no subcommand at all prints the help.

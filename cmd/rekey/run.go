@@ -25,6 +25,9 @@ import (
 
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
+	// workersSet says --workers was given (0 then is a mistake, not
+	// "unset").
+	workersSet                                                                   bool
 	sink, checkpoint, table, zk, znode, from, to, memory, splitBytes, batchBytes string
 	staging, stagingMax, spillDir                                                string
 	noLoad, offline, noDirect                                                    bool
@@ -147,6 +150,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return usageError{err}
 	}
 	useJobSecurity(j)
+	f.workersSet = cmd.Flags().Changed("workers")
 	if err := applyRunFlags(j, f); err != nil {
 		return usageError{err}
 	}
@@ -292,7 +296,7 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 			return fmt.Errorf("--sink %q: expected puts, hfiles or dry-run", f.sink)
 		}
 	}
-	if f.workers < 0 {
+	if f.workers < 0 || f.workersSet && f.workers == 0 {
 		return fmt.Errorf("--workers %d: expected 1 or more", f.workers)
 	} else if f.workers > 0 {
 		j.Run.Workers = f.workers
@@ -311,6 +315,9 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 		n, err := parse(s.v)
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.flag, err)
+		}
+		if s.flag == "--memory" && n < job.MinMemory {
+			return fmt.Errorf("--memory %s: %w", s.v, job.ErrMemoryTooSmall)
 		}
 		*s.dst = n
 	}
