@@ -61,8 +61,9 @@ func phaseStatus(t *testing.T, bin, jobPath string) *pipeline.StagingStatus {
 // TestPhasesByHand runs a job in phases as a scheduler would, one rekey
 // process per task over one staging folder on the cluster's HDFS: three
 // spill shards (shard 0 killed with SIGKILL after it committed a split,
-// then rerun alone: it resumes; shard 2 started twice at once: one attempt
-// runs, the other is refused), `rekey status` on the half-done run, a
+// then rerun alone: it resumes; shard 2 retried with another split size,
+// and as a shard of 4, both refused by the job record; shard 2 started
+// twice at once: one attempt runs, the other is refused), `rekey status` on the half-done run, a
 // merge started too early (exit 2), two merge parts side by side, and
 // `rekey load`. The target equals the rule applied to the oracle's dump
 // of the source (raw: no cell twice, no extra version), holds one store
@@ -138,6 +139,18 @@ func TestPhasesByHand(t *testing.T) {
 	}
 	if sum0.Skipped < 1 || !sum0.Finished {
 		t.Errorf("spill 0 rerun: %d splits skipped, finished %v; want the committed split skipped", sum0.Skipped, sum0.Finished)
+	}
+
+	// Shard 2 retried with another split size (a changed ConfigMap for
+	// one retried pod) or as a shard of another count: refused by the
+	// job record on HDFS before it reads a cell (exit 2, naming what
+	// differs), where before it cut the snapshot its own way and the
+	// merge lost a quarter of the cells.
+	if code, _, errOut := rekeyRun(t, bin, spill(2, "--split-bytes", "40000")...); code != 2 || !strings.Contains(errOut, "split size: the job record") {
+		t.Errorf("shard 2 with another split size: exit %d, want 2 naming the split size\n%s", code, errOut)
+	}
+	if code, _, errOut := rekeyRun(t, bin, "run", jobPath, "--phase", "spill", "--shard", "2/4", "--split-bytes", "64KiB", "--progress", "none"); code != 2 || !strings.Contains(errOut, "deals the splits to 3 shards") {
+		t.Errorf("shard 2/4 of a job of 3: exit %d, want 2 naming the shard count\n%s", code, errOut)
 	}
 
 	// Shard 2, two attempts at once: one runs, the other is refused.
