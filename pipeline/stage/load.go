@@ -92,6 +92,9 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 				failed.Store(true)
 				return err
 			}
+			if testAfterLoaded != nil {
+				testAfterLoaded(l.reg)
+			}
 			rep.Printf("hfiles: loaded region %s into %s", l.reg.Dir, s.o.Table)
 			return nil
 		})
@@ -467,6 +470,11 @@ func (s *Sink) markSent(st *finishState, reg *Region, token string) error {
 	}
 	return nil
 }
+
+// testAfterLoaded, when set by a test, is called once a region is loaded
+// and marked so (markLoaded): a test takes the durable state there as a
+// run killed at that point leaves it.
+var testAfterLoaded func(reg *Region)
 
 // testAfterSent, when set by a test, is called once a region's Sent mark
 // is saved, before its first request: a test stops the load there (an
