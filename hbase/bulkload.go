@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -304,7 +305,13 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 				req.FamilyPath = append(req.FamilyPath, &pb.BulkLoadHFileRequest_FamilyPath{Family: f.Family, Path: proto.String(f.Path)})
 			}
 			var resp pb.BulkLoadHFileResponse
-			if _, err := c.call(ctx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
+			callCtx := ctx
+			if testFirstBulkLoadTimeout > 0 && !unansweredHere {
+				var cancel context.CancelFunc
+				callCtx, cancel = context.WithTimeout(ctx, testFirstBulkLoadTimeout)
+				defer cancel()
+			}
+			if _, err := c.call(callCtx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
 				var re *rpc.RemoteError
 				if !errors.As(err, &re) {
 					unanswered, unansweredHere = true, true
@@ -331,6 +338,11 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 	}
 	return nil
 }
+
+// testFirstBulkLoadTimeout, when set by a test, bounds the first
+// BulkLoadHFile call of each region, so it goes unanswered while the
+// region server goes on loading.
+var testFirstBulkLoadTimeout time.Duration
 
 // landedError carries an error of BulkLoadOptions.Landed through the
 // region retry loop, which gives up on it (rpc.GiveUp): the caller could

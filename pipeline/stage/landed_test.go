@@ -5,9 +5,12 @@ import (
 	"errors"
 	"path"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // stagedSent stages cells for two regions (split at "n") into a local
@@ -197,10 +200,58 @@ func TestLoadUnansweredLanded(t *testing.T) {
 				landed[f.ID] = true
 			}
 			fakeLanded(t, landed)
-			got, err := s.sentLanded(context.Background(), reg, sent, ids)
+			got, err := s.sentLanded(context.Background(), reg, sent, ids, "")
 			if got != c.want || !errors.Is(err, c.wantErr) {
 				t.Fatalf("sentLanded = %v, %v; want %v, %v", got, err, c.want, c.wantErr)
 			}
 		})
+	}
+}
+
+// TestLoadUnansweredWaitsInFlight: an unanswered call whose file is still
+// in the load's staging directory (the region server copying it) is still
+// at work; sending again then was seen to make the two calls fail one
+// another, or could load the file twice. The answer waits until the file
+// has left the staging directory and is in the region.
+func TestLoadUnansweredWaitsInFlight(t *testing.T) {
+	s, st := stagedSent(t)
+	f := regionFiles(st, 0)[0]
+	u := s.url(path.Join(s.root, f.Name))
+	sent := []hbase.BulkFile{{Family: []byte("f1"), Path: u, FirstRow: f.FirstRow, LastRow: f.LastRow}}
+	token := path.Join(t.TempDir(), "staging", "root__t__token")
+	staged := hbase.BulkStagedPath(token, []byte("f1"), u)
+	if err := s.fs.MkdirAll(path.Dir(staged)); err != nil {
+		t.Fatal(err)
+	}
+	if err := vfs.WriteFileAtomic(s.fs, staged, []byte("copy under way")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	landed := map[string]bool{}
+	testLanded = func(ctx context.Context, family string, first, last []byte) (map[string]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]string{}
+		for id := range landed {
+			out[id] = "store/" + id
+		}
+		return out, nil
+	}
+	t.Cleanup(func() { testLanded = nil })
+	const work = 700 * time.Millisecond
+	go func() {
+		time.Sleep(work)
+		mu.Lock()
+		landed[f.ID] = true
+		mu.Unlock()
+		s.fs.Remove(staged)
+	}()
+	began := time.Now()
+	got, err := s.sentLanded(context.Background(), &s.plan.Regions[0], sent, map[string]string{u: f.ID}, token)
+	if err != nil || !got {
+		t.Fatalf("sentLanded with the call still at work = %v, %v; want true once it lands", got, err)
+	}
+	if waited := time.Since(began); waited < work {
+		t.Errorf("answered after %v, before the call in flight finished (%v)", waited, work)
 	}
 }

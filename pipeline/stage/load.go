@@ -156,7 +156,7 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			return s.markSent(st, reg, t)
 		}
 		landed := func(ctx context.Context, sent []hbase.BulkFile) (bool, error) {
-			return s.sentLanded(ctx, reg, sent, ids)
+			return s.sentLanded(ctx, reg, sent, ids, token)
 		}
 		err = s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok, Prepared: prepared, Landed: landed})
 		if err == nil {
@@ -284,46 +284,91 @@ func partRows(ps *partState) (first, last []byte) {
 
 // sentLanded says whether a BulkLoadHFile call for sent, which went
 // unanswered (a timeout, a broken connection), loaded them after all: the
-// region server may still be copying when the call times out, and sending
-// again would load them twice. True when every file's id (ids, by URL) is
-// in the region's store files, false when none is; some but not all is an
-// error, as neither answer is safe.
-func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFile, ids map[string]string) (bool, error) {
+// region server goes on with a call its client stopped waiting for, and
+// sending again would load the files twice (when it copies them from
+// another file system, they are still there to copy). True when every
+// file's id (ids, by URL) is in the region's store files. While a file
+// sits in the load's staging directory (token; hbase.BulkStagedPath) the
+// earlier call is still at work, and the answer waits for it (up to
+// inFlightWait): two calls copying into one staging path were seen to
+// fail one another. Then none in the region is false (send again), and
+// some but not all is an error: neither answer is safe.
+func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFile, ids map[string]string, token string) (bool, error) {
 	byFamily := map[string][]hbase.BulkFile{}
 	for _, f := range sent {
 		byFamily[string(f.Family)] = append(byFamily[string(f.Family)], f)
 	}
-	var in, out []string
-	for family, fs := range byFamily {
-		first, last := fs[0].FirstRow, fs[0].LastRow
-		for _, f := range fs[1:] {
-			if bytes.Compare(f.FirstRow, first) < 0 {
-				first = f.FirstRow
+	fss := &storeFSs{s: s}
+	defer fss.close()
+	deadline := time.Now().Add(inFlightWait)
+	for {
+		var in, out []string
+		for family, fs := range byFamily {
+			first, last := fs[0].FirstRow, fs[0].LastRow
+			for _, f := range fs[1:] {
+				if bytes.Compare(f.FirstRow, first) < 0 {
+					first = f.FirstRow
+				}
+				if bytes.Compare(f.LastRow, last) > 0 {
+					last = f.LastRow
+				}
 			}
-			if bytes.Compare(f.LastRow, last) > 0 {
-				last = f.LastRow
+			landed, err := s.lookupLanded(ctx, family, first, last)
+			if err != nil {
+				return false, fmt.Errorf("stage: load region %s: a load went unanswered, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+			}
+			for _, f := range fs {
+				if id := ids[f.Path]; id != "" && landed[id] != "" {
+					in = append(in, f.Path)
+				} else {
+					out = append(out, f.Path)
+				}
 			}
 		}
-		landed, err := s.lookupLanded(ctx, family, first, last)
-		if err != nil {
-			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+		if len(out) == 0 {
+			return true, nil
 		}
-		for _, f := range fs {
-			if id := ids[f.Path]; id != "" && landed[id] != "" {
-				in = append(in, f.Path)
-			} else {
-				out = append(out, f.Path)
+		busy := ""
+		if token != "" {
+			for _, f := range sent {
+				if !slices.Contains(out, f.Path) {
+					continue
+				}
+				u := hbase.BulkStagedPath(token, f.Family, f.Path)
+				fsys, p, err := fss.open(u)
+				if err != nil {
+					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+				}
+				if _, err := fsys.Stat(p); err == nil {
+					busy = u
+					break
+				} else if !notExist(err) {
+					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+				}
 			}
+		}
+		if busy == "" {
+			if len(in) == 0 {
+				return false, nil
+			}
+			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and the region holds %d of its files (%s) but not %d (%s); loading again would load the first twice: %w", reg.Dir, len(in), in[0], len(out), out[0], ErrPartialLoad)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and after %v its file %s is still in HBase's staging directory: the region server may still be loading it; resume the load later: %w", reg.Dir, inFlightWait, busy, ErrPartialLoad)
+		}
+		if err := pause.For(ctx, inFlightPoll); err != nil {
+			return false, err
 		}
 	}
-	switch {
-	case len(out) == 0:
-		return true, nil
-	case len(in) == 0:
-		return false, nil
-	}
-	return false, fmt.Errorf("stage: load region %s: a load went unanswered, and the region holds %d of its files (%s) but not %d (%s); loading again would load the first twice: %w", reg.Dir, len(in), in[0], len(out), out[0], ErrPartialLoad)
 }
+
+// inFlightWait bounds how long sentLanded waits for an unanswered load
+// still at work in the region server, and inFlightPoll is how often it
+// looks.
+const (
+	inFlightWait = 2 * time.Minute
+	inFlightPoll = 250 * time.Millisecond
+)
 
 // ErrPartialLoad is matched by the error of a load that finds part of an
 // unanswered bulk load's files in the region and part not.
