@@ -36,9 +36,10 @@ const loadParallel = 4
 // load that fails part way resumes with the regions not loaded. After the first
 // failure or an interrupt no other region's load starts; those under way
 // finish. From a kerberized HDFS it sends the caller's delegation token,
-// obtained for this load and cancelled after.
+// obtained for this load, renewed or replaced while it runs (loadToken),
+// and cancelled after.
 func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) (err error) {
-	tok, done, err := s.fsToken(ctx)
+	tok, done, err := s.fsToken(ctx, rep)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func (s *Sink) recordLoaded(st *finishState, reg *Region) {
 // the target region split (or merged) since the plan, files that now span
 // regions are split again at the current boundaries and the load is
 // retried.
-func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, tok *hbase.FSToken) error {
+func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, lt *loadToken) error {
 	s.removeStrayHFiles(reg, parts)
 	for attempt := 1; ; attempt++ {
 		files, ids, copied, err := s.toSend(ctx, rep, st, reg, parts)
@@ -158,7 +159,7 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 		landed := func(ctx context.Context, sent []hbase.BulkFile) (bool, error) {
 			return s.sentLanded(ctx, reg, sent, ids, token)
 		}
-		err = s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok, Prepared: prepared, Landed: landed})
+		err = s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: lt.current(ctx, rep), Prepared: prepared, Landed: landed})
 		if err == nil {
 			s.cleanEarlierTokens(ctx, rep, st, reg, token)
 			// A region server moves a file on its own file system and
