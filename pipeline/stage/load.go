@@ -214,6 +214,7 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 // without a word.
 func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState) (files []hbase.BulkFile, ids map[string]string, copied []string, err error) {
 	sent := s.wasSent(st, reg)
+	copies := s.copiedByServers()
 	ids = map[string]string{}
 	for _, ps := range parts {
 		var landed map[string]string
@@ -233,7 +234,12 @@ func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, r
 				}
 				present = back
 			}
-			if sent {
+			// A file still here was not moved into a region; one the
+			// region servers copy from another file system may have been
+			// loaded all the same. Only those are looked for: reading a
+			// region's store files needs the right to, which a secure
+			// cluster's root dir may not give.
+			if sent && (!present || copies) {
 				if landed == nil {
 					first, last := partRows(ps)
 					if landed, err = s.lookupLanded(ctx, ps.Family, first, last); err != nil {
@@ -259,6 +265,16 @@ func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, r
 		}
 	}
 	return files, ids, copied, nil
+}
+
+// copiedByServers says the region servers copy the staged files rather
+// than move them, leaving them in the folder: the folder is not on HDFS
+// (S3, GCS, Azure, a local folder), so not on the root dir's file system.
+// A folder on another cluster's HDFS is copied from too, but names can
+// not tell (see onStagingFS); its files are then taken as moved.
+func (s *Sink) copiedByServers() bool {
+	u, err := url.Parse(s.loc.URL)
+	return err != nil || !strings.EqualFold(u.Scheme, "hdfs")
 }
 
 // missingError is the error of a staged file missing after a load of reg
