@@ -16,7 +16,7 @@ import (
 
 // TestCopyLoadKilledBetweenRegions stages on S3 (versitygw), so the mini
 // cluster's region servers copy every staged file into the table instead of
-// moving it: the staged files stay in the bucket after a load. The load is
+// moving it: the staged files stay in the bucket after their load. The load is
 // stopped once the first region is loaded, and finish.json is put back as
 // it was at that moment, which is what a run killed then leaves (a
 // deferred save never runs). The resumed load must not load that region
