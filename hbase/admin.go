@@ -307,3 +307,29 @@ func (c *Client) DescribeTable(ctx context.Context, table string) (*TableSpec, e
 	}
 	return spec, nil
 }
+
+// StoreFiles returns the region of table holding row and the paths of its
+// store files of family, as the region server serving it lists them
+// (AdminService GetStoreFile): full paths on HBase's file system, each
+// file under the name the region gave it. A bulk-loaded file is among
+// them under a new name with its own bytes, so a caller that wrote an id
+// into a file's file info can tell whether a load of it landed.
+func (c *Client) StoreFiles(ctx context.Context, table string, row, family []byte) (*Region, []string, error) {
+	var (
+		reg   *Region
+		paths []string
+	)
+	err := c.withRegion(ctx, fmt.Sprintf("list the store files of %s at row %q", table, row), []byte(table), row, func(ctx context.Context, r *Region) error {
+		req := &pb.GetStoreFileRequest{Region: r.spec(), Family: [][]byte{family}}
+		var resp pb.GetStoreFileResponse
+		if _, err := c.call(ctx, r.Server, rpc.AdminService, "GetStoreFile", req, nil, rpc.PriorityAdmin, &resp); err != nil {
+			return err
+		}
+		reg, paths = r, resp.GetStoreFile()
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return reg, paths, nil
+}

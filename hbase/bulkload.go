@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -108,6 +109,14 @@ type BulkLoadOptions struct {
 	// the load. A caller that may be stopped part way records the token:
 	// BulkStagedPath then says where a file it finds missing may sit.
 	Prepared func(token string) error
+	// Landed, when set, is asked before a region's BulkLoadHFile is sent
+	// again after a call that went unanswered (a per-call timeout, a
+	// broken connection): the region server may have loaded the files, or
+	// may still be loading them, and a second call would load them twice
+	// (when it copies them from another file system, the files are still
+	// there to copy). True counts the region loaded; an error ends the
+	// load. Without it the call is sent again.
+	Landed func(ctx context.Context, files []BulkFile) (bool, error)
 }
 
 // PrepareBulkLoad asks HBase for a bulk load's staging directory, a path on
@@ -273,7 +282,18 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 		// interrupt): its answer says whether the files went in, and the
 		// staging directory may be removed only after it (unanswered).
 		// The RPC and operation timeouts still bound the wait.
+		// unansweredHere says a call for this region went unanswered.
+		unansweredHere := false
 		err = c.withRegion(context.WithoutCancel(ctx), "bulk load into "+string(g.region.Name), tb, g.files[0].FirstRow, func(ctx context.Context, r *Region) error {
+			if unansweredHere && o.Landed != nil {
+				done, err := o.Landed(ctx, g.files)
+				if err != nil {
+					return &landedError{err}
+				}
+				if done {
+					return nil
+				}
+			}
 			// The region may have split or merged since the check above.
 			for _, f := range g.files {
 				if !r.Contains(f.FirstRow) || !r.Contains(f.LastRow) {
@@ -285,10 +305,16 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 				req.FamilyPath = append(req.FamilyPath, &pb.BulkLoadHFileRequest_FamilyPath{Family: f.Family, Path: proto.String(f.Path)})
 			}
 			var resp pb.BulkLoadHFileResponse
-			if _, err := c.call(ctx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
+			callCtx := ctx
+			if testFirstBulkLoadTimeout > 0 && !unansweredHere {
+				var cancel context.CancelFunc
+				callCtx, cancel = context.WithTimeout(ctx, testFirstBulkLoadTimeout)
+				defer cancel()
+			}
+			if _, err := c.call(callCtx, r.Server, rpc.ClientService, "BulkLoadHFile", req, nil, rpc.PriorityNormal, &resp); err != nil {
 				var re *rpc.RemoteError
 				if !errors.As(err, &re) {
-					unanswered = true
+					unanswered, unansweredHere = true, true
 				}
 				return err
 			}
@@ -303,8 +329,29 @@ func (c *Client) BulkLoadWith(ctx context.Context, table string, files []BulkFil
 			if errors.As(err, &se) {
 				return se
 			}
+			var le *landedError
+			if errors.As(err, &le) {
+				return fmt.Errorf("hbase: bulk load into %s: %w", table, le.err)
+			}
 			return fmt.Errorf("hbase: bulk load into %s: %w", table, err)
 		}
 	}
 	return nil
 }
+
+// testFirstBulkLoadTimeout, when set by a test, bounds the first
+// BulkLoadHFile call of each region, so it goes unanswered while the
+// region server goes on loading.
+var testFirstBulkLoadTimeout time.Duration
+
+// landedError carries an error of BulkLoadOptions.Landed through the
+// region retry loop, which gives up on it (rpc.GiveUp): the caller could
+// not tell whether an unanswered load landed, and sending it again might
+// load it twice.
+type landedError struct{ err error }
+
+func (e *landedError) Error() string { return e.err.Error() }
+func (e *landedError) Unwrap() error { return e.err }
+
+// Retry gives up: see landedError.
+func (e *landedError) Retry() rpc.Retry { return rpc.GiveUp }

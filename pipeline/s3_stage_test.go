@@ -74,12 +74,13 @@ var stagingStores = []stagingStore{
 // each time, and the final resume finishes. On S3 it ends with a bulk load
 // by the mini cluster's region servers (their S3A client reads the files;
 // the root dir is on the cluster's HDFS, so each region server copies every
-// file into it, and the staged files stay in the bucket), and the target
+// file into it, and the run removes each region's staged files once it is
+// marked loaded), and the target
 // table, as HBase's client scans it, holds exactly the preset's rule
 // applied to the seeded cells; on GCS and Azure (no client in the region
-// servers) with --no-load. The staged HFiles, copied out of the store and
-// read by HBase's own HFile reader (the oracle's dump-hfile), hold the
-// same, each once. Every run says, before it stages anything, that the
+// servers) with --no-load, and there the staged HFiles, copied out of the
+// store and read by HBase's own HFile reader (the oracle's dump-hfile),
+// hold the same, each once. Every run says, before it stages anything, that the
 // staging is not on the file system of the cluster's hbase.rootdir (named
 // by the hbase-site.xml in HBASE_CONF_DIR) and the region servers will copy.
 func TestObjectStagingKillNineThenResume(t *testing.T) {
@@ -204,11 +205,18 @@ func stageKillResume(t *testing.T, bin, jobPath string, fsys vfs.WriteFS, root s
 		sameCells(t, "target table loaded by the region servers from HFiles staged on "+staging, dumpTable(t, table, false), want)
 	}
 
-	// Loaded or not, the files are still staged: a load from another file
-	// system copies them.
 	files := filesUnder(t, fsys, prefix, "hfiles")
+	if load {
+		// A load from another file system copies the files; each region's
+		// are removed once its Loaded mark is saved, so that a resumed
+		// load cannot load them again.
+		if len(files) != 0 {
+			t.Errorf("%d staged HFiles left under %s after the load (first %s)", len(files), staging, files[0])
+		}
+		return
+	}
 	if len(files) == 0 {
-		t.Fatalf("no staged HFiles under %s (loaded: %v; a load across file systems copies, so leaves them)", staging, load)
+		t.Fatalf("no staged HFiles under %s", staging)
 	}
 	local := t.TempDir()
 	var dumps [][]string

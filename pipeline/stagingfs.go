@@ -33,7 +33,7 @@ func stagingWarning(staging, rootDir, from string) string {
 		// S3A has none unless it issues delegation tokens: within one
 		// bucket the region servers copy too (the testenv S3-root cluster
 		// does, into its bulk load staging folder and again into the store).
-		return fmt.Sprintf("the staging folder %s is in the bucket of the cluster's hbase.rootdir %s (from %s), but HBase moves a bulk-loaded file only within a file system that reports a canonical service name, which S3A does only with delegation tokens (fs.s3a.delegation.token.binding): otherwise the region servers will copy every staged HFile at load time instead of moving it, twice (into HBase's bulk load staging folder, then into the store), and the staged files stay in the bucket", staging, rootDir, from)
+		return fmt.Sprintf("the staging folder %s is in the bucket of the cluster's hbase.rootdir %s (from %s), but HBase moves a bulk-loaded file only within a file system that reports a canonical service name, which S3A does only with delegation tokens (fs.s3a.delegation.token.binding): otherwise the region servers will copy every staged HFile at load time instead of moving it, twice (into HBase's bulk load staging folder, then into the store)", staging, rootDir, from)
 	}
 	if sfs == rfs {
 		return ""

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/entity"
@@ -185,7 +184,7 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 	a := o.against(c.job)
 	switch {
 	case a.Staging != "":
-		sr, err := OpenStaging(strings.TrimSuffix(a.Staging, "/") + "/hfiles")
+		sr, err := OpenStagingRun(a.Staging)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}

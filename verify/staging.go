@@ -3,7 +3,10 @@ package verify
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	iofs "io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -40,6 +43,13 @@ func OpenStaging(dir string) (*StagingReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify: staging folder %s: %w", dir, err)
 	}
+	return openStaged(loc, dir, nil)
+}
+
+// openStaged opens the HFiles under loc laid out as REGION/FAMILY/FILE;
+// when keep is set, only those it keeps (by path on loc's file system).
+// It closes loc on error.
+func openStaged(loc *vfs.Location, dir string, keep func(p string) bool) (*StagingReader, error) {
 	s := &StagingReader{count: newCountingFS(loc.FS), name: "staged files " + dir, closeFS: loc.Close}
 	skip := func(name string) bool {
 		return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "recovered.edits"
@@ -72,6 +82,9 @@ func OpenStaging(dir string) (*StagingReader, error) {
 				if fi.IsDir() || skip(fi.Name()) {
 					continue
 				}
+				if keep != nil && !keep(path.Join(famDir, fi.Name())) {
+					continue
+				}
 				if err := s.add(path.Join(famDir, fi.Name())); err != nil {
 					s.Close()
 					return nil, err
@@ -85,6 +98,134 @@ func OpenStaging(dir string) (*StagingReader, error) {
 	}
 	sort.Slice(s.files, func(i, j int) bool { return s.files[i].path < s.files[j].path })
 	return s, nil
+}
+
+// OpenStagingRun opens the HFiles a run staged in the folder staging
+// (STAGING/hfiles/REGION/FAMILY/FILE), and only those: the ones its
+// records name (recordedHFiles). A file no record names was left by a
+// crash while writing or re-splitting, and the load deletes it rather than
+// load it; reading it would count cells the table will never hold. A
+// recorded file that is missing fails the open, naming it: a bulk load
+// moves staged files into the table, so a folder loaded in part holds
+// part of the job (verify the table then). A folder with no record at all
+// (HFiles laid out by hand or another tool) is read whole, as OpenStaging
+// reads STAGING/hfiles.
+func OpenStagingRun(staging string) (*StagingReader, error) {
+	staging = strings.TrimSuffix(staging, "/")
+	loc, err := vfs.Open(staging)
+	if err != nil {
+		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	names, err := recordedHFiles(loc)
+	if errors.Is(err, errNoRecord) {
+		// HFiles laid out by hand or by another tool: nothing says
+		// which belong, and no rekey load would delete any.
+		sub := *loc
+		sub.Path = path.Join(loc.Path, "hfiles")
+		return openStaged(&sub, staging+"/hfiles", nil)
+	}
+	if err != nil {
+		loc.Close()
+		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	recorded := make(map[string]bool, len(names))
+	for _, n := range names {
+		p := path.Join(loc.Path, n)
+		if _, err := loc.FS.Stat(p); err != nil {
+			loc.Close()
+			return nil, fmt.Errorf("verify: staging folder %s: the recorded HFile %s: %w (a bulk load moves staged files into the table: once a load began, verify the table)", staging, n, err)
+		}
+		recorded[p] = true
+	}
+	sub := *loc
+	sub.Path = path.Join(loc.Path, "hfiles")
+	return openStaged(&sub, staging+"/hfiles", func(p string) bool { return recorded[p] })
+}
+
+// stagedRecord is the part of a staging folder's record of its HFiles that
+// verify reads: finish.json of a run in one process, load/state.json of a
+// load task, parts/PART/state.json of a merge task (pipeline/stage writes
+// them; its manifest.go is the format's owner). Each file's name is
+// relative to the staging folder.
+type stagedRecord struct {
+	Written bool `json:"written"`
+	Parts   map[string]struct {
+		Files []struct {
+			Name string `json:"name"`
+		} `json:"files"`
+	} `json:"parts"`
+}
+
+// errNoRecord says a folder holds no record of staged HFiles (finish.json,
+// load/state.json or parts/*/state.json): not a folder rekey staged in.
+var errNoRecord = errors.New("verify: no record of staged HFiles")
+
+// recordedHFiles returns the names (relative to the folder) of the HFiles
+// the staging folder at loc records: from finish.json, else from the load
+// task's state, else from every merge part's.
+func recordedHFiles(loc *vfs.Location) ([]string, error) {
+	read := func(rel string) (*stagedRecord, bool, error) {
+		b, err := vfs.ReadFile(loc.FS, path.Join(loc.Path, rel))
+		if errors.Is(err, iofs.ErrNotExist) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		var r stagedRecord
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, false, fmt.Errorf("%s is not valid: %w", rel, err)
+		}
+		return &r, true, nil
+	}
+	var recs []*stagedRecord
+	for _, rel := range []string{"finish.json", "load/state.json"} {
+		r, found, err := read(rel)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			if !r.Written {
+				return nil, fmt.Errorf("%s says its HFiles are not all written yet: the merge has not finished", rel)
+			}
+			recs = append(recs, r)
+			break
+		}
+	}
+	if len(recs) == 0 {
+		parts, err := loc.FS.ReadDir(path.Join(loc.Path, "parts"))
+		if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			return nil, err
+		}
+		for _, p := range parts {
+			if !p.IsDir() {
+				continue
+			}
+			rel := path.Join("parts", p.Name(), "state.json")
+			r, found, err := read(rel)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				if !r.Written {
+					return nil, fmt.Errorf("%s says its HFiles are not all written yet: that merge part has not finished", rel)
+				}
+				recs = append(recs, r)
+			}
+		}
+	}
+	if len(recs) == 0 {
+		return nil, errNoRecord
+	}
+	var names []string
+	for _, r := range recs {
+		for _, ps := range r.Parts {
+			for _, f := range ps.Files {
+				names = append(names, f.Name)
+			}
+		}
+	}
+	return names, nil
 }
 
 func (s *StagingReader) add(p string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
@@ -62,6 +63,23 @@ func (h *HDFS) DelegationToken(ctx context.Context, renewer string) (*Delegation
 	}
 	tok.Service = h.tokenService
 	return &DelegationToken{Identifier: tok.Identifier, Password: tok.Password, Kind: tok.Kind, Service: tok.Service, h: h, tok: tok}, nil
+}
+
+// Renew renews the token at the NameNode and returns when it now
+// expires: a token not renewed lapses after the NameNode's renew interval
+// (dfs.namenode.delegation.token.renew-interval, a day by default), and
+// none can be renewed past its maximum lifetime (a week by default).
+func (t *DelegationToken) Renew(ctx context.Context) (time.Time, error) {
+	var exp time.Time
+	err := t.h.activeNameNode(ctx, func(c *hadooprpc.Conn) error {
+		var err error
+		exp, err = c.RenewDelegationToken(ctx, t.tok)
+		return err
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("vfs: renewing the delegation token of %s: %w", t.h.name, err)
+	}
+	return exp, nil
 }
 
 // Cancel cancels the token at the NameNode: nobody can use it after.

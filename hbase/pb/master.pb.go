@@ -1406,6 +1406,104 @@ func (x *FlushRegionResponse) GetWroteFlushWalMarker() bool {
 	return false
 }
 
+// The store files of a region, for the families named (all when none):
+// each a full path on HBase's file system.
+type GetStoreFileRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Region        *RegionSpecifier       `protobuf:"bytes,1,req,name=region" json:"region,omitempty"`
+	Family        [][]byte               `protobuf:"bytes,2,rep,name=family" json:"family,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoreFileRequest) Reset() {
+	*x = GetStoreFileRequest{}
+	mi := &file_hbase_pb_master_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoreFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoreFileRequest) ProtoMessage() {}
+
+func (x *GetStoreFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hbase_pb_master_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoreFileRequest.ProtoReflect.Descriptor instead.
+func (*GetStoreFileRequest) Descriptor() ([]byte, []int) {
+	return file_hbase_pb_master_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetStoreFileRequest) GetRegion() *RegionSpecifier {
+	if x != nil {
+		return x.Region
+	}
+	return nil
+}
+
+func (x *GetStoreFileRequest) GetFamily() [][]byte {
+	if x != nil {
+		return x.Family
+	}
+	return nil
+}
+
+type GetStoreFileResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StoreFile     []string               `protobuf:"bytes,1,rep,name=store_file,json=storeFile" json:"store_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStoreFileResponse) Reset() {
+	*x = GetStoreFileResponse{}
+	mi := &file_hbase_pb_master_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStoreFileResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStoreFileResponse) ProtoMessage() {}
+
+func (x *GetStoreFileResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hbase_pb_master_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStoreFileResponse.ProtoReflect.Descriptor instead.
+func (*GetStoreFileResponse) Descriptor() ([]byte, []int) {
+	return file_hbase_pb_master_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetStoreFileResponse) GetStoreFile() []string {
+	if x != nil {
+		return x.StoreFile
+	}
+	return nil
+}
+
 var File_hbase_pb_master_proto protoreflect.FileDescriptor
 
 const file_hbase_pb_master_proto_rawDesc = "" +
@@ -1496,7 +1594,13 @@ const file_hbase_pb_master_proto_rawDesc = "" +
 	"\x13FlushRegionResponse\x12&\n" +
 	"\x0flast_flush_time\x18\x01 \x02(\x04R\rlastFlushTime\x12\x18\n" +
 	"\aflushed\x18\x02 \x01(\bR\aflushed\x123\n" +
-	"\x16wrote_flush_wal_marker\x18\x03 \x01(\bR\x13wroteFlushWalMarkerB#Z!github.com/rekeyhq/rekey/hbase/pb"
+	"\x16wrote_flush_wal_marker\x18\x03 \x01(\bR\x13wroteFlushWalMarker\"f\n" +
+	"\x13GetStoreFileRequest\x127\n" +
+	"\x06region\x18\x01 \x02(\v2\x1f.rekey.hbase.pb.RegionSpecifierR\x06region\x12\x16\n" +
+	"\x06family\x18\x02 \x03(\fR\x06family\"5\n" +
+	"\x14GetStoreFileResponse\x12\x1d\n" +
+	"\n" +
+	"store_file\x18\x01 \x03(\tR\tstoreFileB#Z!github.com/rekeyhq/rekey/hbase/pb"
 
 var (
 	file_hbase_pb_master_proto_rawDescOnce sync.Once
@@ -1511,7 +1615,7 @@ func file_hbase_pb_master_proto_rawDescGZIP() []byte {
 }
 
 var file_hbase_pb_master_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_hbase_pb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_hbase_pb_master_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_hbase_pb_master_proto_goTypes = []any{
 	(GetProcedureResultResponse_State)(0), // 0: rekey.hbase.pb.GetProcedureResultResponse.State
 	(*CreateTableRequest)(nil),            // 1: rekey.hbase.pb.CreateTableRequest
@@ -1540,35 +1644,38 @@ var file_hbase_pb_master_proto_goTypes = []any{
 	(*IsMasterRunningResponse)(nil),       // 24: rekey.hbase.pb.IsMasterRunningResponse
 	(*FlushRegionRequest)(nil),            // 25: rekey.hbase.pb.FlushRegionRequest
 	(*FlushRegionResponse)(nil),           // 26: rekey.hbase.pb.FlushRegionResponse
-	(*TableSchema)(nil),                   // 27: rekey.hbase.pb.TableSchema
-	(*TableName)(nil),                     // 28: rekey.hbase.pb.TableName
-	(*SnapshotDescription)(nil),           // 29: rekey.hbase.pb.SnapshotDescription
-	(*TableState)(nil),                    // 30: rekey.hbase.pb.TableState
-	(*ForeignExceptionMessage)(nil),       // 31: rekey.hbase.pb.ForeignExceptionMessage
-	(*RegionSpecifier)(nil),               // 32: rekey.hbase.pb.RegionSpecifier
+	(*GetStoreFileRequest)(nil),           // 27: rekey.hbase.pb.GetStoreFileRequest
+	(*GetStoreFileResponse)(nil),          // 28: rekey.hbase.pb.GetStoreFileResponse
+	(*TableSchema)(nil),                   // 29: rekey.hbase.pb.TableSchema
+	(*TableName)(nil),                     // 30: rekey.hbase.pb.TableName
+	(*SnapshotDescription)(nil),           // 31: rekey.hbase.pb.SnapshotDescription
+	(*TableState)(nil),                    // 32: rekey.hbase.pb.TableState
+	(*ForeignExceptionMessage)(nil),       // 33: rekey.hbase.pb.ForeignExceptionMessage
+	(*RegionSpecifier)(nil),               // 34: rekey.hbase.pb.RegionSpecifier
 }
 var file_hbase_pb_master_proto_depIdxs = []int32{
-	27, // 0: rekey.hbase.pb.CreateTableRequest.table_schema:type_name -> rekey.hbase.pb.TableSchema
-	28, // 1: rekey.hbase.pb.DeleteTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
-	28, // 2: rekey.hbase.pb.EnableTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
-	28, // 3: rekey.hbase.pb.DisableTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
-	29, // 4: rekey.hbase.pb.SnapshotRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
-	29, // 5: rekey.hbase.pb.GetCompletedSnapshotsResponse.snapshots:type_name -> rekey.hbase.pb.SnapshotDescription
-	29, // 6: rekey.hbase.pb.DeleteSnapshotRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
-	29, // 7: rekey.hbase.pb.IsSnapshotDoneRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
-	29, // 8: rekey.hbase.pb.IsSnapshotDoneResponse.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
-	28, // 9: rekey.hbase.pb.GetTableDescriptorsRequest.table_names:type_name -> rekey.hbase.pb.TableName
-	27, // 10: rekey.hbase.pb.GetTableDescriptorsResponse.table_schema:type_name -> rekey.hbase.pb.TableSchema
-	28, // 11: rekey.hbase.pb.GetTableStateRequest.table_name:type_name -> rekey.hbase.pb.TableName
-	30, // 12: rekey.hbase.pb.GetTableStateResponse.table_state:type_name -> rekey.hbase.pb.TableState
+	29, // 0: rekey.hbase.pb.CreateTableRequest.table_schema:type_name -> rekey.hbase.pb.TableSchema
+	30, // 1: rekey.hbase.pb.DeleteTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
+	30, // 2: rekey.hbase.pb.EnableTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
+	30, // 3: rekey.hbase.pb.DisableTableRequest.table_name:type_name -> rekey.hbase.pb.TableName
+	31, // 4: rekey.hbase.pb.SnapshotRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
+	31, // 5: rekey.hbase.pb.GetCompletedSnapshotsResponse.snapshots:type_name -> rekey.hbase.pb.SnapshotDescription
+	31, // 6: rekey.hbase.pb.DeleteSnapshotRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
+	31, // 7: rekey.hbase.pb.IsSnapshotDoneRequest.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
+	31, // 8: rekey.hbase.pb.IsSnapshotDoneResponse.snapshot:type_name -> rekey.hbase.pb.SnapshotDescription
+	30, // 9: rekey.hbase.pb.GetTableDescriptorsRequest.table_names:type_name -> rekey.hbase.pb.TableName
+	29, // 10: rekey.hbase.pb.GetTableDescriptorsResponse.table_schema:type_name -> rekey.hbase.pb.TableSchema
+	30, // 11: rekey.hbase.pb.GetTableStateRequest.table_name:type_name -> rekey.hbase.pb.TableName
+	32, // 12: rekey.hbase.pb.GetTableStateResponse.table_state:type_name -> rekey.hbase.pb.TableState
 	0,  // 13: rekey.hbase.pb.GetProcedureResultResponse.state:type_name -> rekey.hbase.pb.GetProcedureResultResponse.State
-	31, // 14: rekey.hbase.pb.GetProcedureResultResponse.exception:type_name -> rekey.hbase.pb.ForeignExceptionMessage
-	32, // 15: rekey.hbase.pb.FlushRegionRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	33, // 14: rekey.hbase.pb.GetProcedureResultResponse.exception:type_name -> rekey.hbase.pb.ForeignExceptionMessage
+	34, // 15: rekey.hbase.pb.FlushRegionRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	34, // 16: rekey.hbase.pb.GetStoreFileRequest.region:type_name -> rekey.hbase.pb.RegionSpecifier
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_hbase_pb_master_proto_init() }
@@ -1583,7 +1690,7 @@ func file_hbase_pb_master_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hbase_pb_master_proto_rawDesc), len(file_hbase_pb_master_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
@@ -92,6 +93,25 @@ func TestSecureDelegationTokenRoundTrip(t *testing.T) {
 		t.Fatalf("token %v: kind %q, identifier %d bytes, password %d bytes", tok, tok.Kind, len(tok.Identifier), len(tok.Password))
 	}
 	tok.Service = s.NameNode
+	// Renewing moves the expiry into the future (a renew interval from
+	// now, a day by default), and again on a second renewal: a load that
+	// renews its token outlives the interval.
+	exp1, err := c.RenewDelegationToken(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exp1.After(time.Now()) {
+		t.Fatalf("renewed token expires at %v, in the past", exp1)
+	}
+	time.Sleep(20 * time.Millisecond)
+	exp2, err := c.RenewDelegationToken(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp2.Before(exp1) {
+		t.Fatalf("second renewal moved the expiry back, %v to %v", exp1, exp2)
+	}
+	t.Logf("renewed: expires %v, then %v", exp1, exp2)
 	if err := c.CancelDelegationToken(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +120,9 @@ func TestSecureDelegationTokenRoundTrip(t *testing.T) {
 		t.Fatal("a cancelled token was cancelled again")
 	}
 	t.Logf("second cancel: %v", err)
+	if _, err := c.RenewDelegationToken(ctx, tok); err == nil {
+		t.Error("a cancelled token was renewed")
+	}
 	if strings.Contains(err.Error(), string(tok.Password)) || errors.Is(err, ErrMalformed) {
 		t.Fatalf("second cancel: %v", err)
 	}

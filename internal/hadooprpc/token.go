@@ -3,6 +3,7 @@ package hadooprpc
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -115,6 +116,45 @@ func decodeTokenResponse(resp []byte) (*Token, error) {
 		return nil, fmt.Errorf("hadooprpc: the NameNode issued no delegation token (it issues them only with hadoop.security.authentication=kerberos)")
 	}
 	return decodeToken(tok)
+}
+
+// RenewDelegationToken renews t at the NameNode
+// (ClientNamenodeProtocol.renewDelegationToken) and returns when it now
+// expires. Only the token's renewer may renew it, and never past its
+// maximum lifetime (dfs.namenode.delegation.token.max-lifetime, a week by
+// default): the NameNode refuses then, and a new token is needed.
+func (c *Conn) RenewDelegationToken(ctx context.Context, t *Token) (time.Time, error) {
+	var req []byte // RenewDelegationTokenRequestProto.token
+	req = protowire.AppendTag(req, 1, protowire.BytesType)
+	req = protowire.AppendBytes(req, t.encode())
+	resp, err := c.Call(ctx, "renewDelegationToken", req)
+	if err != nil {
+		if re, ok := err.(*RemoteError); ok {
+			return time.Time{}, fmt.Errorf("hadooprpc: renewDelegationToken at %s: the NameNode answered %s", c.addr, re.Class)
+		}
+		return time.Time{}, fmt.Errorf("hadooprpc: renewDelegationToken at %s: %w", c.addr, err)
+	}
+	return decodeRenewResponse(resp)
+}
+
+// decodeRenewResponse reads a RenewDelegationTokenResponseProto: the new
+// expiry time in milliseconds since the epoch, field 1 (required).
+func decodeRenewResponse(resp []byte) (time.Time, error) {
+	var ms uint64
+	found := false
+	err := fields(resp, func(num protowire.Number, typ protowire.Type, v uint64, _ []byte) error {
+		if num == 1 && typ == protowire.VarintType {
+			ms, found = v, true
+		}
+		return nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: RenewDelegationTokenResponseProto: %v", ErrMalformed, err)
+	}
+	if !found {
+		return time.Time{}, fmt.Errorf("%w: RenewDelegationTokenResponseProto has no newExpiryTime", ErrMalformed)
+	}
+	return time.UnixMilli(int64(ms)), nil
 }
 
 // CancelDelegationToken cancels t at the NameNode

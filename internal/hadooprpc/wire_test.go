@@ -7,6 +7,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The testdata packets are a secure Hadoop 3.4 NameNode's (the testenv
@@ -159,4 +162,17 @@ func FuzzDecoders(f *testing.F) {
 			t.Fatalf("decodeTokenResponse: %v", err)
 		}
 	})
+}
+
+// TestDecodeRenewResponse: the new expiry is field 1 in milliseconds; a
+// response without it is an error, never the zero time.
+func TestDecodeRenewResponse(t *testing.T) {
+	want := time.UnixMilli(1_796_700_000_123)
+	resp := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), uint64(want.UnixMilli()))
+	if got, err := decodeRenewResponse(resp); err != nil || !got.Equal(want) {
+		t.Errorf("decodeRenewResponse = %v, %v; want %v", got, err, want)
+	}
+	if _, err := decodeRenewResponse(nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("empty response: %v, want ErrMalformed", err)
+	}
 }

@@ -543,12 +543,26 @@ func newHFileName() string {
 	return hex.EncodeToString(b[:])
 }
 
+// FileIDKey is the file info key under which every staged HFile carries
+// its unique id (hfileInfo.ID): random, so no two files of any run share
+// it. HBase keeps a bulk-loaded file's file info as it is, under the new
+// name it gives the file in the store.
+const FileIDKey = "REKEY_FILE_ID"
+
+// newFileID returns a new file id: 16 random bytes in hex.
+func newFileID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // hfileOut is one HFile being written: first to _NAME (the bulk load tool
 // skips names starting with '_'), renamed to NAME when closed and synced;
 // on an object store to NAME directly, which appears whole at Close or not
 // at all (Sink.whole), so tmp is final.
 type hfileOut struct {
 	rel, tmp, final string
+	id              string
 	f               interface{ Sync() error }
 	closeFile       func() error
 	cw              *countingWriter
@@ -570,6 +584,14 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 	out.cw = &countingWriter{w: f, total: &s.openHFiles}
 	out.bw = bufio.NewWriterSize(out.cw, 64<<10)
 	opts.Name = s.url(out.final)
+	out.id = newFileID()
+	// A copy: opts is the family's, shared by every file of the family.
+	fi := make(map[string][]byte, len(opts.FileInfo)+1)
+	for k, v := range opts.FileInfo {
+		fi[k] = v
+	}
+	fi[FileIDKey] = []byte(out.id)
+	opts.FileInfo = fi
 	w, err := hfile.NewWriter(out.bw, opts)
 	if err != nil {
 		f.Close()
@@ -608,7 +630,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 		return hfileInfo{}, fmt.Errorf("stage: write HFile %s: %w", o.final, err)
 	}
 	size := o.w.Stats().Written
-	return hfileInfo{Name: o.rel, Size: size, Cells: st.Entries, FirstRow: st.FirstRow, LastRow: st.LastRow}, nil
+	return hfileInfo{Name: o.rel, Size: size, Cells: st.Entries, FirstRow: st.FirstRow, LastRow: st.LastRow, ID: o.id}, nil
 }
 
 func (o *hfileOut) abort(s *Sink) {

@@ -36,9 +36,10 @@ const loadParallel = 4
 // load that fails part way resumes with the regions not loaded. After the first
 // failure or an interrupt no other region's load starts; those under way
 // finish. From a kerberized HDFS it sends the caller's delegation token,
-// obtained for this load and cancelled after.
+// obtained for this load, renewed or replaced while it runs (loadToken),
+// and cancelled after.
 func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) (err error) {
-	tok, done, err := s.fsToken(ctx)
+	tok, done, err := s.fsToken(ctx, rep)
 	if err != nil {
 		return err
 	}
@@ -92,7 +93,9 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 				failed.Store(true)
 				return err
 			}
-			s.recordLoaded(st, l.reg)
+			if testAfterLoaded != nil {
+				testAfterLoaded(l.reg)
+			}
 			rep.Printf("hfiles: loaded region %s into %s", l.reg.Dir, s.o.Table)
 			return nil
 		})
@@ -110,9 +113,11 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 // one loadAll makes as it ends if none did), a write of finish.json less per region
 // (on HDFS each took 13-42 ms of a 0.4 s load, one at a time). A run cut
 // short before the mark is saved loses only the mark: the region's files
-// are gone from the folder, a load of it was sent, and none of them is
-// under its bulk tokens, so a resumed load counts them loaded (reclaim)
-// and sends nothing again.
+// are gone from the folder (moved into the region), a load of it was
+// sent, and each file's id is in a store file of the region, so a resumed
+// load counts them loaded (toSend) and sends nothing again. Files the
+// region servers copied rather than moved stay in the folder: their mark
+// is saved at once (markLoaded).
 func (s *Sink) recordLoaded(st *finishState, reg *Region) {
 	s.finMu.Lock()
 	defer s.finMu.Unlock()
@@ -123,57 +128,48 @@ func (s *Sink) recordLoaded(st *finishState, reg *Region) {
 	s.mu.Unlock()
 }
 
-// loadRegion loads the files of one planned region. Files HBase already
-// took (a bulk load moves them away) are gone from the staging folder and
-// are not sent again, so resuming after a partial load adds nothing twice.
-// If the target region split (or merged) since the plan, files that now
-// span regions are split again at the current boundaries and the load is
+// loadRegion loads the files of one planned region and marks it loaded
+// (recordLoaded, or saveLoaded when the region servers copied the files).
+// Files HBase already took (a bulk load moves them away) are gone from the
+// staging folder and are not sent again, so resuming after a partial load
+// adds nothing twice; once a load of the region was sent, a file counts as
+// taken only if a store file of the region carries its id (toSend). If
+// the target region split (or merged) since the plan, files that now span
+// regions are split again at the current boundaries and the load is
 // retried.
-func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, tok *hbase.FSToken) error {
+func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, lt *loadToken) error {
 	s.removeStrayHFiles(reg, parts)
 	for attempt := 1; ; attempt++ {
-		var files []hbase.BulkFile
-		for _, ps := range parts {
-			for _, f := range ps.Files {
-				p := path.Join(s.root, f.Name)
-				if _, err := s.fs.Stat(p); err != nil {
-					if !notExist(err) {
-						return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
-					}
-					if !s.wasSent(st, reg) {
-						return fmt.Errorf("stage: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
-					}
-					back, err := s.reclaim(rep, st, reg, ps.Family, p)
-					if err != nil {
-						return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
-					}
-					if !back {
-						continue // loaded by an earlier attempt
-					}
-				}
-				bf, err := s.validate(p, ps.Family, f)
-				if err != nil {
-					return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
-				}
-				files = append(files, bf)
-			}
+		files, ids, copied, err := s.toSend(ctx, rep, st, reg, parts)
+		if err != nil {
+			return err
 		}
 		if len(files) == 0 {
 			// An earlier load took every file (a resumed load): its
 			// staging directories that hold no file go now, as they
 			// would have gone after it had the run not stopped.
 			s.cleanEarlierTokens(ctx, rep, st, reg, "")
-			return nil
+			return s.markLoaded(rep, st, reg, copied)
 		}
 		var token string
 		prepared := func(t string) error {
 			token = t
 			return s.markSent(st, reg, t)
 		}
-		err := s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: tok, Prepared: prepared})
+		landed := func(ctx context.Context, sent []hbase.BulkFile) (bool, error) {
+			return s.sentLanded(ctx, reg, sent, ids, token)
+		}
+		err = s.o.Client.BulkLoadWith(ctx, s.o.Table, files, hbase.BulkLoadOptions{FSToken: lt.current(ctx, rep), Prepared: prepared, Landed: landed})
 		if err == nil {
 			s.cleanEarlierTokens(ctx, rep, st, reg, token)
-			return nil
+			// A region server moves a file on its own file system and
+			// copies one from another (S3, another HDFS), leaving it here.
+			for _, f := range files {
+				if _, err := s.fs.Stat(s.fsPath(f.Path)); err == nil {
+					copied = append(copied, s.fsPath(f.Path))
+				}
+			}
+			return s.markLoaded(rep, st, reg, copied)
 		}
 		var se *hbase.SpanError
 		var le *hbase.BulkLoadError
@@ -204,6 +200,241 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			}
 		}
 	}
+}
+
+// toSend validates and returns the files of reg still to be sent, the id
+// of each by its URL (for sentLanded), and the staged files that are
+// already in the region although still in the folder (copied there by a
+// load whose Loaded mark was never saved). Before any load of reg was sent
+// every recorded file must be here. After one was, a file in a store file
+// of the region (its id found there, landedIDs) is not sent again, and a
+// missing file that is neither there nor in HBase's staging directory of
+// an earlier load (reclaim) fails the load with ErrMissingHFile, naming
+// it: its cells are in no region, and counting it loaded would lose them
+// without a word.
+func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState) (files []hbase.BulkFile, ids map[string]string, copied []string, err error) {
+	sent := s.wasSent(st, reg)
+	copies := s.copiedByServers()
+	ids = map[string]string{}
+	for _, ps := range parts {
+		var landed map[string]string
+		for _, f := range ps.Files {
+			p := path.Join(s.root, f.Name)
+			present := true
+			if _, err := s.fs.Stat(p); err != nil {
+				if !notExist(err) {
+					return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				}
+				if !sent {
+					return nil, nil, nil, fmt.Errorf("stage: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
+				}
+				back, err := s.reclaim(rep, st, reg, ps.Family, p)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				}
+				present = back
+			}
+			// A file still here was not moved into a region; one the
+			// region servers copy from another file system may have been
+			// loaded all the same. Only those are looked for: reading a
+			// region's store files needs the right to, which a secure
+			// cluster's root dir may not give.
+			if sent && (!present || copies) {
+				if landed == nil {
+					first, last := partRows(ps)
+					if landed, err = s.lookupLanded(ctx, ps.Family, first, last); err != nil {
+						return nil, nil, nil, fmt.Errorf("stage: load region %s: a load of it was sent before, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+					}
+				}
+				if f.ID != "" && landed[f.ID] != "" {
+					if present {
+						copied = append(copied, p)
+					}
+					continue // loaded by an earlier attempt
+				}
+				if !present {
+					return nil, nil, nil, s.missingError(reg, p, f)
+				}
+			}
+			bf, err := s.validate(p, ps.Family, f)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+			}
+			ids[bf.Path] = f.ID
+			files = append(files, bf)
+		}
+	}
+	return files, ids, copied, nil
+}
+
+// copiedByServers says the region servers copy the staged files rather
+// than move them, leaving them in the folder: the folder is not on HDFS
+// (S3, GCS, Azure, a local folder), so not on the root dir's file system.
+// A folder on another cluster's HDFS is copied from too, but names can
+// not tell (see onStagingFS); its files are then taken as moved.
+func (s *Sink) copiedByServers() bool {
+	u, err := url.Parse(s.loc.URL)
+	return err != nil || !strings.EqualFold(u.Scheme, "hdfs")
+}
+
+// missingError is the error of a staged file missing after a load of reg
+// was sent, whose id no store file of the target region carries.
+func (s *Sink) missingError(reg *Region, p string, f hfileInfo) error {
+	if f.ID == "" {
+		return fmt.Errorf("stage: load region %s: %s is missing; a load of this region was sent before, but the file was staged without a file id (by an earlier rekey), so whether the region holds it cannot be told: put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept): %w", reg.Dir, s.url(p), ErrMissingHFile)
+	}
+	return fmt.Errorf("stage: load region %s: %s is missing, and no store file of the region carries its id %s (nor is it in HBase's staging directory of an earlier load): a load of the region was sent, but HBase did not take this file, so its cells are in no region; the staging folder was changed behind the run (cleaned, or another loader). Put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept). (A region that split, or compacted the file away, since the load also hides the id.): %w", reg.Dir, s.url(p), f.ID, ErrMissingHFile)
+}
+
+// partRows returns the first and last rows of the files of ps.
+func partRows(ps *partState) (first, last []byte) {
+	for i, f := range ps.Files {
+		if i == 0 || bytes.Compare(f.FirstRow, first) < 0 {
+			first = f.FirstRow
+		}
+		if i == 0 || bytes.Compare(f.LastRow, last) > 0 {
+			last = f.LastRow
+		}
+	}
+	return first, last
+}
+
+// sentLanded says whether a BulkLoadHFile call for sent, which went
+// unanswered (a timeout, a broken connection), loaded them after all: the
+// region server goes on with a call its client stopped waiting for, and
+// sending again would load the files twice (when it copies them from
+// another file system, they are still there to copy). True when every
+// file's id (ids, by URL) is in the region's store files. While a file
+// sits in the load's staging directory (token; hbase.BulkStagedPath) the
+// earlier call is still at work, and the answer waits for it (up to
+// inFlightWait): two calls copying into one staging path were seen to
+// fail one another. Then none in the region is false (send again), and
+// some but not all is an error: neither answer is safe.
+func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFile, ids map[string]string, token string) (bool, error) {
+	byFamily := map[string][]hbase.BulkFile{}
+	for _, f := range sent {
+		byFamily[string(f.Family)] = append(byFamily[string(f.Family)], f)
+	}
+	fss := &storeFSs{s: s}
+	defer fss.close()
+	deadline := time.Now().Add(inFlightWait)
+	for {
+		var in, out []string
+		for family, fs := range byFamily {
+			first, last := fs[0].FirstRow, fs[0].LastRow
+			for _, f := range fs[1:] {
+				if bytes.Compare(f.FirstRow, first) < 0 {
+					first = f.FirstRow
+				}
+				if bytes.Compare(f.LastRow, last) > 0 {
+					last = f.LastRow
+				}
+			}
+			landed, err := s.lookupLanded(ctx, family, first, last)
+			if err != nil {
+				return false, fmt.Errorf("stage: load region %s: a load went unanswered, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+			}
+			for _, f := range fs {
+				if id := ids[f.Path]; id != "" && landed[id] != "" {
+					in = append(in, f.Path)
+				} else {
+					out = append(out, f.Path)
+				}
+			}
+		}
+		if len(out) == 0 {
+			return true, nil
+		}
+		busy := ""
+		if token != "" {
+			for _, f := range sent {
+				if !slices.Contains(out, f.Path) {
+					continue
+				}
+				u := hbase.BulkStagedPath(token, f.Family, f.Path)
+				fsys, p, err := fss.open(u)
+				if err != nil {
+					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+				}
+				if _, err := fsys.Stat(p); err == nil {
+					busy = u
+					break
+				} else if !notExist(err) {
+					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+				}
+			}
+		}
+		if busy == "" {
+			if len(in) == 0 {
+				return false, nil
+			}
+			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and the region holds %d of its files (%s) but not %d (%s); loading again would load the first twice: %w", reg.Dir, len(in), in[0], len(out), out[0], ErrPartialLoad)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and after %v its file %s is still in HBase's staging directory: the region server may still be loading it; resume the load later: %w", reg.Dir, inFlightWait, busy, ErrPartialLoad)
+		}
+		if err := pause.For(ctx, inFlightPoll); err != nil {
+			return false, err
+		}
+	}
+}
+
+// inFlightWait bounds how long sentLanded waits for an unanswered load
+// still at work in the region server, and inFlightPoll is how often it
+// looks.
+const (
+	inFlightWait = 2 * time.Minute
+	inFlightPoll = 250 * time.Millisecond
+)
+
+// ErrPartialLoad is matched by the error of a load that finds part of an
+// unanswered bulk load's files in the region and part not.
+var ErrPartialLoad = errors.New("stage: a bulk load landed in part")
+
+// markLoaded marks reg loaded. When copied names staged files still in the
+// folder though the region holds them (the region servers copied them from
+// another file system), the mark is saved at once and then they are
+// removed: a run stopped between the load and a lazy save would otherwise
+// find them, and load them again. Otherwise the mark is saved lazily
+// (recordLoaded).
+func (s *Sink) markLoaded(rep sink.Reporter, st *finishState, reg *Region, copied []string) error {
+	if len(copied) == 0 {
+		s.recordLoaded(st, reg)
+		return nil
+	}
+	if err := s.saveLoaded(st, reg); err != nil {
+		return fmt.Errorf("stage: load region %s: loaded, but recording it failed: %w", reg.Dir, err)
+	}
+	for _, p := range copied {
+		if err := s.fs.Remove(p); err != nil && !notExist(err) {
+			rep.Printf("warning: hfiles: region %s is loaded, but its staged file %s could not be removed: %v", reg.Dir, s.url(p), err)
+		}
+	}
+	return nil
+}
+
+// saveLoaded marks reg loaded and saves the mark before it returns.
+func (s *Sink) saveLoaded(st *finishState, reg *Region) error {
+	s.finMu.Lock()
+	defer s.finMu.Unlock()
+	st.Loaded[reg.Dir] = true
+	if err := s.saveFinish(st); err != nil {
+		delete(st.Loaded, reg.Dir)
+		return err
+	}
+	s.mu.Lock()
+	s.stats.RegionsLoaded++
+	s.mu.Unlock()
+	return nil
+}
+
+// fsPath is the path on the staging folder's file system of u, a URL
+// Sink.url made.
+func (s *Sink) fsPath(u string) string {
+	if t, err := url.Parse(u); err == nil && t.Scheme != "" {
+		return t.Path
+	}
+	return u
 }
 
 // cleanEarlierTokens removes, once reg is loaded, HBase's staging
@@ -293,8 +524,24 @@ func (s *Sink) markSent(st *finishState, reg *Region, token string) error {
 	}
 	st.Sent[reg.Dir] = true
 	st.Tokens[reg.Dir] = append(st.Tokens[reg.Dir], token)
-	return s.saveFinish(st)
+	if err := s.saveFinish(st); err != nil {
+		return err
+	}
+	if testAfterSent != nil {
+		testAfterSent(reg)
+	}
+	return nil
 }
+
+// testAfterLoaded, when set by a test, is called once a region is loaded
+// and marked so (markLoaded): a test takes the durable state there as a
+// run killed at that point leaves it.
+var testAfterLoaded func(reg *Region)
+
+// testAfterSent, when set by a test, is called once a region's Sent mark
+// is saved, before its first request: a test stops the load there (an
+// interrupt) to leave a region sent and not loaded.
+var testAfterSent func(reg *Region)
 
 // reclaim looks for the staged file p, missing from the folder after a
 // load of reg was sent, where a region server holds it mid-load: under the

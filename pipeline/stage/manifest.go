@@ -134,6 +134,12 @@ type hfileInfo struct {
 	Cells    int64  `json:"cells"`
 	FirstRow []byte `json:"first_row"`
 	LastRow  []byte `json:"last_row"`
+	// ID is the file's unique id, also written in its file info under
+	// FileIDKey. A bulk load gives the file a new name in the region's
+	// store but keeps its bytes, so the id is how a load that lost track
+	// of a file finds out whether the region holds it (landedIDs). Empty
+	// for files staged before ids were written.
+	ID string `json:"id,omitempty"`
 }
 
 func partKey(region int, family string) string { return fmt.Sprintf("%d/%s", region, family) }

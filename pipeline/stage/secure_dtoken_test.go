@@ -190,3 +190,76 @@ func countFiles(t *testing.T, fs *hdfs.Client, dir string) int {
 	}
 	return n
 }
+
+// TestSecureLoadReplacesLapsedToken: on the secure cluster, a load whose
+// delegation token lapses while it runs (here: cancelled right after the
+// load renewed it, its first renewal set due at once, testRenewAt) gets a
+// new token before its next region and loads every region with it:
+// HBase's own scan holds every cell. Without the replacement every region
+// is refused, as TestSecureStageLoadWithDelegationToken's cancelled token
+// shows. Both tokens are cancelled when the load ends.
+func TestSecureLoadReplacesLapsedToken(t *testing.T) {
+	s := testenv.RequireSecure(t)
+	ctx := context.Background()
+	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
+	t.Setenv("KRB5_CONFIG", s.Secure.Krb5Conf)
+	krb.Configure(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
+	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	user, _, _ := strings.Cut(s.Secure.ClientPrincipal, "@")
+
+	admin := secureClient(t, s, s.Secure.HBaseKeytab, s.Secure.HBasePrincipal)
+	table := fmt.Sprintf("stage_renew_%d", time.Now().UnixNano())
+	if err := admin.CreateTable(ctx, hbase.TableSpec{Name: table, Families: []hbase.Family{{Name: "f1"}, {Name: "f2"}}, SplitKeys: [][]byte{[]byte("g"), []byte("n"), []byte("t")}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		admin.DisableTable(ctx, table)
+		admin.DeleteTable(ctx, table)
+	})
+	super := superHDFS(t, s)
+	home := "/user/" + user
+	dir := path.Join(home, table)
+	if err := super.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{home, dir} {
+		if err := super.Chown(p, user, "supergroup"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { super.RemoveAll(dir) })
+	staging := "hdfs://" + s.NameNode + dir
+
+	c := secureClient(t, s, s.Secure.ClientKeytab, s.Secure.ClientPrincipal)
+	sk, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sk.Close()
+	cells := genCells(31, 6000)
+	writeSplit(t, sk, "one", cells)
+
+	var tokens []*vfs.DelegationToken
+	testRenewAt = func(dt *vfs.DelegationToken, exp time.Time) time.Time {
+		tokens = append(tokens, dt)
+		if len(tokens) == 1 {
+			// Renewed at the start of the load: now it lapses.
+			if err := dt.Cancel(ctx); err != nil {
+				t.Errorf("cancelling the load's token: %v", err)
+			}
+			return time.Now()
+		}
+		return exp
+	}
+	t.Cleanup(func() { testRenewAt = nil })
+	if err := sk.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tokens) != 2 || tokens[0] == tokens[1] {
+		t.Fatalf("the load renewed %d tokens, want the first and then its replacement", len(tokens))
+	}
+	equalLines(t, oracleDumpSecure(t, table), dump(sorted(cells)))
+	if err := tokens[1].Cancel(ctx); err == nil {
+		t.Error("the sink left the replacement token uncancelled")
+	}
+}
