@@ -1,6 +1,10 @@
 package hbase
 
-import "github.com/rekeyhq/rekey/hbase/rpc"
+import (
+	"errors"
+
+	"github.com/rekeyhq/rekey/hbase/rpc"
+)
 
 // Errors a caller tests with errors.Is, whichever layer produced them (a
 // server's exception, or the client's own check). They are the same values
@@ -23,3 +27,8 @@ var (
 	// ErrConnBroken: a connection failed with calls in flight.
 	ErrConnBroken = rpc.ErrConnBroken
 )
+
+// ErrZooKeeperUnreachable is matched by the error of an operation that
+// ran out of time while ZooKeeper was out of reach (or its session being
+// replaced): a cause outside the job that a later attempt may not meet.
+var ErrZooKeeperUnreachable = errors.New("hbase: ZooKeeper is out of reach")

@@ -195,7 +195,14 @@ func (e *zkError) Error() string {
 	return fmt.Sprintf("hbase: znode %s %s: %v", e.path, e.what, e.err)
 }
 
-func (e *zkError) Unwrap() error { return e.err }
+// Unwrap gives the ZooKeeper library's error, and ErrZooKeeperUnreachable
+// for a read that failed while the client had no session.
+func (e *zkError) Unwrap() []error {
+	if e.reconnecting {
+		return []error{e.err, ErrZooKeeperUnreachable}
+	}
+	return []error{e.err}
+}
 
 // Retry gives the error's retry class to rpc.RetryOf.
 func (e *zkError) Retry() rpc.Retry { return e.retry }

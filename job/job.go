@@ -42,6 +42,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -129,6 +130,10 @@ type Target struct {
 	ZKQuorum, ZNodeParent string
 	// Create says whether and how to create a missing target.
 	Create Create
+	// Timeout bounds one operation on the target cluster with all its
+	// retries (hbase.Config.OperationTimeout; 0: the client's default,
+	// 2 minutes).
+	Timeout time.Duration
 }
 
 // BadKeys says what to do with keys that do not parse.
@@ -226,6 +231,7 @@ func Parse(path string, data []byte) (*Job, error) {
 					}
 				},
 				"zookeeper":    func(n *yaml.Node, p string) { j.Target.ZKQuorum = d.nonEmpty(n, p, "host:port[,host:port...]") },
+				"timeout":      func(n *yaml.Node, p string) { j.Target.Timeout = d.duration(n, p) },
 				"znode_parent": func(n *yaml.Node, p string) { j.Target.ZNodeParent = d.nonEmpty(n, p, "a znode path such as /hbase") },
 				"create":       func(n *yaml.Node, p string) { d.create(n, p, &j.Target.Create) },
 			}, "table")

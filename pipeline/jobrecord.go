@@ -283,6 +283,9 @@ func (r *Run) publishJob() error {
 	if err != nil {
 		return err
 	}
+	if s, ok := r.sink.(*stage.Sink); ok {
+		s.SetJobRecord(rec.Digest())
+	}
 	if won {
 		// Commits left by an earlier record of this folder (removed, or
 		// discarded by --fresh) are no task's of this one; a damaged one

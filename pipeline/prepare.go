@@ -65,9 +65,6 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 	if err := r.checkCheckpoint(); err != nil {
 		return nil, err
 	}
-	if err := r.publishJob(); err != nil {
-		return nil, err
-	}
 	if err := r.checkOutputs(); err != nil {
 		return nil, err
 	}
@@ -75,6 +72,13 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 		if r.sink, err = r.buildSink(ctx); err != nil {
 			return nil, err
 		}
+	}
+	// Published once the sink is ready (the cluster found, the target
+	// checked), so that a first attempt that fails there (a cluster out
+	// of reach, a table name mistyped) leaves no record to hold the
+	// mended job to; still before any cell is read.
+	if err := r.publishJob(); err != nil {
+		return nil, err
 	}
 	if err := r.serveControl(ctx); err != nil {
 		return nil, err
@@ -572,6 +576,9 @@ func connectTarget(j *job.Job, hint string) (*hbase.Client, string, error) {
 	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
+	}
+	if j.Target.Timeout > 0 {
+		cfg.OperationTimeout = j.Target.Timeout
 	}
 	c, err := hbase.NewClient(cfg)
 	if err != nil {

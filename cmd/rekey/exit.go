@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 
+	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hbase/rpc"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/pipeline"
@@ -34,7 +35,7 @@ const (
 
 // retryable reports whether err is one of the causes exitRetry names.
 func retryable(err error) bool {
-	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable} {
+	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable} {
 		if errors.Is(err, cause) {
 			return true
 		}

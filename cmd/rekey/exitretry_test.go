@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/hbase/rpc"
 	"github.com/rekeyhq/rekey/hfile"
@@ -34,6 +35,27 @@ func TestExitCodeRetryable(t *testing.T) {
 	} {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestUnreachableZooKeeperIsRetry: a target whose ZooKeeper refuses every
+// connection is a cause outside the job that a later attempt may not
+// meet: exit 4 (retry), not 1 (final), once --timeout runs out. YARN and
+// the Kubernetes podFailurePolicy fail a task for good on 1.
+func TestUnreachableZooKeeperIsRetry(t *testing.T) {
+	job := demoJob(t)
+	for _, args := range [][]string{
+		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--progress", "none"},
+		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--sink", "hfiles", "--progress", "none"},
+	} {
+		began := time.Now()
+		code, _, errOut := runRekey(t, args...)
+		if code != exitRetry {
+			t.Errorf("rekey %v: exit %d, want %d (retry)\n%s", args[2:], code, exitRetry, errOut)
+		}
+		if took := time.Since(began); took > time.Minute {
+			t.Errorf("rekey %v took %s with --timeout 3s", args[2:], took)
 		}
 	}
 }

@@ -49,6 +49,7 @@ are not all written yet (a merge part has not finished); 3 interrupted.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper)")
+	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, after this long, then exit 4 if the cluster was out of reach (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the load before it expires, when the load that holds it is known to be dead")

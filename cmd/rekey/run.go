@@ -25,6 +25,9 @@ import (
 
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
+	// timeout bounds one operation on the target cluster with its
+	// retries (job: target.timeout).
+	timeout string
 	// workersSet says --workers was given (0 then is a mistake, not
 	// "unset").
 	workersSet                                                                   bool
@@ -120,6 +123,7 @@ interrupted, resumable.`,
 	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper; default from $HBASE_CONF_DIR/hbase-site.xml)")
+	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, after this long, then exit 4 if the cluster was out of reach (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
 	fl.BoolVar(&f.create, "create", false, "create the target table when it is missing (job: target.create)")
 	fl.Float64Var(&f.cellsPerSec, "max-cells-per-sec", 0, "cap on cells written per second, whole run (job: run.max_cells_per_sec)")
@@ -348,6 +352,13 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	}
 	if f.checkpoint != "" {
 		j.Run.Checkpoint = f.checkpoint
+	}
+	if f.timeout != "" {
+		d, err := job.ParseDuration(f.timeout)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--timeout %q: expected a duration such as 30s or 5m", f.timeout)
+		}
+		j.Target.Timeout = d
 	}
 	if f.table != "" {
 		j.Target.Table = f.table

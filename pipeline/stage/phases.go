@@ -149,6 +149,11 @@ func (s *Sink) recordSpillTask() error {
 	return s.recordTask(taskRecord{Splits: s.o.Splits, SourceBytes: s.o.SourceBytes})
 }
 
+// SetJobRecord names the job record (its record.Job.Digest) a spill task
+// runs under, for its commit, when the record is published after the sink
+// was built (Options.JobRecord).
+func (s *Sink) SetJobRecord(digest string) { s.o.JobRecord = digest }
+
 // digest identifies a plan: every spill shard records the digest of the
 // plan it partitioned by.
 func (p *Plan) digest() (string, error) {
