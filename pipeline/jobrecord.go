@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/record"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/vfs"
@@ -352,4 +353,80 @@ func (r *Run) commitToJob(sum *Summary) error {
 	cov.Proven = true
 	r.logf("job complete: %d shards committed, and their %d splits are the job record's, each exactly once", rec.Shards, len(rec.Splits))
 	return nil
+}
+
+// JobStatus is what a job's record and its tasks' commits say of the job,
+// for `rekey status`.
+type JobStatus struct {
+	// Record is the job record's URL.
+	Record    string    `json:"record"`
+	Published time.Time `json:"published"`
+	// PublishedBy names the task (and build) that published it.
+	PublishedBy string `json:"published_by"`
+	Shards      int    `json:"shards"`
+	Splits      int    `json:"splits"`
+	SplitBytes  int64  `json:"split_bytes"`
+	CutRule     string `json:"cut_rule"`
+	// Committed counts the shards that committed their splits under the
+	// record.
+	Committed int `json:"shards_committed"`
+	// Proven says every shard committed and their splits are the
+	// record's, each once; Problem says why not, when all committed.
+	Proven  bool   `json:"proven"`
+	Problem string `json:"problem,omitempty"`
+}
+
+// ReadJobStatus reads the job's record and its shards' commits: a job in
+// phases' from its staging folder (staging, or the job's), any other's
+// from beside its checkpoint. It returns nil when no task of the job has
+// published a record.
+func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
+	if staging == "" {
+		staging = j.StagingPath()
+	}
+	if j.Sink.Kind == job.SinkHFiles {
+		rec, committed, coverage, err := stage.SpillCoverage(staging)
+		if err != nil {
+			return nil, err
+		}
+		if rec != nil {
+			return jobStatus(strings.TrimSuffix(staging, "/")+"/"+stage.JobRecordFile, rec, committed, coverage), nil
+		}
+	}
+	where := strings.TrimSuffix(checkpointPath(j, Shard{}, nil), ".json") + ".job.json"
+	loc, err := vfs.Open(where)
+	if err != nil {
+		return nil, fmt.Errorf("job record: %w", err)
+	}
+	defer loc.Close()
+	rec, found, err := record.Read(loc.FS, loc.Path)
+	if err != nil || !found {
+		return nil, err
+	}
+	commits, err := record.ReadShardCommits(loc.FS, strings.TrimSuffix(loc.Path, ".job.json")+".shards", rec.Digest(), rec.Shards)
+	if err != nil {
+		return nil, err
+	}
+	var coverage error
+	if len(commits) >= rec.Shards {
+		coverage = rec.Cover(record.Commits(commits))
+	}
+	return jobStatus(loc.URL, rec, len(commits), coverage), nil
+}
+
+func jobStatus(url string, rec *record.Job, committed int, coverage error) *JobStatus {
+	st := &JobStatus{
+		Record: url, Published: rec.Published, PublishedBy: rec.Task, Shards: rec.Shards, Splits: len(rec.Splits),
+		SplitBytes: rec.SplitBytes, CutRule: rec.CutRule, Committed: committed,
+	}
+	if rec.Build != "" {
+		st.PublishedBy += ", rekey " + rec.Build
+	}
+	if committed >= rec.Shards {
+		st.Proven = coverage == nil
+		if coverage != nil {
+			st.Problem = coverage.Error()
+		}
+	}
+	return st
 }

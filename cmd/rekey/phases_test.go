@@ -257,3 +257,48 @@ func TestPhasesFreshStartsOver(t *testing.T) {
 		t.Errorf("%d cells in the HFiles, want the snapshot's 31413", n)
 	}
 }
+
+// TestStatusShowsCoverage: `rekey status` of a dry-run job in shards
+// reads the job record beside the checkpoint: none before a task ran
+// (exit 2), one of two shards committed after the first, coverage proven
+// after the second; of a job in phases, the spill shards' coverage from
+// the staging folder.
+func TestStatusShowsCoverage(t *testing.T) {
+	job := demoJob(t)
+	if code, _, errOut := runRekey(t, "status", job); code != exitUsage || !strings.Contains(errOut, "no task of this job has started") {
+		t.Errorf("status before any task: exit %d, %q", code, errOut)
+	}
+	status := func(j string) pipeline.JobStatus {
+		t.Helper()
+		code, out, errOut := runRekey(t, "status", j, "--json")
+		if code != 0 {
+			t.Fatalf("status: exit %d: %s", code, errOut)
+		}
+		var st struct{ Job *pipeline.JobStatus }
+		if err := json.Unmarshal([]byte(out), &st); err != nil || st.Job == nil {
+			t.Fatalf("status --json: %v, %s", err, out)
+		}
+		return *st.Job
+	}
+	for i, want := range []pipeline.JobStatus{{Shards: 2, Committed: 1}, {Shards: 2, Committed: 2, Proven: true}} {
+		if code, _, errOut := runRekey(t, "run", job, "--sink", "dry-run", "--shard", fmt.Sprintf("%d/2", i), "--progress", "none"); code != 0 {
+			t.Fatalf("shard %d/2: exit %d: %s", i, code, errOut)
+		}
+		if st := status(job); st.Shards != want.Shards || st.Committed != want.Committed || st.Proven != want.Proven || st.Problem != "" {
+			t.Errorf("after shard %d/2: %+v, want %+v", i, st, want)
+		}
+	}
+	if code, out, _ := runRekey(t, "status", job); code != 0 || !strings.Contains(out, "cover  proven") {
+		t.Errorf("status text: exit %d\n%s", code, out)
+	}
+
+	phased, _ := offlinePhasedJob(t)
+	for i := range 2 {
+		if code, _, errOut := runRekey(t, "run", phased, "--phase", "spill", "--shard", fmt.Sprintf("%d/2", i), "--progress", "none"); code != 0 {
+			t.Fatalf("spill %d/2: exit %d: %s", i, code, errOut)
+		}
+	}
+	if st := status(phased); !st.Proven || st.Committed != 2 || !strings.HasSuffix(st.Record, "job.json") {
+		t.Errorf("status of the spilled job in phases: %+v, want both shards committed, proven, from the staging folder's job.json", st)
+	}
+}

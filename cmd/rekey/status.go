@@ -14,20 +14,23 @@ import (
 )
 
 func newStatusCmd() *cobra.Command {
-	var staging string
+	var staging, checkpoint string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status JOB",
-		Short: "Show a job run in phases: each phase's tasks, cells so far, an ETA",
-		Long: `status reads the job's staging folder (and nothing else: no task is asked)
-and prints, for the spill, the merge and the load, how many tasks are done,
-running (their lease is live), failed (started, not done, no live lease)
-and left, the cells and bytes so far, and an estimate of the time left to
-the end of the merge. It only reads, while the tasks write: run it as
-often as you like.
+		Short: "Show a job's record and coverage, and a job in phases' tasks, cells so far, an ETA",
+		Long: `status reads the job's state (and nothing else: no task is asked). For
+every job it prints the job record (docs/guarantees.md): its shards and
+splits, how many shards have committed their splits, and whether those
+cover the record exactly once. For a job in phases it reads the staging
+folder and prints, for the spill, the merge and the load, how many tasks
+are done, running (their lease is live), failed (started, not done, no
+live lease) and left, the cells and bytes so far, and an estimate of the
+time left to the end of the merge. It only reads, while the tasks write:
+run it as often as you like.
 
-Exit status: 0 shown; 2 the job or flags are wrong; 1 the folder cannot be
-read.`,
+Exit status: 0 shown; 2 the job or flags are wrong, or no task of a puts
+or dry-run job has started; 1 the state cannot be read.`,
 		Example: `  rekey status jobs/events.yaml
   rekey status jobs/events.yaml --staging hdfs://nn/tmp/rekey/events --json`,
 		Args: cobra.ExactArgs(1),
@@ -36,20 +39,65 @@ read.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if checkpoint != "" {
+				j.Run.Checkpoint = checkpoint
+			}
+			js, err := pipeline.ReadJobStatus(j, staging)
+			if err != nil {
+				return err
+			}
+			if j.Sink.Kind != job.SinkHFiles {
+				// Puts and dry-run jobs have no staging folder: the
+				// record and the shards' commits are the job's state.
+				if js == nil {
+					return usageError{fmt.Errorf("%s: no job record beside the checkpoint %s: no task of this job has started (or its checkpoint is elsewhere: --checkpoint)", args[0], j.CheckpointPath())}
+				}
+				if asJSON {
+					return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+						Job *pipeline.JobStatus `json:"job"`
+					}{js})
+				}
+				printJobStatus(cmd.OutOrStdout(), js)
+				return nil
+			}
 			st, err := pipeline.ReadStagingStatus(j, staging)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(st)
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(struct {
+					*pipeline.StagingStatus
+					Job *pipeline.JobStatus `json:"job,omitempty"`
+				}{st, js})
 			}
 			printStatus(cmd.OutOrStdout(), st)
+			if js != nil {
+				printJobStatus(cmd.OutOrStdout(), js)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "the job's checkpoint, beside which a puts or dry-run job keeps its record (job: run.checkpoint; default JOB.rekey/checkpoint.json)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	return cmd
+}
+
+// printJobStatus prints the job record's line and the coverage.
+func printJobStatus(w io.Writer, js *pipeline.JobStatus) {
+	size := "a split per region"
+	if js.SplitBytes > 0 {
+		size = "split size " + human.Bytes(js.SplitBytes)
+	}
+	fmt.Fprintf(w, "  job    %d shards, %d splits (%s, cut %s), record %s published by %s at %s\n", js.Shards, js.Splits, size, js.CutRule, js.Record, js.PublishedBy, js.Published.Format(time.RFC3339))
+	switch {
+	case js.Proven:
+		fmt.Fprintf(w, "  cover  proven: all %d shards committed, every split of the record exactly once\n", js.Shards)
+	case js.Problem != "":
+		fmt.Fprintf(w, "  cover  FAILED: %s\n", js.Problem)
+	default:
+		fmt.Fprintf(w, "  cover  %d of %d shards committed; proven once all have\n", js.Committed, js.Shards)
+	}
 }
 
 func printStatus(w io.Writer, st *pipeline.StagingStatus) {

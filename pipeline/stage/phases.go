@@ -631,3 +631,42 @@ func (s *Sink) removeSpilledRuns() {
 		}
 	}
 }
+
+// SpillCoverage reads what the spill shards of the job in phases at
+// staging committed under the folder's job record: how many shards did
+// (of rec.Shards), and, once all did, whether their splits cover the
+// record exactly once (nil) or not (the merge's refusal). rec is nil
+// when the folder holds no job record.
+func SpillCoverage(staging string) (rec *record.Job, committed int, coverage error, err error) {
+	loc, err := vfs.Open(staging)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("stage: staging folder: %w", err)
+	}
+	defer loc.Close()
+	rec, found, err := record.Read(loc.FS, path.Join(loc.Path, JobRecordFile))
+	if err != nil || !found {
+		return nil, 0, nil, err
+	}
+	shards, err := readSpillCommits(loc.FS, loc.Path)
+	if err != nil {
+		return rec, 0, nil, err
+	}
+	for _, c := range shards {
+		if c.Count == rec.Shards && c.Record == rec.Digest() {
+			committed++
+		}
+	}
+	if committed < rec.Shards {
+		return rec, committed, nil, nil
+	}
+	var p Plan
+	if _, err := readPlan(loc.FS, path.Join(loc.Path, planFile), &p); err != nil {
+		return rec, committed, nil, err
+	}
+	digest, err := p.digest()
+	if err != nil {
+		return rec, committed, nil, err
+	}
+	_, _, coverage = committedSpills(loc.FS, loc.Path, digest)
+	return rec, committed, coverage, nil
+}
