@@ -35,7 +35,7 @@ const (
 
 // retryable reports whether err is one of the causes exitRetry names.
 func retryable(err error) bool {
-	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable} {
+	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable, errNotReadyInTime} {
 		if errors.Is(err, cause) {
 			return true
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	iofs "io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +54,7 @@ are not all written yet (a merge part has not finished); 3 interrupted.`,
 	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, after this long, then exit 4 if the cluster was out of reach (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
+	fl.DurationVar(&f.waitReady, "wait-ready", 0, "wait up to this long for every merge part to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")
 	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the load before it expires, when the load that holds it is known to be dead")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	return cmd
@@ -88,9 +91,6 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		// is puts staged it with --sink hfiles --no-load, and its summary
 		// printed this very command.
 		j.Sink.Kind = job.SinkHFiles
-		if err := stagingExists(j.StagingPath()); err != nil {
-			return usageError{err}
-		}
 	}
 	if j.Sink.Kind != job.SinkHFiles {
 		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}
@@ -106,7 +106,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	ctx, signalled, stop := stopOnSignal(cmd.Context(), o.Logf)
 	defer stop()
-	sum, err := pipeline.RunTask(ctx, j, o)
+	sum, err := runWhenReady(ctx, j, o, f.waitReady)
 	if sum != nil {
 		if f.json {
 			json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
@@ -118,12 +118,60 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		o.Logf("stopped by a signal: %v", err)
 		return errInterrupted
 	}
+	var ue usageError
+	if errors.Is(err, errNotReadyInTime) || errors.As(err, &ue) {
+		return err // exit 4, a scheduler retries; or the caller's mistake
+	}
 	if err != nil {
 		return runError(path, err)
 	}
 	// Collisions across splits are reported, not a failure: as in one
 	// process, one cell per key is kept, and the task's output stands.
 	return nil
+}
+
+// errNotReadyInTime is the error of a merge or load task whose input phase
+// did not finish within --wait-ready: a scheduler retries it (exit 4),
+// where a task without --wait-ready exits 2 at once.
+var errNotReadyInTime = errors.New("the phase before this task's did not finish within --wait-ready")
+
+// readyPoll is how often a task waiting for its input phase looks again.
+var readyPoll = 10 * time.Second
+
+// runWhenReady runs the task, and while it finds the phase before it not
+// finished (pipeline.ErrNotReady; for the load, also no staging folder
+// yet) runs it again every readyPoll, for up to wait.
+func runWhenReady(ctx context.Context, j *job.Job, o pipeline.TaskOptions, wait time.Duration) (*pipeline.TaskSummary, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		var sum *pipeline.TaskSummary
+		var err error
+		if o.Phase == pipeline.PhaseLoad {
+			// The load creates nothing: a folder not there yet was not
+			// staged into (yet).
+			if err = stagingExists(j.StagingPath()); err != nil && wait <= 0 {
+				return nil, usageError{err}
+			}
+		}
+		if err == nil {
+			sum, err = pipeline.RunTask(ctx, j, o)
+		} else {
+			err = fmt.Errorf("%w: %v", pipeline.ErrNotReady, err)
+		}
+		if wait <= 0 || !errors.Is(err, pipeline.ErrNotReady) || ctx.Err() != nil {
+			return sum, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return sum, fmt.Errorf("%w (%s): %v", errNotReadyInTime, wait, err)
+		}
+		o.Logf("%v; waiting for it (%s left of --wait-ready)", err, left.Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return sum, err
+		case <-time.After(min(readyPoll, left)):
+		}
+	}
 }
 
 // stagingExists refuses a staging folder that is not there, so the load

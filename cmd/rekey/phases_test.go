@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline"
@@ -300,5 +301,50 @@ func TestStatusShowsCoverage(t *testing.T) {
 	}
 	if st := status(phased); !st.Proven || st.Committed != 2 || !strings.HasSuffix(st.Record, "job.json") {
 		t.Errorf("status of the spilled job in phases: %+v, want both shards committed, proven, from the staging folder's job.json", st)
+	}
+}
+
+// TestWaitReady: a merge started before every spill shard committed, with
+// --wait-ready, waits (polling) and merges once the last shard commits;
+// one whose wait runs out exits 4, so a scheduler retries it (without
+// --wait-ready it is exit 2, final, which the Kubernetes manifests' merge
+// and load Jobs met when applied together). The load waits likewise for
+// a staging folder not there yet.
+func TestWaitReady(t *testing.T) {
+	saved := readyPoll
+	readyPoll = 100 * time.Millisecond
+	defer func() { readyPoll = saved }()
+	job, _ := offlinePhasedJob(t)
+	run := func(args ...string) (int, string) {
+		code, _, errOut := runRekey(t, append([]string{"run", job, "--progress", "none"}, args...)...)
+		return code, errOut
+	}
+	if code, errOut := run("--phase", "merge", "--part", "0/1", "--wait-ready", "300ms"); code != exitRetry || !strings.Contains(errOut, "did not finish within --wait-ready") {
+		t.Errorf("merge with no spill, --wait-ready 300ms: exit %d, want 4\n%s", code, errOut)
+	}
+	if code, _ := run("--phase", "spill", "--shard", "0/2"); code != 0 {
+		t.Fatal("spill 0/2 failed")
+	}
+	merged := make(chan int)
+	go func() {
+		code, _ := run("--phase", "merge", "--part", "0/1", "--wait-ready", "1m")
+		merged <- code
+	}()
+	time.Sleep(500 * time.Millisecond)
+	if code, _ := run("--phase", "spill", "--shard", "1/2"); code != 0 {
+		t.Fatal("spill 1/2 failed")
+	}
+	select {
+	case code := <-merged:
+		if code != 0 {
+			t.Errorf("the waiting merge: exit %d, want 0", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the waiting merge did not end")
+	}
+
+	loadJob := demoJob(t)
+	if code, _, errOut := runRekey(t, "load", loadJob, "--wait-ready", "300ms"); code != exitRetry || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("load of a folder not there yet, --wait-ready 300ms: exit %d, want 4\n%s", code, errOut)
 	}
 }

@@ -25,6 +25,9 @@ import (
 
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
+	// waitReady: a merge or load task waits this long for its input
+	// phase to finish before it gives up with exit 4.
+	waitReady time.Duration
 	// timeout bounds one operation on the target cluster with its
 	// retries (job: target.timeout).
 	timeout string
@@ -140,6 +143,7 @@ interrupted, resumable.`,
 	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.StringVar(&f.phase, "phase", "", "run one phase of the job in phases (hfiles sink): spill (with --shard), merge (with --part) or load; default all three in this process")
+	fl.DurationVar(&f.waitReady, "wait-ready", 0, "with --phase merge or load: wait up to this long for the phase before to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")
 	fl.StringVar(&f.part, "part", "", "J/R: with --phase merge, merge part J (0-based) of R of the target partitions, balanced by bytes")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
 	return cmd
