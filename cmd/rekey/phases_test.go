@@ -202,19 +202,7 @@ func TestPhasesRefuseAnotherCut(t *testing.T) {
 	os.WriteFile(commit, orig, 0o644)
 
 	run(0, "", "--phase", "merge", "--part", "0/1")
-	var n uint64
-	filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rd, err := hfile.OpenFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n += rd.Entries()
-		rd.Close()
-		return nil
-	})
+	n := stagedCells(t, out)
 	// testdata/snapshots/demo_events.cells, the oracle's dump of the
 	// snapshot, has 31413 cells; the demo layout keeps every one.
 	if n != 31413 {
@@ -241,19 +229,7 @@ func TestPhasesFreshStartsOver(t *testing.T) {
 		run("--phase", "spill", "--shard", fmt.Sprintf("%d/3", i), "--fresh")
 	}
 	run("--phase", "merge", "--part", "0/1")
-	var n uint64
-	filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rd, err := hfile.OpenFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n += rd.Entries()
-		rd.Close()
-		return nil
-	})
+	n := stagedCells(t, out)
 	if n != 31413 {
 		t.Errorf("%d cells in the HFiles, want the snapshot's 31413", n)
 	}
@@ -347,4 +323,26 @@ func TestWaitReady(t *testing.T) {
 	if code, _, errOut := runRekey(t, "load", loadJob, "--wait-ready", "300ms"); code != exitRetry || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("load of a folder not there yet, --wait-ready 300ms: exit %d, want 4\n%s", code, errOut)
 	}
+}
+
+// stagedCells counts the cells of every HFile under the staging folder
+// out's hfiles/, by each file's trailer.
+func stagedCells(t *testing.T, out string) uint64 {
+	t.Helper()
+	var n uint64
+	err := filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rd, err := hfile.OpenFile(p)
+		if err != nil {
+			return err
+		}
+		n += rd.Entries()
+		return rd.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

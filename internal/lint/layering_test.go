@@ -52,6 +52,8 @@ var rules = map[string][]string{
 	"internal/digestmd5": {},
 	"internal/testenv":   {"cell"},
 	"internal/s3test":    {"vfs", "internal/testenv"},
+	// File systems that play a backend's behaviour in tests.
+	"internal/vfstest": {"vfs"},
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
 

@@ -1,12 +1,12 @@
 package record
 
 import (
-	"bytes"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/vfstest"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -101,38 +101,12 @@ func TestSameCut(t *testing.T) {
 	}
 }
 
-// lateFS plays an object store's exclusive create on a memory file
-// system: the name is taken at Close, not at create (vfs.S3, GCS, Azure).
-type lateFS struct{ *vfs.Mem }
-
-func (l lateFS) CreateExclusive(name string) (vfs.WriteFile, error) {
-	return &lateWriter{fs: l.Mem, name: name}, nil
-}
-
-type lateWriter struct {
-	fs   *vfs.Mem
-	name string
-	buf  bytes.Buffer
-}
-
-func (w *lateWriter) Write(p []byte) (int, error) { return w.buf.Write(p) }
-func (w *lateWriter) Sync() error                 { return nil }
-func (w *lateWriter) Name() string                { return w.name }
-func (w *lateWriter) Close() error {
-	f, err := w.fs.CreateExclusive(w.name)
-	if err != nil {
-		return err
-	}
-	f.Write(w.buf.Bytes())
-	return f.Close()
-}
-
 // TestPublishRaceOnObjectStore: of two first tasks on an object store,
 // the one whose write lands second gets fs.ErrExist at Close; it must
 // take the winner's record, not remove it (the plan's publish removed
 // the winner's file before this fix).
 func TestPublishRaceOnObjectStore(t *testing.T) {
-	fs := lateFS{vfs.NewMem()}
+	fs := vfstest.LateExclusive{Mem: vfs.NewMem()}
 	fs.MkdirAll("/st")
 	winner := testJob()
 	winner.Task = "winner"
