@@ -167,6 +167,13 @@ func TestPhasesRefuseAnotherCut(t *testing.T) {
 	run(2, "deals the splits to 3 shards", "--phase", "spill", "--shard", "1/4", "--split-bytes", "64KiB")
 	run(2, "time range is from none to none in the job record", "--phase", "spill", "--shard", "1/3", "--split-bytes", "64KiB", "--to", "2030-01-01T00:00:00Z")
 	run(0, "", "--phase", "spill", "--shard", "1/3", "--split-bytes", "64KiB")
+	// The refused shard of 4 left a folder (its lease's); status counts
+	// the record's shards, not the folders.
+	code, stdout, errOut := runRekey(t, "status", job, "--json")
+	var st pipeline.StagingStatus
+	if err := json.Unmarshal([]byte(stdout), &st); code != 0 || err != nil || st.Spill.Tasks != 3 || st.Spill.Done != 3 {
+		t.Errorf("status after the 3 shards: exit %d (%v), spill %d of %d tasks done; want 3 of 3\n%s", code, err, st.Spill.Done, st.Spill.Tasks, errOut)
+	}
 
 	// The shards' commits are the record's splits: the merge goes on.
 	var rec struct {

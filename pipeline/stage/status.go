@@ -5,6 +5,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/rekeyhq/rekey/pipeline/record"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -130,7 +131,7 @@ type statusReader struct {
 
 // taskDirs lists the task folders under dir named by format (an index and
 // a count), and returns the count they agree on (the largest, if not).
-func (r *statusReader) taskDirs(dir, format string) (map[int]bool, int, error) {
+func (r *statusReader) taskDirs(dir, format string, want int) (map[int]bool, int, error) {
 	ents, err := r.fs.ReadDir(path.Join(r.root, dir))
 	if notExist(err) {
 		return nil, 0, nil
@@ -144,7 +145,7 @@ func (r *statusReader) taskDirs(dir, format string) (map[int]bool, int, error) {
 		if !e.IsDir() {
 			continue
 		}
-		if _, err := fmt.Sscanf(e.Name(), format, &i, &n); err != nil {
+		if _, err := fmt.Sscanf(e.Name(), format, &i, &n); err != nil || want > 0 && n != want {
 			continue
 		}
 		have[i] = true
@@ -174,9 +175,23 @@ func (r *statusReader) earliest(t *time.Time, at time.Time) {
 }
 
 func (r *statusReader) spill(st *Status) error {
-	have, n, err := r.taskDirs(spillRoot, "shard-%04d-of-%04d")
+	// With a job record, the job's shards are the record's: a folder or
+	// commit of another count (a task the record refused, an earlier job
+	// in the folder) is none of them.
+	rec, found, err := record.Read(r.fs, path.Join(r.root, JobRecordFile))
 	if err != nil {
 		return err
+	}
+	want := 0
+	if found {
+		want = rec.Shards
+	}
+	have, n, err := r.taskDirs(spillRoot, "shard-%04d-of-%04d", want)
+	if err != nil {
+		return err
+	}
+	if found {
+		n = rec.Shards
 	}
 	commits, err := readSpillCommits(r.fs, r.root)
 	if err != nil {
@@ -184,7 +199,7 @@ func (r *statusReader) spill(st *Status) error {
 	}
 	committed := map[int]*spillCommit{}
 	for _, c := range commits {
-		if c.Count == n {
+		if c.Count == n && (!found || c.Record == rec.Digest()) {
 			committed[c.Shard] = c
 		}
 	}
@@ -225,7 +240,7 @@ func (r *statusReader) spill(st *Status) error {
 }
 
 func (r *statusReader) merge(st *Status) error {
-	have, n, err := r.taskDirs(partsRoot, "part-%04d-of-%04d")
+	have, n, err := r.taskDirs(partsRoot, "part-%04d-of-%04d", 0)
 	if err != nil {
 		return err
 	}
