@@ -437,6 +437,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		o.SplitIDs = append(o.SplitIDs, w.id)
 	}
 	o.LocalRuns = r.spillDir()
+	o.Fence = r.leases.check // every record under the run's leases
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys
 		from := "target.create.split_keys"

@@ -232,6 +232,9 @@ func (s *Sink) settleFinish(st *finishState, found bool, recs []*splitRecord) (*
 // part redone after a shard was spilled again merges afresh (the load
 // refuses to mix what it already loaded with new files).
 func (s *Sink) dropStale(st *finishState) error {
+	if err := s.fenced("removing stale HFiles"); err != nil {
+		return err
+	}
 	if s.task.Phase == PhaseMerge {
 		for _, f := range allFiles(st) {
 			if err := s.fs.Remove(path.Join(s.root, f.Name)); err != nil && !notExist(err) {
@@ -262,7 +265,7 @@ func (s *Sink) readFinish() (*finishState, bool, error) {
 }
 
 func (s *Sink) saveFinish(st *finishState) error {
-	if err := writeJSON(s.fs, path.Join(s.root, s.state), st); err != nil {
+	if err := s.record(path.Join(s.root, s.state), st); err != nil {
 		return err
 	}
 	s.loadedUnsaved = false // every save carries the loaded marks
@@ -394,6 +397,9 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 				freed += f.Size
 			}
 		}
+	}
+	if err := s.fenced("removing merged runs"); err != nil {
+		return err
 	}
 	if err := s.fs.RemoveAll(path.Join(s.root, runsDir)); err != nil {
 		return fmt.Errorf("stage: remove merged runs: %w", err)
@@ -601,7 +607,11 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	}
 	o.cw.closed() // the caller counts the finished file as staged
 	if err == nil && o.tmp != o.final {
-		err = s.fs.Rename(o.tmp, o.final)
+		// The final name may be one another attempt of this task wrote:
+		// only the holder replaces it.
+		if err = s.fenced("naming HFile " + o.final); err == nil {
+			err = s.fs.Rename(o.tmp, o.final)
+		}
 	}
 	if err != nil {
 		s.fs.Remove(o.tmp)

@@ -165,6 +165,27 @@ func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
 	return true, nil
 }
 
+// record writes v to name as a durable record of the sink's state, if
+// the fence (Options.Fence) says the task still holds its state.
+func (s *Sink) record(name string, v any) error {
+	if err := s.fenced("record " + name); err != nil {
+		return err
+	}
+	return writeJSON(s.fs, name, v)
+}
+
+// fenced checks the fence (Options.Fence) before what, a durable change
+// of the staging folder.
+func (s *Sink) fenced(what string) error {
+	if s.o.Fence == nil {
+		return nil
+	}
+	if err := s.o.Fence(); err != nil {
+		return fmt.Errorf("stage: %s refused: %w", what, err)
+	}
+	return nil
+}
+
 func writeJSON(fsys vfs.WriteFS, name string, v any) error {
 	b, err := json.MarshalIndent(v, "", " ")
 	if err != nil {

@@ -113,6 +113,15 @@ type Options struct {
 
 	// Examples is how many collision examples Stats keeps (default 10).
 	Examples int
+
+	// Fence, when set, is checked before every durable record the sink
+	// writes (a split's record, a spill shard's commit, the plan, the
+	// task record, the merge's and the load's state) and before it
+	// removes what a record no longer names: an error stops the write
+	// and is returned wrapped. The runner passes its leases' check, so a
+	// task whose lease another attempt took writes no record once it
+	// can know (pipeline.ErrLeaseLost), however late its own renewal.
+	Fence func() error
 }
 
 func (o *Options) fill() {

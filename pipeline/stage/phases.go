@@ -138,7 +138,7 @@ func (s *Sink) recordTask(rec taskRecord) error {
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("stage: create %s: %w", dir, err)
 	}
-	return writeJSON(s.fs, path.Join(dir, taskFile), &rec)
+	return s.record(path.Join(dir, taskFile), &rec)
 }
 
 func (s *Sink) recordSpillTask() error {
@@ -267,6 +267,11 @@ func (s *Sink) openLater(ctx context.Context) error {
 // commitSpill is a spill task's Finish: every split of the shard is
 // committed, so the shard's output is recorded as one file, atomically.
 func (s *Sink) commitSpill(rep sink.Reporter) error {
+	// Checked again as the commit is written; first so that a task that
+	// lost its lease says so rather than what its records lack.
+	if err := s.fenced("committing spill shard " + s.task.String()); err != nil {
+		return err
+	}
 	recs, err := readSplits(s.fs, path.Join(s.root, s.spill))
 	if err != nil {
 		return err
@@ -283,7 +288,7 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 		c.Bytes += r.Bytes
 		c.SourceBytes += r.SourceBytes
 	}
-	if err := writeJSON(s.fs, path.Join(s.root, s.spill+".json"), &c); err != nil {
+	if err := s.record(path.Join(s.root, s.spill+".json"), &c); err != nil {
 		return s.full(err, "committing spill shard "+s.task.String())
 	}
 	s.account(recs, &finishState{})

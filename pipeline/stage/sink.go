@@ -282,7 +282,7 @@ func (s *Sink) choosePlan(ctx context.Context) error {
 		}
 		p = *pub
 	default:
-		if err := writeJSON(s.fs, path.Join(s.root, planFile), &p); err != nil {
+		if err := s.record(path.Join(s.root, planFile), &p); err != nil {
 			return err
 		}
 	}
@@ -856,7 +856,7 @@ func (w *splitSink) record() error {
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}
-	if err := writeJSON(w.s.fs, recName, &rec); err != nil {
+	if err := w.s.record(recName, &rec); err != nil {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
 	w.done = true

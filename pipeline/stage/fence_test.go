@@ -1,0 +1,115 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+)
+
+// errFenced stands for the lease lost that a task's fence reports.
+var errFenced = errors.New("lease lost (test)")
+
+// jsonRecords lists the state records under dir with their bytes: what
+// a task writes as its durable state.
+func jsonRecords(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(p) != ".json" {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		out[p] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameRecords(t *testing.T, what string, before, after map[string]string) {
+	t.Helper()
+	var changed []string
+	for p, b := range after {
+		if before[p] != b {
+			changed = append(changed, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			changed = append(changed, p+" (removed)")
+		}
+	}
+	sort.Strings(changed)
+	if len(changed) > 0 {
+		t.Errorf("%s: records written past the fence: %v", what, changed)
+	}
+}
+
+// TestFenceStopsEveryRecord: once its fence fails (the task's lease was
+// taken), a spill task writes no split record and no commit, and a merge
+// part writes no state, each failing with the fence's error; while the
+// fence passes they write as ever, and the fence was asked each time.
+func TestFenceStopsEveryRecord(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	var lost atomic.Bool
+	var asked atomic.Int64
+	fence := func() error {
+		asked.Add(1)
+		if lost.Load() {
+			return errFenced
+		}
+		return nil
+	}
+	cells := genCells(3, 3000)
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1,
+		Task: Task{PhaseSpill, 0, 1}, SplitIDs: []string{"a", "b"}, Fence: fence}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", cells[:1500])
+	if asked.Load() == 0 {
+		t.Fatal("the split's record was written without asking the fence")
+	}
+	lost.Store(true)
+	before := jsonRecords(t, dir)
+	if _, err := beginSplit(t, s, "b", cells[1500:]).Commit(ctx); !errors.Is(err, errFenced) {
+		t.Errorf("a split committed past the fence: %v", err)
+	}
+	if err := s.Finish(ctx, logRep{t}); !errors.Is(err, errFenced) {
+		t.Errorf("the spill commit past the fence: %v", err)
+	}
+	s.Close()
+	sameRecords(t, "spill task", before, jsonRecords(t, dir))
+
+	// The shard committed by an attempt that holds it; then a merge part
+	// whose lease is lost writes nothing.
+	lost.Store(false)
+	s, err = New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "b", cells[1500:])
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1}, Fence: fence})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	lost.Store(true)
+	before = jsonRecords(t, dir)
+	if err := m.Finish(ctx, logRep{t}); !errors.Is(err, errFenced) {
+		t.Errorf("the merge past the fence: %v", err)
+	}
+	sameRecords(t, "merge part", before, jsonRecords(t, dir))
+}
