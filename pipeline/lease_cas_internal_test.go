@@ -282,3 +282,42 @@ func TestLeaseCASEarlierRekeysFile(t *testing.T) {
 		t.Errorf("takeover not logged:\n%s", &f.log)
 	}
 }
+
+// hookFS runs before once, before the first exclusive create it is asked
+// for: another run's step, landing between a run's look at the lease and
+// its create.
+type hookFS struct {
+	*vfs.Mem
+	before func()
+}
+
+func (h *hookFS) CreateExclusive(name string) (vfs.WriteFile, error) {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+	return h.Mem.CreateExclusive(name)
+}
+
+// TestLeaseCASForceTakesOnlyFromTheHolderSeen: --force-takeover takes the
+// lease from the run that held it at the first look; when a third run
+// took it meanwhile (another attempt also told --force-takeover), the
+// lease is refused rather than taken from that run in turn, so two
+// forced attempts do not take it from each other without end.
+func TestLeaseCASForceTakesOnlyFromTheHolderSeen(t *testing.T) {
+	mem := vfs.NewMem()
+	f := newCASFixture(t, mem)
+	f.mustTake(false) // the first holder, stalled
+	var b *fileLease
+	hook := &hookFS{Mem: mem}
+	hook.before = func() { b = f.mustTake(true) }
+	loc := &vfs.Location{FS: hook, Path: f.dir, URL: "mem://" + f.dir}
+	_, err := acquireFile(hook, loc, "checkpoint /job/checkpoint.json", leaseOptions{ttl: time.Minute, force: true, logf: f.log.Logf, clock: f.clock.now})
+	var le *LeasedError
+	if !errors.As(err, &le) {
+		t.Fatalf("a forced take that lost the race to another forced take: %v", err)
+	}
+	if g, rec := f.holder(); g != 2 || rec.Token != b.rec.Token {
+		t.Errorf("generation %d, %+v; want the other forced taker's", g, rec)
+	}
+}
