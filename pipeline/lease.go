@@ -178,7 +178,9 @@ type leases struct {
 	held []func() error
 	// fences are the remote leases' stillHeld checks (a local lock needs
 	// none: the kernel holds it for the process's lifetime).
-	fences   []func() error
+	fences []func() error
+	// remote are the remote leases by the where they were taken at.
+	remote   map[string]*fileLease
 	lost     chan struct{}
 	released chan struct{}
 	once     sync.Once
@@ -291,7 +293,50 @@ func (s *leases) take(where, what string, o leaseOptions) error {
 	go l.keep()
 	s.held = append(s.held, l.release)
 	s.fences = append(s.fences, l.stillHeld)
+	if s.remote == nil {
+		s.remote = map[string]*fileLease{}
+	}
+	s.remote[where] = l
 	return nil
+}
+
+// stamp returns what the records made under the remote lease taken at
+// where are stamped with (its token and the generation held at the
+// time), or nil for a local lock or a lease not taken.
+func (s *leases) stamp(where string) func() (string, int64) {
+	l := s.remote[where]
+	if l == nil {
+		return nil
+	}
+	return func() (string, int64) {
+		g, rec, _ := l.held()
+		return rec.Token, g
+	}
+}
+
+// leaseHolder reads the token of the current generation of the remote
+// lease folder p: who holds the state, or last held it (a released
+// generation names its giver). It reports false where there is no lease
+// folder (a local lock file, or no lease yet). It is stage.Options.Holder.
+func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
+	fi, err := fsys.Stat(p)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if !fi.IsDir() {
+		return "", false, nil
+	}
+	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
+	if err != nil {
+		return "", false, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if lf == nil || lf.rec.Token == "" {
+		return "", false, nil
+	}
+	return lf.rec.Token, true, nil
 }
 
 // check is the fence of the run's durable state writes: nil while the run

@@ -321,3 +321,41 @@ func TestLeaseCASForceTakesOnlyFromTheHolderSeen(t *testing.T) {
 		t.Errorf("generation %d, %+v; want the other forced taker's", g, rec)
 	}
 }
+
+// TestLeaseHolderNamesTheLastHolder: the holder a reader of the staging
+// folder is told (stage.Options.Holder) is the current generation's
+// token: the holder's, the taker's after a takeover, and the giver's
+// after a release; a single file (a local lock) is no lease folder.
+func TestLeaseHolderNamesTheLastHolder(t *testing.T) {
+	mem := vfs.NewMem()
+	f := newCASFixture(t, mem)
+	holder := func() string {
+		t.Helper()
+		tok, ok, err := leaseHolder(mem, f.dir)
+		if err != nil || !ok {
+			t.Fatalf("leaseHolder: %q %v %v", tok, ok, err)
+		}
+		return tok
+	}
+	if _, ok, err := leaseHolder(mem, f.dir); ok || err != nil {
+		t.Errorf("no lease yet: %v %v", ok, err)
+	}
+	a := f.mustTake(false)
+	if holder() != a.rec.Token {
+		t.Error("not the holder's token")
+	}
+	b := f.mustTake(true)
+	if holder() != b.rec.Token {
+		t.Error("not the taker's token")
+	}
+	if err := b.giveBack(); err != nil {
+		t.Fatal(err)
+	}
+	if holder() != b.rec.Token {
+		t.Error("not the giver's token after its release")
+	}
+	mem.WriteFile("/local.lock", []byte(`{"token":"x"}`))
+	if _, ok, err := leaseHolder(mem, "/local.lock"); ok || err != nil {
+		t.Errorf("a lock file: %v %v", ok, err)
+	}
+}

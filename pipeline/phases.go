@@ -170,7 +170,7 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 	so := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Fence: fence,
+		Fence: fence, Holder: leaseHolder,
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {

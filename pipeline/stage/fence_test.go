@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // errFenced stands for the lease lost that a task's fence reports.
@@ -112,4 +115,52 @@ func TestFenceStopsEveryRecord(t *testing.T) {
 		t.Errorf("the merge past the fence: %v", err)
 	}
 	sameRecords(t, "merge part", before, jsonRecords(t, dir))
+}
+
+// TestMergeIgnoresCommitOfSupersededAttempt: a spill shard's commit
+// carries the lease its attempt held; the merge leaves out a commit whose
+// shard's lease another attempt holds now (that attempt redoes the shard:
+// the commit may have landed after the takeover, as HDFS cannot refuse
+// it), saying why, and merges it once the lease names its attempt again
+// (released by it, or never taken over).
+func TestMergeIgnoresCommitOfSupersededAttempt(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cells := genCells(3, 2000)
+	o := Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1,
+		Task: Task{PhaseSpill, 0, 1}, Lease: func() (string, int64) { return "attempt-a", 3 }}
+	s, err := New(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", cells)
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holder := "attempt-b"
+	var asked []string
+	m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1},
+		Holder: func(_ vfs.FS, lease string) (string, bool, error) {
+			asked = append(asked, lease)
+			return holder, true, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	err = m.Finish(ctx, logRep{t})
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "generation 3, which another attempt took over") {
+		t.Fatalf("merge of a superseded attempt's commit: %v", err)
+	}
+	if want := filepath.Join(dir, "spill", "shard-0000-of-0001", "_rekey.lease"); len(asked) == 0 || filepath.Clean(asked[0]) != want {
+		t.Errorf("asked the lease at %v, want %s", asked, want)
+	}
+	holder = "attempt-a"
+	if err := m.Finish(ctx, logRep{t}); err != nil {
+		t.Fatalf("merge once the lease names the committing attempt: %v", err)
+	}
+	if st := m.Stats(); st.Cells != 2000 {
+		t.Errorf("merged %d cells, want 2000", st.Cells)
+	}
 }

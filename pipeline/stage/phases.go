@@ -115,6 +115,13 @@ type spillCommit struct {
 	Bytes       int64          `json:"bytes"`
 	SourceBytes int64          `json:"source_bytes"`
 	Committed   time.Time      `json:"committed"`
+	// LeaseToken and LeaseGeneration are the shard's lease as its attempt
+	// held it when it committed (Options.Lease; empty on a local folder).
+	// HDFS has no conditional write, so a commit that passed the fence
+	// can still land after another attempt took the shard over; readers
+	// then know it by its token (Options.Holder).
+	LeaseToken      string `json:"lease_token,omitempty"`
+	LeaseGeneration int64  `json:"lease_generation,omitempty"`
 }
 
 // taskRecord is TASK/task.json: what an attempt of a task set out to do,
@@ -280,6 +287,9 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 		return err
 	}
 	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Splits: recs, Committed: time.Now().UTC()}
+	if s.o.Lease != nil {
+		c.LeaseToken, c.LeaseGeneration = s.o.Lease()
+	}
 	if c.Splits == nil {
 		c.Splits = []*splitRecord{}
 	}
@@ -322,10 +332,35 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 // shards of one count must be there, each partitioned by the folder's
 // plan (digest); a split recorded by two shards is an error, not two
 // copies.
-func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, error) {
-	shards, err := readSpillCommits(fsys, root)
+//
+// A commit stamped with a lease token other than the one its shard's
+// lease folder names now (holder, nil to trust every commit) is left
+// out, as if not committed: another attempt took the shard over after
+// that commit's attempt wrote it, or before, and it landed late; either
+// way the holder redoes the shard and commits it again.
+func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, string) (string, bool, error)) ([]*splitRecord, int, error) {
+	all, err := readSpillCommits(fsys, root)
 	if err != nil {
 		return nil, 0, err
+	}
+	var shards []*spillCommit
+	var superseded []string
+	for _, c := range all {
+		if c.LeaseToken != "" && holder != nil {
+			lease := path.Join(root, Task{PhaseSpill, c.Shard, c.Count}.Dir(), "_rekey.lease")
+			tok, ok, err := holder(fsys, lease)
+			if err != nil {
+				return nil, 0, fmt.Errorf("stage: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
+			}
+			if ok && tok != c.LeaseToken {
+				superseded = append(superseded, fmt.Sprintf("%d (its commit is of lease generation %d, which another attempt took over)", c.Shard, c.LeaseGeneration))
+				continue
+			}
+		}
+		shards = append(shards, c)
+	}
+	if len(superseded) > 0 && len(shards) == 0 {
+		return nil, 0, fmt.Errorf("%w: spill shards %s are being redone", ErrNotReady, strings.Join(superseded, ", "))
 	}
 	if len(shards) == 0 {
 		return nil, 0, fmt.Errorf("%w: no spill shard is committed in %s", ErrNotReady, root)
@@ -348,7 +383,11 @@ func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, err
 		}
 	}
 	if len(missing) > 0 {
-		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet", ErrNotReady, strings.Join(missing, ", "), n)
+		why := ""
+		if len(superseded) > 0 {
+			why = "; ignored: " + strings.Join(superseded, ", ")
+		}
+		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet%s", ErrNotReady, strings.Join(missing, ", "), n, why)
 	}
 	var recs []*splitRecord
 	seen := map[string]int{}
@@ -423,7 +462,7 @@ func dealPartitions(parts []*partition, count int) [][]*partition {
 // merged from every committed spill shard's runs. A part that crashed
 // resumes with its state: finished partitions are kept, the rest redone.
 func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest)
+	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
 	if err != nil {
 		return err
 	}
@@ -492,7 +531,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 		st, err := s.finishState(recs)
 		return recs, st, err
 	}
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest)
+	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
 	if err != nil {
 		return nil, nil, err
 	}
