@@ -164,3 +164,46 @@ func TestMergeIgnoresCommitOfSupersededAttempt(t *testing.T) {
 		t.Errorf("merged %d cells, want 2000", st.Cells)
 	}
 }
+
+// TestLoadIgnoresPartStateOfSupersededAttempt: a merge part's state
+// carries the lease its attempt held; the load's gathering of the parts
+// leaves out a part whose lease another attempt holds now, saying why,
+// and takes it once the lease names its attempt.
+func TestLoadIgnoresPartStateOfSupersededAttempt(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1, Task: Task{PhaseSpill, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", genCells(3, 2000))
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holder := "part-a"
+	m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1},
+		Lease:  func() (string, int64) { return "part-a", 5 },
+		Holder: func(vfs.FS, string) (string, bool, error) { return holder, true, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	recs, _, err := committedSpills(m.fs, m.root, m.planDigest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder = "part-b"
+	_, err = m.mergedParts(fingerprint(recs))
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "generation 5, which another attempt took over") {
+		t.Fatalf("gathering a superseded part: %v", err)
+	}
+	holder = "part-a"
+	st, err := m.mergedParts(fingerprint(recs))
+	if err != nil || len(st.Parts) == 0 {
+		t.Fatalf("gathering the part once its lease names its attempt: %v", err)
+	}
+}

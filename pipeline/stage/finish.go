@@ -265,6 +265,9 @@ func (s *Sink) readFinish() (*finishState, bool, error) {
 }
 
 func (s *Sink) saveFinish(st *finishState) error {
+	if s.o.Lease != nil {
+		st.LeaseToken, st.LeaseGeneration = s.o.Lease()
+	}
 	if err := s.record(path.Join(s.root, s.state), st); err != nil {
 		return err
 	}

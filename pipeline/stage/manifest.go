@@ -110,6 +110,13 @@ type finishState struct {
 	// (hbase.BulkStagedPath) when a load was cut short.
 	Tokens map[string][]string `json:"bulk_tokens,omitempty"`
 	Stats  Stats               `json:"stats"`
+	// LeaseToken and LeaseGeneration are the task's lease as it was held
+	// when the state was saved (Options.Lease; empty on a local folder):
+	// the load leaves out a merge part's state whose part another
+	// attempt holds now (mergedParts), as the merge leaves out a spill
+	// commit (committedSpills).
+	LeaseToken      string `json:"lease_token,omitempty"`
+	LeaseGeneration int64  `json:"lease_generation,omitempty"`
 }
 
 // partState is the progress of one region+family.

@@ -570,6 +570,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 	}
 	out := &finishState{Splits: fp, Written: true, Parts: map[string]*partState{}, Loaded: map[string]bool{}}
 	count, done := 0, map[int]bool{}
+	var superseded []string
 	for _, e := range ents {
 		var j, r int
 		if !e.IsDir() {
@@ -590,6 +591,18 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 		if !found || !st.Written || st.Splits != fp {
 			continue
 		}
+		if st.LeaseToken != "" && s.o.Holder != nil {
+			// Saved by an attempt another took the part from (maybe
+			// landing after the takeover): the holder merges it again.
+			tok, ok, err := s.o.Holder(s.fs, path.Join(dir, e.Name(), "_rekey.lease"))
+			if err != nil {
+				return nil, fmt.Errorf("stage: merge part %d/%d: reading its lease: %w", j, r, err)
+			}
+			if ok && tok != st.LeaseToken {
+				superseded = append(superseded, fmt.Sprintf("%d (its state is of lease generation %d, which another attempt took over)", j, st.LeaseGeneration))
+				continue
+			}
+		}
 		done[j] = true
 		for k, ps := range st.Parts {
 			if out.Parts[k] != nil {
@@ -608,7 +621,11 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: merge parts %s of %d have not written their HFiles from the committed spills", ErrNotReady, strings.Join(missing, ", "), count)
+		why := ""
+		if len(superseded) > 0 {
+			why = "; ignored: " + strings.Join(superseded, ", ")
+		}
+		return nil, fmt.Errorf("%w: merge parts %s of %d have not written their HFiles from the committed spills%s", ErrNotReady, strings.Join(missing, ", "), count, why)
 	}
 	return out, nil
 }
