@@ -17,6 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/vfs"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -558,8 +559,7 @@ func newHFileName() string {
 // at all (Sink.whole), so tmp is final.
 type hfileOut struct {
 	rel, tmp, final string
-	f               interface{ Sync() error }
-	closeFile       func() error
+	f               vfs.WriteFile
 	cw              *countingWriter
 	bw              *bufio.Writer
 	w               *hfile.Writer
@@ -571,11 +571,14 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 	rel := path.Join(dir, name)
 	out := &hfileOut{rel: rel, final: path.Join(s.root, rel)}
 	out.tmp = s.writeName(out.final, "_")
+	if err := s.fenced("creating HFile " + out.final); err != nil {
+		return nil, err
+	}
 	f, err := s.fs.Create(out.tmp)
 	if err != nil {
 		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
 	}
-	out.f, out.closeFile = f, f.Close
+	out.f = f
 	out.cw = &countingWriter{w: f, total: &s.openHFiles}
 	out.bw = bufio.NewWriterSize(out.cw, 64<<10)
 	opts.Name = s.url(out.final)
@@ -605,8 +608,10 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	if err == nil {
 		err = o.f.Sync()
 	}
-	if cerr := o.closeFile(); err == nil {
-		err = cerr
+	if err != nil {
+		vfs.Abort(o.f)
+	} else {
+		err = s.publish(o.f, "writing HFile "+o.final)
 	}
 	o.cw.closed() // the caller counts the finished file as staged
 	if err == nil && o.tmp != o.final {
@@ -625,7 +630,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 }
 
 func (o *hfileOut) abort(s *Sink) {
-	o.closeFile()
+	vfs.Abort(o.f)
 	o.cw.closed()
 	s.fs.Remove(o.tmp)
 }

@@ -181,6 +181,22 @@ func (s *Sink) record(name string, v any) error {
 	return writeJSON(s.fs, name, v)
 }
 
+// publish closes f, a file of the staging folder just written. On an
+// object store that Close is what makes the file appear under its final
+// name, so it happens only while the fence holds; past it the file is
+// dropped unpublished (vfs.Abort) and the fence's error returned. (On a
+// local disk or HDFS the file was written under a temporary name, which
+// a fenced rename makes final.)
+func (s *Sink) publish(f vfs.WriteFile, what string) error {
+	if s.whole {
+		if err := s.fenced(what); err != nil {
+			vfs.Abort(f)
+			return err
+		}
+	}
+	return f.Close()
+}
+
 // fenced checks the fence (Options.Fence) before what, a durable change
 // of the staging folder.
 func (s *Sink) fenced(what string) error {
