@@ -62,8 +62,8 @@ const stagingLeaseName = "_rekey.lease"
 // because another run holds its state.
 var ErrLeased = errors.New("pipeline: the job's state is in use by another run")
 
-// ErrLeaseLost is matched by the error of a run that lost its HDFS lease
-// while it ran: another run took it over (it judged the lease expired, or
+// ErrLeaseLost is matched by the error of a run that lost its remote lease
+// (HDFS or an object store) while it ran: another run took it over (it judged the lease expired, or
 // was told --force-takeover), or the lease could not be renewed before it
 // expired. The run stops at once; the state is the other run's.
 var ErrLeaseLost = errors.New("pipeline: the run lost its lease on the job's state")

@@ -41,9 +41,16 @@ var (
 	simSchedules = flag.Int("lease.sim.schedules", 1500, "lease simulation schedules to run")
 )
 
-// simRegressions are seeds that once failed, run first every time (with
-// what each found), so a fix stays proven.
-var simRegressions = []int64{}
+// simRegressions are seeds that once failed, run first every time, so a
+// fix stays proven:
+//   - 72789941: a take won generation 1, and a forced take got generation
+//     2 while the first was still sweeping; the check then demanded that
+//     a take hold the lease when it returns, not when it won
+//     (mustHaveWon);
+//   - 370371166: five takeovers in a row while one attempt tried to take
+//     the lease, which gives up ("changed hands five times"): a refusal
+//     to try again, not a fault.
+var simRegressions = []int64{72789941, 370371166}
 
 const simTTL = time.Minute
 
