@@ -62,10 +62,11 @@ const stagingLeaseName = "_rekey.lease"
 // because another run holds its state.
 var ErrLeased = errors.New("pipeline: the job's state is in use by another run")
 
-// ErrLeaseLost is matched by the error of a run that lost its remote lease
-// (HDFS or an object store) while it ran: another run took it over (it judged the lease expired, or
-// was told --force-takeover), or the lease could not be renewed before it
-// expired. The run stops at once; the state is the other run's.
+// ErrLeaseLost is matched by the error of a run that lost its remote
+// lease (HDFS or an object store) while it ran: another run took it over
+// (it judged the lease expired, or was told --force-takeover), or the
+// lease could not be renewed before it expired. The run stops at once
+// and writes nothing more; the state is the other run's.
 var ErrLeaseLost = errors.New("pipeline: the run lost its lease on the job's state")
 
 // Owner names the run that holds a lease, as its lease file records it.
@@ -304,6 +305,9 @@ func (s *leases) take(where, what string, o leaseOptions) error {
 // where are stamped with (its token and the generation held at the
 // time), or nil for a local lock or a lease not taken.
 func (s *leases) stamp(where string) func() (string, int64) {
+	if s == nil {
+		return nil
+	}
 	l := s.remote[where]
 	if l == nil {
 		return nil
