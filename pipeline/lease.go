@@ -258,6 +258,10 @@ type leaseOptions struct {
 	// clock is the time leases are judged by; nil is time.Now (the
 	// randomized schedule tests give theirs).
 	clock func() time.Time
+	// await is how a fence check waits for the renewal in flight to be
+	// decided; nil receives from ch (the randomized schedule tests hand
+	// control to their scheduler while it waits).
+	await func(ch <-chan struct{})
 }
 
 // take leases the state named what through the lease at where: a local
@@ -592,6 +596,11 @@ type fileLease struct {
 	gen  int64
 	rec  leaseRecord
 	lost error
+	// changing is closed when the change of generation in flight (a
+	// renewal or a release) is decided; nil while none is. A fence
+	// check that finds a generation above its own waits for it: that
+	// may be this run's own renewal, landed but not yet counted.
+	changing chan struct{}
 
 	stop, done chan struct{}
 	stopOnce   sync.Once
@@ -709,6 +718,16 @@ func (l *fileLease) genPath(g int64) string { return path.Join(l.loc.Path, lease
 // another run holds g+1 or a later generation; only errors of the file
 // system are errors. On a win the lease holds g+1 and rec.
 func (l *fileLease) cas(g int64, rec leaseRecord) (bool, error) {
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.changing = done
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.changing = nil
+		l.mu.Unlock()
+		close(done)
+	}()
 	next := g + 1
 	now := l.o.now()
 	rec.Generation, rec.Renewed, rec.Expires = next, now, now.Add(l.o.ttl)
@@ -889,27 +908,72 @@ func (l *fileLease) lostTo(g int64) error {
 // ErrLeaseLost (reported to onLost too, which stops the run). A lease
 // past its expiry unrenewed is lost as well: another run may take it
 // over at any moment. An error listing the folder is returned as it is;
-// the write must not go ahead then either.
+// the write must not go ahead then either. The generation above this
+// run's while its own renewal is in flight may be that renewal's: it
+// counts when its record names this run, and one whose record is not
+// written yet is waited for.
 func (l *fileLease) stillHeld() error {
-	g, rec, lost := l.held()
-	if lost != nil {
-		return lost
-	}
-	if !l.o.now().Before(rec.Expires) {
-		err := l.setLost(fmt.Errorf("%w: %s: lease %s (generation %d) expired at %s before it was renewed", ErrLeaseLost, l.what, l.loc.URL, g, rec.Expires.Format(time.RFC3339Nano)))
+	// mine is a generation above the one counted held, found to be this
+	// run's renewal, landed: held while it is the highest. (The verdict
+	// is the listing's, which is why a listing always comes last.)
+	var mine int64
+	for {
+		g, rec, lost := l.held()
+		if lost != nil {
+			return lost
+		}
+		if rec.Released {
+			return fmt.Errorf("%w: %s: this run released its lease %s", ErrLeaseLost, l.what, l.loc.URL)
+		}
+		if !l.o.now().Before(rec.Expires) {
+			err := l.setLost(fmt.Errorf("%w: %s: lease %s (generation %d) expired at %s before it was renewed", ErrLeaseLost, l.what, l.loc.URL, g, rec.Expires.Format(time.RFC3339Nano)))
+			l.report(err)
+			return err
+		}
+		gens, err := leaseGens(l.fs, l.loc.Path)
+		if err != nil {
+			return fmt.Errorf("checking the lease on %s: %w", l.what, err)
+		}
+		var top int64
+		if len(gens) > 0 {
+			top = gens[len(gens)-1]
+		}
+		l.mu.Lock()
+		cur, released, changing := l.gen, l.rec.Released, l.changing
+		l.mu.Unlock()
+		if top == cur && released {
+			continue // this run's release was decided meanwhile: judged above
+		}
+		if top == cur || (mine != 0 && top == mine) {
+			return nil // a renewal decided during the listing counts
+		}
+		if changing != nil && top == cur+1 {
+			// This run's renewal creates cur+1: landed (its record names
+			// this run) it is this run's, if still the highest at the
+			// next listing; being written (no owner yet, on HDFS) it is
+			// either run's, which the renewal decides.
+			lf, err := readLeaseFile(l.fs, l.genPath(top), l.o.ttl)
+			switch {
+			case err == nil && lf.rec.Token == l.rec.Token && !lf.rec.Released:
+				mine = top
+				continue
+			case err == nil && lf.rec.Token != "":
+				// another run's: lost, whatever the renewal finds
+			case err == nil || errors.Is(err, iofs.ErrNotExist):
+				if l.o.await != nil {
+					l.o.await(changing)
+				} else {
+					<-changing
+				}
+				continue
+			default:
+				return fmt.Errorf("checking the lease on %s: %w", l.what, err)
+			}
+		}
+		err = l.setLost(l.lostTo(cur))
 		l.report(err)
 		return err
 	}
-	gens, err := leaseGens(l.fs, l.loc.Path)
-	if err != nil {
-		return fmt.Errorf("checking the lease on %s: %w", l.what, err)
-	}
-	if len(gens) > 0 && gens[len(gens)-1] == g {
-		return nil
-	}
-	err = l.setLost(l.lostTo(g))
-	l.report(err)
-	return err
 }
 
 // report passes a loss to onLost, when the lease has one.

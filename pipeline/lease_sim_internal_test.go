@@ -17,9 +17,11 @@ import (
 // The lease protocol checked by simulation: seeded, replayable schedules
 // of two or three attempts of one task contending for its lease (taking
 // it, with and without --force-takeover, renewing, releasing, crashing,
-// writing state behind the fence) while a clock moves and any attempt may
+// writing state behind the fence) while a clock moves and any thread may
 // stall between any two file system operations, so that renewals and
-// releases land late. Only one attempt runs at a time, handed control at
+// releases land late. Each attempt has two threads sharing its lease, as
+// a run has: a keeper (take, renew, release) and a worker (fenced
+// writes), so a fence check can meet its own attempt's renewal halfway. Only one attempt runs at a time, handed control at
 // each file system operation by the scheduler, so a seed replays the same
 // schedule. After every step the simulation checks:
 //
@@ -31,7 +33,10 @@ import (
 //     release never changes it (a late one cannot overwrite a takeover
 //     or remove the new holder's lease);
 //  3. at most one attempt believes it holds the current generation;
-//  4. the generation never goes back.
+//  4. the generation never goes back;
+//  5. a loss a fence or renewal reports is real: the current generation
+//     is not its own attempt's, live (a renewal landed but not yet
+//     counted must not stop the run).
 //
 // A failing schedule prints its seed; -lease.sim.seed=N replays it, and
 // simRegressions keeps the seeds that once failed.
@@ -49,8 +54,12 @@ var (
 //     (mustHaveWon);
 //   - 370371166: five takeovers in a row while one attempt tried to take
 //     the lease, which gives up ("changed hands five times"): a refusal
-//     to try again, not a fault.
-var simRegressions = []int64{72789941, 370371166}
+//     to try again, not a fault; with the keeper and the worker apart, it
+//     found a fence that passed on its own renewal's generation read
+//     after a listing another attempt's takeover had already made stale;
+//   - 811193718: a fence that passed on the generation of its own
+//     release, decided while the fence listed the folder.
+var simRegressions = []int64{72789941, 370371166, 811193718}
 
 const simTTL = time.Minute
 
@@ -76,7 +85,7 @@ func TestLeaseSimulation(t *testing.T) {
 		total.add(s.counts)
 	}
 	t.Logf("%d schedules: %+v", len(seeds), total)
-	if *simSeed == 0 && (total.forced == 0 || total.expired == 0 || total.lateRenewLost == 0 || total.lateRelease == 0 || total.fenceRefused == 0 || total.strayRecreated == 0) {
+	if *simSeed == 0 && (total.forced == 0 || total.expired == 0 || total.lateRenewLost == 0 || total.lateRelease == 0 || total.fenceRefused == 0 || total.strayRecreated == 0 || total.ownRenewalLanded == 0) {
 		t.Errorf("the schedules missed a case the simulation is for: %+v", total)
 	}
 }
@@ -90,6 +99,7 @@ type simCounts struct {
 	fenceRefused          int // writes the fence stopped
 	lateLanding           int // writes checked while held, landed after a takeover
 	strayRecreated        int // swept generations created again by a stalled attempt
+	ownRenewalLanded      int // fences passed on the keeper's renewal, landed but not yet counted
 	writes                int
 }
 
@@ -102,6 +112,7 @@ func (c *simCounts) add(o simCounts) {
 	c.fenceRefused += o.fenceRefused
 	c.lateLanding += o.lateLanding
 	c.strayRecreated += o.strayRecreated
+	c.ownRenewalLanded += o.ownRenewalLanded
 	c.writes += o.writes
 }
 
@@ -119,6 +130,8 @@ type leaseSim struct {
 	trace      []string
 	counts     simCounts
 	step       int
+	// running is the thread the scheduler let run.
+	running *simThread
 	// strays are the generations (number/token) created below a newer
 	// one, by attempts that stalled before they were swept.
 	strays map[string]bool
@@ -128,7 +141,7 @@ func newLeaseSim(seed int64) *leaseSim {
 	s := &leaseSim{seed: seed, rng: rand.New(rand.NewSource(seed)), clock: newFakeClock(), mem: vfs.NewMem(), dir: "/job/checkpoint.lease", strays: map[string]bool{}}
 	n := 2 + s.rng.Intn(2)
 	for i := range n {
-		s.actors = append(s.actors, &simActor{id: i, sim: s, step: make(chan struct{}), yield: make(chan string)})
+		s.actors = append(s.actors, newSimActor(s, i))
 	}
 	return s
 }
@@ -154,7 +167,7 @@ func (s *leaseSim) truth() (int64, *leaseRecord) {
 	return g, &lf.rec
 }
 
-// run plays steps steps, then lets every stalled attempt finish.
+// run plays steps steps, then lets every stalled thread finish.
 func (s *leaseSim) run(steps int) {
 	for s.step = 0; s.step < steps && len(s.violations) == 0; s.step++ {
 		if s.rng.Intn(5) == 0 {
@@ -163,119 +176,164 @@ func (s *leaseSim) run(steps int) {
 			s.logf("clock +%v", d.Round(time.Second))
 		} else {
 			a := s.actors[s.rng.Intn(len(s.actors))]
-			if a.busy != "" {
-				s.resume(a)
+			t := a.threads[s.rng.Intn(len(a.threads))]
+			if t.busy != "" {
+				s.resume(t)
 			} else {
-				s.begin(a)
+				s.begin(t)
 			}
 		}
 		s.check()
 	}
 	for _, a := range s.actors {
-		for a.busy != "" {
-			s.resume(a)
-			s.check()
+		for _, t := range a.threads {
+			for t.busy != "" && len(s.violations) == 0 {
+				s.resume(t)
+				s.check()
+			}
 		}
 	}
 }
 
 // simActor is one attempt of the task (a new attempt, with a new token,
-// after each lease it loses, gives back or abandons).
+// after each lease it loses, gives back or abandons), run by two
+// threads that share its lease, as a run's are: the keeper takes, renews
+// and releases it (keep), the worker writes behind its fence.
 type simActor struct {
-	id    int
-	sim   *leaseSim
-	lease *fileLease
-	// busy is the operation the attempt is stalled before ("" when idle).
-	busy    string
+	id      int
+	sim     *leaseSim
+	lease   *fileLease
 	forcing bool
-	step    chan struct{}
-	yield   chan string // the next operation, or "" when the command ended
+	threads [2]*simThread
 	writes  int
 }
 
+// simThread is one goroutine of an attempt.
+type simThread struct {
+	a    *simActor
+	name string
+	// busy is the operation the thread is stalled before ("" when idle).
+	busy  string
+	step  chan struct{}
+	yield chan string // the next operation, or "" when the command ended
+}
+
+func newSimActor(s *leaseSim, id int) *simActor {
+	a := &simActor{id: id, sim: s}
+	for i, name := range []string{"keeper", "worker"} {
+		a.threads[i] = &simThread{a: a, name: fmt.Sprintf("a%d.%s", id, name), step: make(chan struct{}), yield: make(chan string)}
+	}
+	return a
+}
+
 // gate hands control back to the scheduler before operation op; the
-// attempt goes on when the scheduler resumes it.
-func (a *simActor) gate(op string) {
-	a.yield <- op
-	<-a.step
+// thread goes on when the scheduler resumes it.
+func (t *simThread) gate(op string) {
+	t.yield <- op
+	<-t.step
 }
 
-// resume lets a stalled attempt make its operation and run to the next.
-func (s *leaseSim) resume(a *simActor) {
-	s.logf("a%d: %s", a.id, a.busy)
-	a.step <- struct{}{}
-	a.busy = <-a.yield
+// resume lets a stalled thread make its operation and run to the next.
+func (s *leaseSim) resume(t *simThread) {
+	s.logf("%s: %s", t.name, t.busy)
+	s.running = t
+	t.step <- struct{}{}
+	t.busy = <-t.yield
 }
 
-// begin starts a command on an idle attempt and runs it to its first
+// begin starts a command on an idle thread and runs it to its first
 // operation.
-func (s *leaseSim) begin(a *simActor) {
+func (s *leaseSim) begin(t *simThread) {
+	a := t.a
 	var name string
 	var cmd func()
-	live := a.lease != nil
+	l := a.lease
+	live := l != nil
 	if live {
-		if _, _, lost := a.lease.held(); lost != nil {
+		if _, rec, lost := l.held(); lost != nil || rec.Released {
 			live = false
 		}
 	}
+	worker := t == a.threads[1]
 	switch r := s.rng.Intn(100); {
+	case worker && (l == nil || !live && r < 90):
+		return // nothing to write under (a run stops once it knows)
+	case worker:
+		name, cmd = "write", func() { a.write(t, l) }
 	case !live:
 		force := s.rng.Intn(3) == 0
 		name = fmt.Sprintf("take (force %v)", force)
-		cmd = func() { a.take(force) }
-	case r < 35:
-		name, cmd = "renew", a.renew
-	case r < 80:
-		name, cmd = "write", a.write
-	case r < 92:
-		name, cmd = "release", a.release
+		cmd = func() { a.take(t, force) }
+	case r < 60:
+		name, cmd = "renew", func() { a.renew(t, l) }
+	case r < 85 || a.threads[1].busy != "":
+		name, cmd = "release", func() { a.release(t, l) }
 	default:
-		s.logf("a%d: crashes, abandoning generation %d", a.id, a.lease.gen)
+		s.logf("%s: crashes, abandoning generation %d", t.name, l.gen)
 		a.lease = nil
 		return
 	}
-	s.logf("a%d: begins %s", a.id, name)
+	s.logf("%s: begins %s", t.name, name)
+	s.running = t
 	go func() {
 		cmd()
-		a.yield <- ""
+		t.yield <- ""
 	}()
-	a.busy = <-a.yield
+	t.busy = <-t.yield
 }
 
-func (a *simActor) fs() vfs.ExclusiveFS { return &simFS{Mem: a.sim.mem, a: a} }
+// fs is the shared file system as the attempts see it. Its operations
+// gate the thread running them (leaseSim.running): a lease taken by the
+// keeper is checked by the worker too.
+func (t *simThread) fs() *simFS { return &simFS{Mem: t.a.sim.mem, s: t.a.sim} }
 
-func (a *simActor) take(force bool) {
+func (a *simActor) take(t *simThread, force bool) {
 	s := a.sim
 	a.forcing = force
 	defer func() { a.forcing = false }()
-	loc := &vfs.Location{FS: a.fs(), Path: s.dir, URL: "mem://" + s.dir}
-	l, err := acquireFile(a.fs().(*simFS), loc, "the task", leaseOptions{ttl: simTTL, force: force, logf: s.logf, clock: s.clock.now})
+	loc := &vfs.Location{FS: t.fs(), Path: s.dir, URL: "mem://" + s.dir}
+	worker := a.threads[1]
+	await := func(ch <-chan struct{}) { // only the worker's fence waits
+		for {
+			select {
+			case <-ch:
+				return
+			default:
+				worker.gate("wait for the keeper's renewal")
+			}
+		}
+	}
+	l, err := acquireFile(t.fs(), loc, "the task", leaseOptions{ttl: simTTL, force: force, logf: s.logf, clock: s.clock.now, await: await})
 	var le *LeasedError
 	switch {
 	case errors.As(err, &le):
 		a.lease = nil
-		s.logf("a%d: refused: held by token %s", a.id, le.Owner)
+		s.logf("%s: refused: held by token %s", t.name, le.Owner)
 	case err != nil && strings.Contains(err.Error(), "changed hands five times"):
 		// Contention the protocol gives up on (the caller tries again
 		// later): not a safety matter.
 		a.lease = nil
-		s.logf("a%d: gave up: %v", a.id, err)
+		s.logf("%s: gave up: %v", t.name, err)
 	case err != nil:
-		s.violate("a%d: take: %v", a.id, err)
+		s.violate("%s: take: %v", t.name, err)
 	default:
 		a.lease = l
-		s.logf("a%d: holds generation %d (token %s)", a.id, l.gen, l.rec.Token[:6])
-		a.mustHaveWon("take")
+		s.logf("%s: holds generation %d (token %s)", t.name, l.gen, l.rec.Token[:6])
+		s.mustHaveWon(t, l, "take")
 	}
 }
 
-// mustHold asserts that the attempt is the holder the folder names, as a
-// fence check that passed says.
-func (a *simActor) mustHold(what string) {
-	s := a.sim
-	g, rec, _ := a.lease.held()
-	if tg, tr := s.truth(); tr == nil || tg != g || tr.Token != rec.Token || tr.Released {
-		s.violate("a%d: %s succeeded with generation %d while the folder's current is %d (%+v)", a.id, what, g, tg, tr)
+// mustHold asserts that the lease l is the holder the folder names, as a
+// fence check that passed says: the current generation is l's (the one it
+// counts held, or its renewal, landed but not yet counted).
+func (s *leaseSim) mustHold(t *simThread, l *fileLease, what string) {
+	g, rec, _ := l.held()
+	tg, tr := s.truth()
+	if tr == nil || tg < g || tr.Token != rec.Token || tr.Released {
+		s.violate("%s: %s succeeded with generation %d while the folder's current is %d (%+v)", t.name, what, g, tg, tr)
+	}
+	if tg > g {
+		s.counts.ownRenewalLanded++
 	}
 }
 
@@ -284,81 +342,96 @@ func (a *simActor) mustHold(what string) {
 // newer generation. (It may have lost it since: the attempt runs its
 // sweep after its win, and another may take over meanwhile; the fence
 // finds that out.)
-func (a *simActor) mustHaveWon(what string) {
-	s := a.sim
-	g, rec, _ := a.lease.held()
+func (s *leaseSim) mustHaveWon(t *simThread, l *fileLease, what string) {
+	g, rec, _ := l.held()
 	if s.strays[fmt.Sprintf("%d/%s", g, rec.Token)] {
-		s.violate("a%d: %s succeeded with generation %d, created below a newer generation", a.id, what, g)
+		s.violate("%s: %s succeeded with generation %d, created below a newer generation", t.name, what, g)
 	}
 	if tg, tr := s.truth(); tr == nil || tg < g || (tg == g && tr.Token != rec.Token) {
-		s.violate("a%d: %s succeeded with generation %d while the folder's current is %d (%+v)", a.id, what, g, tg, tr)
+		s.violate("%s: %s succeeded with generation %d while the folder's current is %d (%+v)", t.name, what, g, tg, tr)
 	}
 }
 
-func (a *simActor) renew() {
+// mustBeLost asserts that a loss the lease l reported is one: another
+// attempt's generation is current, or l's own expired or was released.
+// A fence that finds its own renewal landing must not stop the run.
+func (s *leaseSim) mustBeLost(t *simThread, l *fileLease, err error) {
+	_, tr := s.truth()
+	if tr != nil && tr.Token == l.rec.Token && !tr.Released && s.clock.now().Before(tr.Expires) && !strings.Contains(err.Error(), "expired") {
+		s.violate("%s: lease reported lost while the folder's current generation is its own: %v", t.name, err)
+	}
+}
+
+func (a *simActor) renew(t *simThread, l *fileLease) {
 	s := a.sim
-	g := a.lease.gen
-	err := a.lease.renew()
+	g, _, _ := l.held()
+	err := l.renew()
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		a.lease.setLost(err)
+		l.setLost(err)
 		s.counts.lateRenewLost++
-		s.logf("a%d: renewal of generation %d lost: %v", a.id, g, err)
+		s.logf("%s: renewal of generation %d lost: %v", t.name, g, err)
+		s.mustBeLost(t, l, err)
 	case err != nil:
-		s.violate("a%d: renew: %v", a.id, err)
+		s.violate("%s: renew: %v", t.name, err)
 	default:
-		s.logf("a%d: renewed to generation %d", a.id, a.lease.gen)
-		a.mustHaveWon("renew")
+		g, _, _ := l.held()
+		s.logf("%s: renewed to generation %d", t.name, g)
+		s.mustHaveWon(t, l, "renew")
 	}
 }
 
-func (a *simActor) release() {
+func (a *simActor) release(t *simThread, l *fileLease) {
 	s := a.sim
-	l := a.lease
 	g, _, _ := l.held()
 	tg, tr := s.truth()
 	if err := l.giveBack(); err != nil {
-		s.violate("a%d: release: %v", a.id, err)
+		s.violate("%s: release: %v", t.name, err)
 	}
 	if tr == nil || tg != g || tr.Token != l.rec.Token {
 		s.counts.lateRelease++
 	}
-	s.logf("a%d: released generation %d", a.id, g)
-	a.lease = nil
+	s.logf("%s: released generation %d", t.name, g)
+	if a.lease == l {
+		a.lease = nil
+	}
 }
 
 // write is a durable state write behind the fence: the check, then the
 // write, which may stall between the two.
-func (a *simActor) write() {
+func (a *simActor) write(t *simThread, l *fileLease) {
 	s := a.sim
-	l := a.lease
 	err := l.stillHeld()
 	if errors.Is(err, ErrLeaseLost) {
 		s.counts.fenceRefused++
-		s.logf("a%d: write refused: %v", a.id, err)
+		s.logf("%s: write refused: %v", t.name, err)
+		if _, rec, _ := l.held(); !rec.Released {
+			s.mustBeLost(t, l, err)
+		}
 		return
 	}
 	if err != nil {
-		s.violate("a%d: fence: %v", a.id, err)
+		s.violate("%s: fence: %v", t.name, err)
 		return
 	}
-	a.mustHold("the fence")
+	s.mustHold(t, l, "the fence")
 	g, rec, _ := l.held()
 	a.writes++
-	w, err := a.fs().Create(fmt.Sprintf("/job/state/a%d-%d", a.id, a.writes))
+	w, err := t.fs().Create(fmt.Sprintf("/job/state/a%d-%d", a.id, a.writes))
 	if err != nil {
-		s.violate("a%d: write: %v", a.id, err)
+		s.violate("%s: write: %v", t.name, err)
 		return
 	}
 	w.Write([]byte("state"))
 	if err := w.Close(); err != nil {
-		s.violate("a%d: write: %v", a.id, err)
+		s.violate("%s: write: %v", t.name, err)
 		return
 	}
 	s.counts.writes++
 	if tg, tr := s.truth(); tr == nil || tg != g || tr.Token != rec.Token {
 		// Checked while held, landed after a takeover: the window a
-		// store without conditional writes leaves (see DESIGN).
+		// store without conditional writes leaves (the readers of spill
+		// commits and merge part states close it by their lease stamp).
 		s.counts.lateLanding++
 	}
 }
@@ -422,22 +495,25 @@ func (s *leaseSim) anyForcing() bool {
 // conditional PUT), and that Close is the step the scheduler gates.
 type simFS struct {
 	*vfs.Mem
-	a *simActor
+	s *leaseSim
 }
 
 func (f *simFS) Open(name string) (vfs.File, error) {
-	f.a.gate("open " + name)
+	f.s.running.gate("open " + name)
 	return f.Mem.Open(name)
 }
 func (f *simFS) Stat(name string) (iofs.FileInfo, error) {
-	f.a.gate("stat " + name)
+	f.s.running.gate("stat " + name)
 	return f.Mem.Stat(name)
 }
 func (f *simFS) ReadDir(name string) ([]iofs.FileInfo, error) {
-	f.a.gate("list " + name)
+	f.s.running.gate("list " + name)
 	return f.Mem.ReadDir(name)
 }
-func (f *simFS) Remove(name string) error { f.a.gate("remove " + name); return f.Mem.Remove(name) }
+func (f *simFS) Remove(name string) error {
+	f.s.running.gate("remove " + name)
+	return f.Mem.Remove(name)
+}
 
 // Create writes the object whole at Close.
 func (f *simFS) Create(name string) (vfs.WriteFile, error) {
@@ -465,7 +541,7 @@ func (w *simWriter) Close() error {
 	if w.exclusive {
 		op = "put-if-absent "
 	}
-	w.f.a.gate(op + w.name)
+	w.f.s.running.gate(op + w.name)
 	if !w.exclusive {
 		w.f.Mem.WriteFile(w.name, w.buf)
 		return nil
@@ -475,7 +551,7 @@ func (w *simWriter) Close() error {
 	if statErr == nil {
 		return &iofs.PathError{Op: "create", Path: w.name, Err: iofs.ErrExist}
 	}
-	s := w.f.a.sim
+	s := w.f.s
 	if g := parseLeaseGen(w.name[strings.LastIndexByte(w.name, '/')+1:]); g > 0 && g < s.prevGen {
 		s.counts.strayRecreated++
 		var rec leaseRecord
