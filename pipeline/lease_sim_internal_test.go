@@ -7,6 +7,7 @@ import (
 	"fmt"
 	iofs "io/fs"
 	"math/rand"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ func TestLeaseSimulation(t *testing.T) {
 		}
 	}
 	var total simCounts
+	hdfsSchedules := 0
 	for _, seed := range seeds {
 		s := newLeaseSim(seed)
 		s.run(200)
@@ -83,9 +85,12 @@ func TestLeaseSimulation(t *testing.T) {
 				seed, seed, strings.Join(s.violations, "\n"), strings.Join(s.trace, "\n"))
 		}
 		total.add(s.counts)
+		if s.hdfs {
+			hdfsSchedules++
+		}
 	}
-	t.Logf("%d schedules: %+v", len(seeds), total)
-	if *simSeed == 0 && (total.forced == 0 || total.expired == 0 || total.lateRenewLost == 0 || total.lateRelease == 0 || total.fenceRefused == 0 || total.strayRecreated == 0 || total.ownRenewalLanded == 0) {
+	t.Logf("%d schedules (%d of them HDFS's): %+v", len(seeds), hdfsSchedules, total)
+	if *simSeed == 0 && (total.forced == 0 || total.expired == 0 || total.lateRenewLost == 0 || total.lateRelease == 0 || total.fenceRefused == 0 || total.strayRecreated == 0 || total.ownRenewalLanded == 0 || total.awaited == 0) {
 		t.Errorf("the schedules missed a case the simulation is for: %+v", total)
 	}
 }
@@ -100,6 +105,7 @@ type simCounts struct {
 	lateLanding           int // writes checked while held, landed after a takeover
 	strayRecreated        int // swept generations created again by a stalled attempt
 	ownRenewalLanded      int // fences passed on the keeper's renewal, landed but not yet counted
+	awaited               int // fences that waited for the keeper's renewal, its record not yet written
 	writes                int
 }
 
@@ -113,6 +119,7 @@ func (c *simCounts) add(o simCounts) {
 	c.lateLanding += o.lateLanding
 	c.strayRecreated += o.strayRecreated
 	c.ownRenewalLanded += o.ownRenewalLanded
+	c.awaited += o.awaited
 	c.writes += o.writes
 }
 
@@ -132,13 +139,19 @@ type leaseSim struct {
 	step       int
 	// running is the thread the scheduler let run.
 	running *simThread
+	// hdfs makes exclusive creates take the name before the record is
+	// written, as on HDFS (see simFS); created dates each file.
+	hdfs    bool
+	created map[string]time.Time
+	creator map[string]*fileLease // the lease whose renewal or release created a file
 	// strays are the generations (number/token) created below a newer
 	// one, by attempts that stalled before they were swept.
 	strays map[string]bool
 }
 
 func newLeaseSim(seed int64) *leaseSim {
-	s := &leaseSim{seed: seed, rng: rand.New(rand.NewSource(seed)), clock: newFakeClock(), mem: vfs.NewMem(), dir: "/job/checkpoint.lease", strays: map[string]bool{}}
+	s := &leaseSim{seed: seed, rng: rand.New(rand.NewSource(seed)), clock: newFakeClock(), mem: vfs.NewMem(), dir: "/job/checkpoint.lease", strays: map[string]bool{}, created: map[string]time.Time{}, creator: map[string]*fileLease{}}
+	s.hdfs = s.rng.Intn(2) == 0
 	n := 2 + s.rng.Intn(2)
 	for i := range n {
 		s.actors = append(s.actors, newSimActor(s, i))
@@ -156,7 +169,7 @@ func (s *leaseSim) violate(f string, a ...any) {
 
 // truth is the current generation as the folder holds it.
 func (s *leaseSim) truth() (int64, *leaseRecord) {
-	g, lf, err := currentLease(s.mem, s.dir, simTTL)
+	g, lf, err := currentLease(&simFS{Mem: s.mem, s: s, nogate: true}, s.dir, simTTL)
 	if err != nil {
 		s.violate("reading the lease folder: %v", err)
 		return 0, nil
@@ -204,6 +217,7 @@ type simActor struct {
 	sim     *leaseSim
 	lease   *fileLease
 	forcing bool
+	taking  bool
 	threads [2]*simThread
 	writes  int
 }
@@ -213,7 +227,9 @@ type simThread struct {
 	a    *simActor
 	name string
 	// busy is the operation the thread is stalled before ("" when idle).
-	busy  string
+	busy string
+	// lease is the lease the command running renews or releases.
+	lease *fileLease
 	step  chan struct{}
 	yield chan string // the next operation, or "" when the command ended
 }
@@ -266,8 +282,10 @@ func (s *leaseSim) begin(t *simThread) {
 		cmd = func() { a.take(t, force) }
 	case r < 60:
 		name, cmd = "renew", func() { a.renew(t, l) }
+		t.lease = l
 	case r < 85 || a.threads[1].busy != "":
 		name, cmd = "release", func() { a.release(t, l) }
+		t.lease = l
 	default:
 		s.logf("%s: crashes, abandoning generation %d", t.name, l.gen)
 		a.lease = nil
@@ -277,6 +295,7 @@ func (s *leaseSim) begin(t *simThread) {
 	s.running = t
 	go func() {
 		cmd()
+		t.lease = nil
 		t.yield <- ""
 	}()
 	t.busy = <-t.yield
@@ -289,8 +308,8 @@ func (t *simThread) fs() *simFS { return &simFS{Mem: t.a.sim.mem, s: t.a.sim} }
 
 func (a *simActor) take(t *simThread, force bool) {
 	s := a.sim
-	a.forcing = force
-	defer func() { a.forcing = false }()
+	a.forcing, a.taking = force, true
+	defer func() { a.forcing, a.taking = false, false }()
 	loc := &vfs.Location{FS: t.fs(), Path: s.dir, URL: "mem://" + s.dir}
 	worker := a.threads[1]
 	await := func(ch <-chan struct{}) { // only the worker's fence waits
@@ -299,6 +318,7 @@ func (a *simActor) take(t *simThread, force bool) {
 			case <-ch:
 				return
 			default:
+				s.counts.awaited++
 				worker.gate("wait for the keeper's renewal")
 			}
 		}
@@ -356,9 +376,15 @@ func (s *leaseSim) mustHaveWon(t *simThread, l *fileLease, what string) {
 // attempt's generation is current, or l's own expired or was released.
 // A fence that finds its own renewal landing must not stop the run.
 func (s *leaseSim) mustBeLost(t *simThread, l *fileLease, err error) {
-	_, tr := s.truth()
-	if tr != nil && tr.Token == l.rec.Token && !tr.Released && s.clock.now().Before(tr.Expires) && !strings.Contains(err.Error(), "expired") {
+	tg, tr := s.truth()
+	if tr == nil || strings.Contains(err.Error(), "expired") {
+		return
+	}
+	if tr.Token == l.rec.Token && !tr.Released && s.clock.now().Before(tr.Expires) {
 		s.violate("%s: lease reported lost while the folder's current generation is its own: %v", t.name, err)
+	}
+	if tr.Token == "" && s.creator[path.Join(s.dir, leaseGenName(tg))] == l {
+		s.violate("%s: lease reported lost while the folder's current generation is its own renewal, being written: %v", t.name, err)
 	}
 }
 
@@ -439,17 +465,26 @@ func (a *simActor) write(t *simThread, l *fileLease) {
 // check asserts the invariants after a step.
 func (s *leaseSim) check() {
 	g, cur := s.truth()
+	if cur != nil && cur.Token == "" {
+		return // a generation being written (HDFS): judged once its record is in
+	}
 	if g < s.prevGen {
 		s.violate("the current generation went back from %d to %d", s.prevGen, g)
 	}
 	if g > s.prevGen && cur != nil {
+		// Judged against the generation below it (which its creator
+		// has not swept yet): in an HDFS schedule that may be one whose
+		// record was never written, naming no owner.
 		p := s.prev
+		if lf, err := readLeaseFile(&simFS{Mem: s.mem, s: s, nogate: true}, path.Join(s.dir, leaseGenName(g-1)), simTTL); err == nil {
+			p = &lf.rec
+		}
 		switch {
 		case p != nil && cur.Token == p.Token:
 			// a renewal or release by the holder
 		case cur.Released:
 			s.violate("generation %d, a release, is by token %s, not the holder's (%+v)", g, cur.Token, p)
-		case cur.TookOver == "" && p != nil && !p.Released && p.Token != "":
+		case cur.TookOver == "" && p != nil && !p.Released && p.Token != "" && !s.anyTaking():
 			s.violate("generation %d replaced holder %s without a takeover: a late renewal overwrote it", g, p.Token)
 		case p == nil || p.Released:
 			s.counts.free++
@@ -460,7 +495,11 @@ func (s *leaseSim) check() {
 		default:
 			s.violate("generation %d took the live lease of %s (expires %v, now %v) without --force-takeover", g, p.Token, p.Expires, s.clock.now())
 		}
-		if p != nil && !p.Released && cur.Token != p.Token && cur.TookOver != p.Token {
+		// In an HDFS schedule the taker may have read the generation
+		// below before its record was written: it took over a lease
+		// naming no owner then, judged expired by its creation time,
+		// which is no earlier than the record's own expiry.
+		if p != nil && !p.Released && cur.Token != p.Token && cur.TookOver != p.Token && !(s.hdfs && cur.TookOver == "") {
 			s.violate("generation %d took over token %q, but the holder was %q", g, cur.TookOver, p.Token)
 		}
 	}
@@ -480,6 +519,15 @@ func (s *leaseSim) check() {
 	}
 }
 
+func (s *leaseSim) anyTaking() bool {
+	for _, a := range s.actors {
+		if a.taking {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *leaseSim) anyForcing() bool {
 	for _, a := range s.actors {
 		if a.forcing {
@@ -490,28 +538,54 @@ func (s *leaseSim) anyForcing() bool {
 }
 
 // simFS is the shared in-memory file system as one attempt sees it:
-// every operation first hands control to the scheduler. An exclusive
-// create stores the object whole at Close, as S3, GCS and Azure do (one
-// conditional PUT), and that Close is the step the scheduler gates.
+// every operation first hands control to the scheduler (but the
+// checker's own reads, nogate). An exclusive create stores the object
+// whole at Close, as S3, GCS and Azure do (one conditional PUT), and that
+// Close is the step the scheduler gates; in an HDFS schedule (leaseSim.
+// hdfs) it takes the name at once, empty, as the NameNode does, and the
+// record appears at Close, a second step: readers meanwhile find a file
+// naming no owner, dated when it was created.
 type simFS struct {
 	*vfs.Mem
-	s *leaseSim
+	s      *leaseSim
+	nogate bool
+}
+
+func (f *simFS) gate(op string) {
+	if !f.nogate {
+		f.s.running.gate(op)
+	}
 }
 
 func (f *simFS) Open(name string) (vfs.File, error) {
-	f.s.running.gate("open " + name)
+	f.gate("open " + name)
 	return f.Mem.Open(name)
 }
+
+// Stat dates a file by the simulation's clock at its creation, as a
+// lease file naming no owner is judged by.
 func (f *simFS) Stat(name string) (iofs.FileInfo, error) {
-	f.s.running.gate("stat " + name)
-	return f.Mem.Stat(name)
+	f.gate("stat " + name)
+	fi, err := f.Mem.Stat(name)
+	if err != nil {
+		return nil, err
+	}
+	return simInfo{FileInfo: fi, mod: f.s.created[name]}, nil
 }
+
+type simInfo struct {
+	iofs.FileInfo
+	mod time.Time
+}
+
+func (i simInfo) ModTime() time.Time { return i.mod }
+
 func (f *simFS) ReadDir(name string) ([]iofs.FileInfo, error) {
-	f.s.running.gate("list " + name)
+	f.gate("list " + name)
 	return f.Mem.ReadDir(name)
 }
 func (f *simFS) Remove(name string) error {
-	f.s.running.gate("remove " + name)
+	f.gate("remove " + name)
 	return f.Mem.Remove(name)
 }
 
@@ -520,15 +594,26 @@ func (f *simFS) Create(name string) (vfs.WriteFile, error) {
 	return &simWriter{f: f, name: name}, nil
 }
 
-// CreateExclusive stores the object at Close if its name is free.
+// CreateExclusive stores the object at Close if its name is free, or, in
+// an HDFS schedule, takes the name now.
 func (f *simFS) CreateExclusive(name string) (vfs.WriteFile, error) {
-	return &simWriter{f: f, name: name, exclusive: true}, nil
+	w := &simWriter{f: f, name: name, exclusive: true}
+	if f.s.hdfs {
+		f.gate("create " + name)
+		if err := w.take(); err != nil {
+			return nil, err
+		}
+		w.taken = true
+	}
+	return w, nil
 }
 
 type simWriter struct {
 	f         *simFS
 	name      string
 	exclusive bool
+	taken     bool // the name is taken (HDFS): Close writes the record
+	stray     int64
 	buf       []byte
 }
 
@@ -536,27 +621,41 @@ func (w *simWriter) Write(p []byte) (int, error) { w.buf = append(w.buf, p...); 
 func (w *simWriter) Sync() error                 { return nil }
 func (w *simWriter) Name() string                { return w.name }
 
-func (w *simWriter) Close() error {
-	op := "put "
-	if w.exclusive {
-		op = "put-if-absent "
-	}
-	w.f.s.running.gate(op + w.name)
-	if !w.exclusive {
-		w.f.Mem.WriteFile(w.name, w.buf)
-		return nil
-	}
-	// One step: no other attempt runs between the check and the store.
-	_, statErr := w.f.Mem.Stat(w.name)
-	if statErr == nil {
+// take creates the name if it is free, in one step: no other attempt
+// runs between the check and the store.
+func (w *simWriter) take() error {
+	s := w.f.s
+	if _, err := w.f.Mem.Stat(w.name); err == nil {
 		return &iofs.PathError{Op: "create", Path: w.name, Err: iofs.ErrExist}
 	}
-	s := w.f.s
 	if g := parseLeaseGen(w.name[strings.LastIndexByte(w.name, '/')+1:]); g > 0 && g < s.prevGen {
 		s.counts.strayRecreated++
+		w.stray = g
+	}
+	s.created[path.Clean(w.name)] = s.clock.now()
+	s.creator[path.Clean(w.name)] = s.running.lease
+	w.f.Mem.WriteFile(w.name, nil)
+	return nil
+}
+
+func (w *simWriter) Close() error {
+	op := "put "
+	switch {
+	case w.taken:
+		op = "write and close "
+	case w.exclusive:
+		op = "put-if-absent "
+	}
+	w.f.gate(op + w.name)
+	if w.exclusive && !w.taken {
+		if err := w.take(); err != nil {
+			return err
+		}
+	}
+	if w.stray > 0 {
 		var rec leaseRecord
 		if json.Unmarshal(w.buf, &rec) == nil {
-			s.strays[fmt.Sprintf("%d/%s", g, rec.Token)] = true
+			w.f.s.strays[fmt.Sprintf("%d/%s", w.stray, rec.Token)] = true
 		}
 	}
 	w.f.Mem.WriteFile(w.name, w.buf)
