@@ -52,7 +52,8 @@ var (
 //   - 72789941: a take won generation 1, and a forced take got generation
 //     2 while the first was still sweeping; the check then demanded that
 //     a take hold the lease when it returns, not when it won
-//     (mustHaveWon);
+//     (mustHaveWon). Found by the first, one-thread simulator: it plays
+//     another schedule now;
 //   - 370371166: five takeovers in a row while one attempt tried to take
 //     the lease, which gives up ("changed hands five times"): a refusal
 //     to try again, not a fault; with the keeper and the worker apart, it
@@ -60,6 +61,9 @@ var (
 //     after a listing another attempt's takeover had already made stale;
 //   - 811193718: a fence that passed on the generation of its own
 //     release, decided while the fence listed the folder.
+//
+// The last two still replay the schedules that failed (each fails again
+// with its bug put back).
 var simRegressions = []int64{72789941, 370371166, 811193718}
 
 const simTTL = time.Minute
@@ -151,7 +155,9 @@ type leaseSim struct {
 
 func newLeaseSim(seed int64) *leaseSim {
 	s := &leaseSim{seed: seed, rng: rand.New(rand.NewSource(seed)), clock: newFakeClock(), mem: vfs.NewMem(), dir: "/job/checkpoint.lease", strays: map[string]bool{}, created: map[string]time.Time{}, creator: map[string]*fileLease{}}
-	s.hdfs = s.rng.Intn(2) == 0
+	// By the seed's last bit, not a draw: the schedules of seeds kept
+	// from before HDFS schedules existed replay unchanged (both even).
+	s.hdfs = seed&1 == 1
 	n := 2 + s.rng.Intn(2)
 	for i := range n {
 		s.actors = append(s.actors, newSimActor(s, i))
