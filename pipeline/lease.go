@@ -12,6 +12,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,13 +33,20 @@ import (
 //
 // On a local path the lease is a lock file held with flock(2): the kernel
 // drops the lock when the process ends, however it ends, so a run killed
-// with -9 frees its state at once. HDFS has no lock a client holds for
-// its lifetime, so there the lease is a file created exclusively (the
-// NameNode checks and creates in one step) that names its owner and an
-// expiry, rewritten by the owner every third of its lifetime; a lease
-// past its expiry belongs to a run that died, and the next run takes it
-// over. Expiry is judged by the clocks of the hosts involved, which must
-// agree to well within the lease's lifetime (NTP does).
+// with -9 frees its state at once. HDFS and the object stores have no
+// lock a client holds for its lifetime, so there the lease is a folder of
+// generations (see fileLease below), each a file created exclusively that
+// names its owner and an expiry; the owner moves it to the next
+// generation every third of its lifetime; a lease past its expiry
+// belongs to a run that died, and the next run takes it over. Expiry is
+// judged by the clocks of the hosts involved, which must agree to well
+// within the lease's lifetime (NTP does).
+//
+// A lease fences: every durable write of the run's state (checkpoint
+// journal records and compactions, a spill task's commit, the merge's
+// and the load's state) is made only after leases.check found every
+// lease still this run's, and a run that finds one lost stops with
+// ErrLeaseLost (the CLI's exit 4) and writes nothing more.
 
 // DefaultLeaseTTL is how long an HDFS lease lasts unless its owner renews
 // it, when Options.LeaseTTL is zero: after a crash the next run waits at
@@ -53,10 +62,11 @@ const stagingLeaseName = "_rekey.lease"
 // because another run holds its state.
 var ErrLeased = errors.New("pipeline: the job's state is in use by another run")
 
-// ErrLeaseLost is matched by the error of a run that lost its HDFS lease
-// while it ran: another run took it over (it judged the lease expired, or
-// was told --force-takeover), or the lease could not be renewed before it
-// expired. The run stops at once; the state is the other run's.
+// ErrLeaseLost is matched by the error of a run that lost its remote
+// lease (HDFS or an object store) while it ran: another run took it over
+// (it judged the lease expired, or was told --force-takeover), or the
+// lease could not be renewed before it expired. The run stops at once
+// and writes nothing more; the state is the other run's.
 var ErrLeaseLost = errors.New("pipeline: the run lost its lease on the job's state")
 
 // Owner names the run that holds a lease, as its lease file records it.
@@ -116,9 +126,18 @@ type leaseRecord struct {
 	Owner
 	// Token tells this lease from a later one of the same owner.
 	Token string `json:"token"`
-	// Renewed and Expires: HDFS leases only.
+	// Renewed and Expires: remote leases only.
 	Renewed time.Time `json:"renewed,omitzero"`
 	Expires time.Time `json:"expires,omitzero"`
+	// Generation is the generation the record is the file of (remote
+	// leases only; the file's name says it too).
+	Generation int64 `json:"generation,omitempty"`
+	// Released marks the generation its holder gave back: the state is
+	// free.
+	Released bool `json:"released,omitempty"`
+	// TookOver is the token of the lease this generation took over, for
+	// the record (empty for a renewal, or a lease taken when free).
+	TookOver string `json:"took_over,omitempty"`
 }
 
 // processStart stands for the process's start time in its leases.
@@ -157,7 +176,12 @@ func newToken(n int) string {
 
 // leases are the leases a run holds. The first one lost ends the run.
 type leases struct {
-	held     []func() error
+	held []func() error
+	// fences are the remote leases' stillHeld checks (a local lock needs
+	// none: the kernel holds it for the process's lifetime).
+	fences []func() error
+	// remote are the remote leases by the where they were taken at.
+	remote   map[string]*fileLease
 	lost     chan struct{}
 	released chan struct{}
 	once     sync.Once
@@ -231,10 +255,18 @@ type leaseOptions struct {
 	ttl   time.Duration
 	force bool
 	logf  func(string, ...any)
+	// clock is the time leases are judged by; nil is time.Now (the
+	// randomized schedule tests give theirs).
+	clock func() time.Time
+	// await is how a fence check waits for the renewal in flight to be
+	// decided; nil receives from ch (the randomized schedule tests hand
+	// control to their scheduler while it waits).
+	await func(ch <-chan struct{})
 }
 
-// take leases the state named what through the lease file at where (a
-// local path or hdfs:// URL).
+// take leases the state named what through the lease at where: a local
+// lock file, or a remote lease folder (an hdfs://, s3://, gs:// or Azure
+// URL).
 func (s *leases) take(where, what string, o leaseOptions) error {
 	loc, err := vfs.Open(where)
 	if err != nil {
@@ -265,6 +297,73 @@ func (s *leases) take(where, what string, o leaseOptions) error {
 	l.onLost = s.lose
 	go l.keep()
 	s.held = append(s.held, l.release)
+	s.fences = append(s.fences, l.stillHeld)
+	if s.remote == nil {
+		s.remote = map[string]*fileLease{}
+	}
+	s.remote[where] = l
+	return nil
+}
+
+// stamp returns what the records made under the remote lease taken at
+// where are stamped with (its token and the generation held at the
+// time), or nil for a local lock or a lease not taken.
+func (s *leases) stamp(where string) func() (string, int64) {
+	if s == nil {
+		return nil
+	}
+	l := s.remote[where]
+	if l == nil {
+		return nil
+	}
+	return func() (string, int64) {
+		g, rec, _ := l.held()
+		return rec.Token, g
+	}
+}
+
+// leaseHolder reads the token of the current generation of the remote
+// lease folder p: who holds the state, or last held it (a released
+// generation names its giver). It reports false where there is no lease
+// folder (a local lock file, or no lease yet). It is stage.Options.Holder.
+func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
+	fi, err := fsys.Stat(p)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if !fi.IsDir() {
+		return "", false, nil
+	}
+	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
+	if err != nil {
+		return "", false, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if lf == nil || lf.rec.Token == "" {
+		return "", false, nil
+	}
+	return lf.rec.Token, true, nil
+}
+
+// check is the fence of the run's durable state writes: nil while the run
+// holds every lease it took, else the loss (an error matching
+// ErrLeaseLost, which also stops the run) or the error that kept a lease
+// from being checked. A nil *leases (a run holding none) holds nothing
+// to lose.
+func (s *leases) check() error {
+	if s == nil {
+		return nil
+	}
+	if err := s.lostErr(); err != nil {
+		return err
+	}
+	for _, f := range s.fences {
+		if err := f(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -387,16 +486,124 @@ type localLease struct{ f *os.File }
 // release drops the lock (closing the file does).
 func (l *localLease) release() error { return l.f.Close() }
 
-// fileLease is a held HDFS lease file, renewed until released.
+// The remote lease is a folder of generations. Its path (the lease file's
+// name in earlier rekeys) is a folder holding files g0000000000000001,
+// g0000000000000002, ..., each a leaseRecord written once and never
+// changed: the highest generation says who holds the state. Every change
+// of hands is one compare-and-swap, the exclusive create of the next
+// generation (the NameNode's create without overwrite on HDFS,
+// If-None-Match: * on S3 and Azure, ifGenerationMatch=0 on GCS):
+//
+//   - a renewal by the holder of generation N creates N+1 with a later
+//     expiry;
+//   - a takeover by another run, when N expired or it was told
+//     --force-takeover, creates N+1 naming the token it took over;
+//   - a release creates N+1 marked released, which the next run takes at
+//     once.
+//
+// Of two runs that race for N+1 exactly one creates it; the other finds
+// it there and knows it lost. So a renewal that stalled (its client
+// retried through a NameNode outage) and lands after a takeover finds
+// N+1 taken and cannot overwrite it, and a release that lands late cannot
+// remove the new holder's lease: neither writes anything over another
+// run's generation. (The first protocol rewrote one file with temp and
+// rename, and HDFS's rename replaces its destination: it could not
+// refuse.)
+//
+// Old generations are removed by the holder after each change, so the
+// folder holds a few files. A removed generation could be created again
+// by a run that stalled before it was taken from it, so a create alone
+// does not prove a win: the creator then lists the folder, and a higher
+// generation there (removal only ever happens below one) means its file
+// is a stray, and that it lost. For the same reason stillHeld, the fence
+// every durable state write checks first, lists the folder: the state is
+// this run's while its generation is the highest there.
+
+// leaseGenPrefix starts a generation's file name; the number is
+// zero-padded so names sort as numbers do.
+const leaseGenPrefix = "g"
+
+// leaseGenName is generation g's file name.
+func leaseGenName(g int64) string { return fmt.Sprintf("%s%016d", leaseGenPrefix, g) }
+
+// parseLeaseGen is the generation a file name in a lease folder names,
+// or 0 for another name (a temporary file, say).
+func parseLeaseGen(name string) int64 {
+	rest, ok := strings.CutPrefix(name, leaseGenPrefix)
+	if !ok || len(rest) != 16 {
+		return 0
+	}
+	g, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || g <= 0 {
+		return 0
+	}
+	return g
+}
+
+// leaseGens lists the generations in the lease folder dir, lowest first;
+// a missing folder has none.
+func leaseGens(fsys vfs.FS, dir string) ([]int64, error) {
+	infos, err := fsys.ReadDir(dir)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list lease folder %s: %w", dir, err)
+	}
+	var gens []int64
+	for _, fi := range infos {
+		if g := parseLeaseGen(fi.Name()); g > 0 && !fi.IsDir() {
+			gens = append(gens, g)
+		}
+	}
+	slices.Sort(gens)
+	return gens, nil
+}
+
+// currentLease reads the highest generation in the lease folder dir: its
+// number and file, or 0 and nil when the folder holds none.
+func currentLease(fsys vfs.FS, dir string, ttl time.Duration) (int64, *leaseFile, error) {
+	for range 5 {
+		gens, err := leaseGens(fsys, dir)
+		if err != nil || len(gens) == 0 {
+			return 0, nil, err
+		}
+		g := gens[len(gens)-1]
+		lf, err := readLeaseFile(fsys, path.Join(dir, leaseGenName(g)), ttl)
+		if errors.Is(err, iofs.ErrNotExist) {
+			continue // a holder removed it below a newer one just listed after
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		return g, lf, nil
+	}
+	return 0, nil, fmt.Errorf("lease folder %s changed five times while it was read", dir)
+}
+
+// fileLease is a held remote lease (a folder of generations), renewed
+// until released.
 type fileLease struct {
 	fs     vfs.ExclusiveFS
-	loc    *vfs.Location
+	loc    *vfs.Location // loc.Path is the lease folder
 	what   string
 	o      leaseOptions
 	onLost func(error)
 
-	rec        leaseRecord
+	// mu guards what the renewal changes and stillHeld reads from the
+	// run's writers: the generation held, its record, and the loss.
+	mu   sync.Mutex
+	gen  int64
+	rec  leaseRecord
+	lost error
+	// changing is closed when the change of generation in flight (a
+	// renewal or a release) is decided; nil while none is. A fence
+	// check that finds a generation above its own waits for it: that
+	// may be this run's own renewal, landed but not yet counted.
+	changing chan struct{}
+
 	stop, done chan struct{}
+	stopOnce   sync.Once
 }
 
 // leaseFile is a lease file as read: its record and its bytes.
@@ -405,61 +612,157 @@ type leaseFile struct {
 	raw []byte
 }
 
-// acquireFile creates the lease file exclusively; when another run's
-// lease is there, it refuses, or takes the lease over when it expired or
-// o.force says so.
+// now is the lease's clock: time.Now unless a test gives another.
+func (o leaseOptions) now() time.Time {
+	if o.clock != nil {
+		return o.clock()
+	}
+	return time.Now()
+}
+
+// acquireFile takes the lease in the folder loc.Path: it creates the next
+// generation exclusively when the folder holds none, a released one, or
+// one that expired (or any, when o.force says so); a live lease of
+// another run is refused.
 func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o leaseOptions) (*fileLease, error) {
 	l := &fileLease{fs: fsys, loc: loc, what: what, o: o, stop: make(chan struct{}), done: make(chan struct{})}
 	l.rec = leaseRecord{Owner: self(), Token: newToken(16)}
-	var tookOver *leaseFile
-	for range 5 {
-		err := l.create()
-		if err == nil {
-			if tookOver != nil {
-				l.logTakeover(tookOver)
-			}
-			return l, nil
-		}
-		if !errors.Is(err, iofs.ErrExist) {
-			return nil, fmt.Errorf("lease for %s: create %s: %w", what, loc.URL, err)
-		}
-		cur, err := readLeaseFile(fsys, loc.Path, o.ttl)
-		if errors.Is(err, iofs.ErrNotExist) {
-			continue // released meanwhile
-		}
+	if err := l.retireSingleFile(); err != nil {
+		return nil, err
+	}
+	if err := fsys.MkdirAll(loc.Path); err != nil {
+		return nil, fmt.Errorf("lease for %s: %w", what, err)
+	}
+	// o.force takes the lease from the run that held it at the first
+	// look, also after that run renewed it; a run that took the lease
+	// meanwhile is not taken from again, or two runs told
+	// --force-takeover (a YARN retry beside its first attempt) would take
+	// it from each other in turn.
+	var forceOver *string
+	for i := range 5 {
+		g, cur, err := currentLease(fsys, loc.Path, o.ttl)
 		if err != nil {
 			return nil, fmt.Errorf("lease for %s: %w", what, err)
 		}
-		if !o.force && time.Now().Before(cur.rec.Expires) {
-			return nil, &LeasedError{State: what, Lease: loc.URL, Owner: cur.rec.Owner, Expires: cur.rec.Expires}
+		live := cur != nil && !cur.rec.Released
+		if i == 0 && live && o.force {
+			forceOver = &cur.rec.Token
 		}
-		moved, ok, err := l.moveAside(cur)
+		var took *leaseFile
+		if live {
+			forced := forceOver != nil && cur.rec.Token == *forceOver
+			if !forced && o.now().Before(cur.rec.Expires) {
+				return nil, &LeasedError{State: what, Lease: loc.URL, Owner: cur.rec.Owner, Expires: cur.rec.Expires}
+			}
+			took = cur
+		}
+		rec := l.rec
+		if took != nil {
+			rec.TookOver = took.rec.Token
+		}
+		won, err := l.cas(g, rec)
 		if err != nil {
-			return nil, fmt.Errorf("lease for %s: taking over %s: %w", what, loc.URL, err)
+			return nil, fmt.Errorf("lease for %s: %w", what, err)
 		}
-		if !ok {
-			return nil, &LeasedError{State: what, Lease: loc.URL, Owner: moved.rec.Owner, Expires: moved.rec.Expires}
+		if !won {
+			continue // another run got g+1 first: judge its lease
 		}
-		tookOver = cur
+		if took != nil {
+			l.logTakeover(took)
+		}
+		l.sweep()
+		return l, nil
 	}
 	return nil, fmt.Errorf("lease for %s: %s changed hands five times while this run tried to take it; try again", what, loc.URL)
 }
 
-// logTakeover says whose lease this run took over, and why it could.
-func (l *fileLease) logTakeover(old *leaseFile) {
-	why := fmt.Sprintf("it expired at %s", old.rec.Expires.Format(time.RFC3339))
-	if l.o.force && time.Now().Before(old.rec.Expires) {
-		why = "--force-takeover"
+// retireSingleFile deals with a lease an earlier rekey left: a single
+// file where the folder goes. A live one (its owner may still run, and
+// knows nothing of generations) is refused like any live lease, or taken
+// with o.force; an expired or forced one is removed. That removal is not
+// a compare-and-swap (the earlier rekey's own takeover was not either);
+// two new runs removing it at once both go on to race for generation 1,
+// which one wins.
+func (l *fileLease) retireSingleFile() error {
+	fi, err := l.fs.Stat(l.loc.Path)
+	if errors.Is(err, iofs.ErrNotExist) || (err == nil && fi.IsDir()) {
+		return nil
 	}
-	l.o.logf("took over the lease on %s (%s) from %s: %s", l.what, l.loc.URL, old.rec.Owner, why)
+	if err != nil {
+		return fmt.Errorf("lease for %s: %w", l.what, err)
+	}
+	old, err := readLeaseFile(l.fs, l.loc.Path, l.o.ttl)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lease for %s: %w", l.what, err)
+	}
+	if !l.o.force && l.o.now().Before(old.rec.Expires) {
+		return &LeasedError{State: l.what, Lease: l.loc.URL, Owner: old.rec.Owner, Expires: old.rec.Expires,
+			Hint: "the lease file is of a rekey from before lease generations"}
+	}
+	if err := l.fs.Remove(l.loc.Path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return fmt.Errorf("lease for %s: removing the earlier rekey's lease file %s: %w", l.what, l.loc.URL, err)
+	}
+	l.logTakeover(old)
+	return nil
 }
 
-// create writes this run's lease file, if none is there.
-func (l *fileLease) create() error {
-	now := time.Now()
-	l.rec.Renewed, l.rec.Expires = now, now.Add(l.o.ttl)
-	b, _ := json.Marshal(l.rec)
-	w, err := l.fs.CreateExclusive(l.loc.Path)
+// genPath is generation g's file in the lease folder.
+func (l *fileLease) genPath(g int64) string { return path.Join(l.loc.Path, leaseGenName(g)) }
+
+// cas is the compare-and-swap every change of the lease is: it creates
+// generation g+1 holding rec (its generation and times set here), and
+// reports whether this run made it the current generation. False means
+// another run holds g+1 or a later generation; only errors of the file
+// system are errors. On a win the lease holds g+1 and rec.
+func (l *fileLease) cas(g int64, rec leaseRecord) (bool, error) {
+	done := make(chan struct{})
+	l.mu.Lock()
+	l.changing = done
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.changing = nil
+		l.mu.Unlock()
+		close(done)
+	}()
+	next := g + 1
+	now := l.o.now()
+	rec.Generation, rec.Renewed, rec.Expires = next, now, now.Add(l.o.ttl)
+	err := l.create(l.genPath(next), rec)
+	if errors.Is(err, iofs.ErrExist) {
+		// Ours, when an earlier try's answer was lost (the create landed);
+		// a file naming no owner (its writer is still writing, or died)
+		// is another run's.
+		lf, rerr := readLeaseFile(l.fs, l.genPath(next), l.o.ttl)
+		if rerr != nil || lf.rec.Token != l.rec.Token || lf.rec.Released != rec.Released {
+			return false, nil
+		}
+		rec = lf.rec
+	} else if err != nil {
+		return false, fmt.Errorf("create %s: %w", l.genPath(next), err)
+	}
+	// A generation removed below a newer one can be created again by a
+	// run that stalled: then the newer one is still there.
+	gens, err := leaseGens(l.fs, l.loc.Path)
+	if err != nil {
+		return false, err
+	}
+	if len(gens) > 0 && gens[len(gens)-1] > next {
+		return false, nil
+	}
+	l.mu.Lock()
+	l.gen, l.rec = next, rec
+	l.mu.Unlock()
+	return true, nil
+}
+
+// create writes rec to the new file p, if no file p is there.
+func (l *fileLease) create(p string, rec leaseRecord) error {
+	b, _ := json.Marshal(rec)
+	w, err := l.fs.CreateExclusive(p)
 	if err != nil {
 		return err
 	}
@@ -474,32 +777,30 @@ func (l *fileLease) create() error {
 	return w.Close()
 }
 
-// moveAside moves the stale lease cur out of the way. It renames the file
-// first, so of two runs taking over at once only one moves it, then reads
-// what it moved: when that is not cur (another run took over in between
-// and wrote a fresh lease), it puts that lease back and reports false.
-func (l *fileLease) moveAside(cur *leaseFile) (*leaseFile, bool, error) {
-	aside := l.loc.Path + ".stale-" + l.rec.Token
-	if err := l.fs.Rename(l.loc.Path, aside); err != nil {
-		if errors.Is(err, iofs.ErrNotExist) {
-			return nil, true, nil // gone already: try to create
-		}
-		return nil, false, err
-	}
-	defer l.fs.Remove(aside)
-	moved, err := readLeaseFile(l.fs, aside, l.o.ttl)
+// sweep removes the generations below the one held. Failing to is
+// harmless: the next change of the lease sweeps again.
+func (l *fileLease) sweep() {
+	l.mu.Lock()
+	held := l.gen
+	l.mu.Unlock()
+	gens, err := leaseGens(l.fs, l.loc.Path)
 	if err != nil {
-		return nil, false, err
+		return
 	}
-	if moved.rec.Token == cur.rec.Token {
-		return moved, true, nil
+	for _, g := range gens {
+		if g < held {
+			l.fs.Remove(l.genPath(g))
+		}
 	}
-	if w, err := l.fs.CreateExclusive(l.loc.Path); err == nil {
-		w.Write(moved.raw)
-		w.Sync()
-		w.Close()
+}
+
+// logTakeover says whose lease this run took over, and why it could.
+func (l *fileLease) logTakeover(old *leaseFile) {
+	why := fmt.Sprintf("it expired at %s", old.rec.Expires.Format(time.RFC3339))
+	if l.o.force && l.o.now().Before(old.rec.Expires) {
+		why = "--force-takeover"
 	}
-	return moved, false, nil
+	l.o.logf("took over the lease on %s (%s) from %s: %s", l.what, l.loc.URL, old.rec.Owner, why)
 }
 
 // readLeaseFile reads a lease file. One that names no owner (its writer
@@ -535,11 +836,14 @@ func (l *fileLease) keep() {
 		case <-t.C:
 		}
 		err := l.renew()
+		if err != nil && !errors.Is(err, ErrLeaseLost) {
+			err = l.lostIfExpired(err)
+		}
 		switch {
 		case err == nil:
 			t.Reset(l.o.ttl / 3)
 		case errors.Is(err, ErrLeaseLost):
-			l.onLost(err)
+			l.onLost(l.setLost(err))
 			return
 		default:
 			l.o.logf("renewing the lease %s: %v (trying again)", l.loc.URL, err)
@@ -548,60 +852,177 @@ func (l *fileLease) keep() {
 	}
 }
 
-// renew rewrites the lease with a new expiry, if it is still this run's.
-// A lease another run holds now, or one that expired before it could be
-// renewed (another run may have taken it over meanwhile), is lost.
-func (l *fileLease) renew() error {
-	cur, err := readLeaseFile(l.fs, l.loc.Path, l.o.ttl)
-	switch {
-	case errors.Is(err, iofs.ErrNotExist):
-		return fmt.Errorf("%w: %s: its lease %s was removed", ErrLeaseLost, l.what, l.loc.URL)
-	case err != nil:
-		return l.lostIfExpired(err)
-	case cur.rec.Token != l.rec.Token:
-		return fmt.Errorf("%w: %s is now held by %s (lease %s)", ErrLeaseLost, l.what, cur.rec.Owner, l.loc.URL)
+// setLost records the loss (the first one stays) and returns it.
+func (l *fileLease) setLost(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.lost == nil {
+		l.lost = err
 	}
-	if err := l.lostIfExpired(nil); err != nil {
+	return l.lost
+}
+
+// held is the generation held and its record, or the loss.
+func (l *fileLease) held() (int64, leaseRecord, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.gen, l.rec, l.lost
+}
+
+// renew moves the lease to the next generation with a new expiry, if the
+// generation this run holds is still the current one. Finding the next
+// generation another run's is ErrLeaseLost; an error of the file system
+// is returned as it is (keep tries again while the lease lasts).
+func (l *fileLease) renew() error {
+	g, rec, lost := l.held()
+	if lost != nil {
+		return lost
+	}
+	rec.TookOver = ""
+	won, err := l.cas(g, rec)
+	if err != nil {
 		return err
 	}
-	next := l.rec
-	now := time.Now()
-	next.Renewed, next.Expires = now, now.Add(l.o.ttl)
-	b, _ := json.Marshal(next)
-	if err := vfs.WriteFileAtomic(l.fs, l.loc.Path, b); err != nil {
-		return l.lostIfExpired(err)
+	if !won {
+		return l.lostTo(g)
 	}
-	l.rec = next
+	l.sweep()
 	return nil
 }
 
-// lostIfExpired returns ErrLeaseLost when the lease is (all but) expired:
-// past it another run may judge the lease stale, so renewing could
-// overwrite that run's lease. A tenth of the lifetime is kept in hand for
-// the clocks of two hosts to disagree. Otherwise it returns err.
-func (l *fileLease) lostIfExpired(err error) error {
-	if time.Now().Before(l.rec.Expires.Add(-l.o.ttl / 10)) {
-		return err
+// lostTo is the ErrLeaseLost of a run whose generation g is no longer the
+// current one, naming the holder when it can be read.
+func (l *fileLease) lostTo(g int64) error {
+	cur, lf, err := currentLease(l.fs, l.loc.Path, l.o.ttl)
+	switch {
+	case err == nil && lf != nil && lf.rec.Released:
+		return fmt.Errorf("%w: %s: another run took the lease %s (generation %d) after this run's generation %d and has released it", ErrLeaseLost, l.what, l.loc.URL, cur, g)
+	case err == nil && lf != nil:
+		return fmt.Errorf("%w: %s is now held by %s (lease %s, generation %d; this run held %d)", ErrLeaseLost, l.what, lf.rec.Owner, l.loc.URL, cur, g)
 	}
-	why := "it expired before it could be renewed"
-	if err != nil {
-		why += ": " + err.Error()
-	}
-	return fmt.Errorf("%w: %s: lease %s: %s", ErrLeaseLost, l.what, l.loc.URL, why)
+	return fmt.Errorf("%w: %s: another run took the lease %s after this run's generation %d", ErrLeaseLost, l.what, l.loc.URL, g)
 }
 
-// release stops the renewal and removes the lease file if it is still
-// this run's.
-func (l *fileLease) release() error {
-	close(l.stop)
-	<-l.done
-	defer l.loc.Close()
-	cur, err := readLeaseFile(l.fs, l.loc.Path, l.o.ttl)
-	if err != nil || cur.rec.Token != l.rec.Token {
-		return nil // gone or another run's: nothing of ours to remove
+// stillHeld is the fence a durable state write checks first: nil while
+// this run's generation is the highest in the lease folder, else
+// ErrLeaseLost (reported to onLost too, which stops the run). A lease
+// past its expiry unrenewed is lost as well: another run may take it
+// over at any moment. An error listing the folder is returned as it is;
+// the write must not go ahead then either. The generation above this
+// run's while its own renewal is in flight may be that renewal's: it
+// counts when its record names this run, and one whose record is not
+// written yet is waited for.
+func (l *fileLease) stillHeld() error {
+	// mine is a generation above the one counted held, found to be this
+	// run's renewal, landed: held while it is the highest. (The verdict
+	// is the listing's, which is why a listing always comes last.)
+	var mine int64
+	for {
+		g, rec, lost := l.held()
+		if lost != nil {
+			return lost
+		}
+		if rec.Released {
+			return fmt.Errorf("%w: %s: this run released its lease %s", ErrLeaseLost, l.what, l.loc.URL)
+		}
+		if !l.o.now().Before(rec.Expires) {
+			err := l.setLost(fmt.Errorf("%w: %s: lease %s (generation %d) expired at %s before it was renewed", ErrLeaseLost, l.what, l.loc.URL, g, rec.Expires.Format(time.RFC3339Nano)))
+			l.report(err)
+			return err
+		}
+		gens, err := leaseGens(l.fs, l.loc.Path)
+		if err != nil {
+			return fmt.Errorf("checking the lease on %s: %w", l.what, err)
+		}
+		var top int64
+		if len(gens) > 0 {
+			top = gens[len(gens)-1]
+		}
+		l.mu.Lock()
+		cur, released, changing := l.gen, l.rec.Released, l.changing
+		l.mu.Unlock()
+		if top == cur && released {
+			continue // this run's release was decided meanwhile: judged above
+		}
+		if top == cur || (mine != 0 && top == mine) {
+			return nil // a renewal decided during the listing counts
+		}
+		if changing != nil && top == cur+1 {
+			// This run's renewal creates cur+1: landed (its record names
+			// this run) it is this run's, if still the highest at the
+			// next listing; being written (no owner yet, on HDFS) it is
+			// either run's, which the renewal decides.
+			lf, err := readLeaseFile(l.fs, l.genPath(top), l.o.ttl)
+			switch {
+			case err == nil && lf.rec.Token == l.rec.Token && !lf.rec.Released:
+				mine = top
+				continue
+			case err == nil && lf.rec.Token != "":
+				// another run's: lost, whatever the renewal finds
+			case err == nil || errors.Is(err, iofs.ErrNotExist):
+				if l.o.await != nil {
+					l.o.await(changing)
+				} else {
+					<-changing
+				}
+				continue
+			default:
+				return fmt.Errorf("checking the lease on %s: %w", l.what, err)
+			}
+		}
+		err = l.setLost(l.lostTo(cur))
+		l.report(err)
+		return err
 	}
-	if err := l.fs.Remove(l.loc.Path); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+}
+
+// report passes a loss to onLost, when the lease has one.
+func (l *fileLease) report(err error) {
+	if l.onLost != nil {
+		l.onLost(err)
+	}
+}
+
+// lostIfExpired returns ErrLeaseLost when the lease is (all but) expired
+// and could not be renewed: past its expiry another run may take it over,
+// so the run must stop before then. A tenth of the lifetime is kept in
+// hand for the clocks of two hosts to disagree. Otherwise it returns err.
+func (l *fileLease) lostIfExpired(err error) error {
+	_, rec, _ := l.held()
+	if l.o.now().Before(rec.Expires.Add(-l.o.ttl / 10)) {
+		return err
+	}
+	return fmt.Errorf("%w: %s: lease %s: it expired before it could be renewed: %v", ErrLeaseLost, l.what, l.loc.URL, err)
+}
+
+// halt stops the renewal, once.
+func (l *fileLease) halt() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	<-l.done
+}
+
+// release stops the renewal and gives the lease back: the next generation,
+// marked released, if the generation held is still the current one. A
+// lease another run took is left alone.
+func (l *fileLease) release() error {
+	l.halt()
+	defer l.loc.Close()
+	return l.giveBack()
+}
+
+// giveBack is release without the renewal to stop.
+func (l *fileLease) giveBack() error {
+	g, rec, lost := l.held()
+	if lost != nil {
+		return nil // another run's now: nothing of ours to give back
+	}
+	rec.Released, rec.TookOver = true, ""
+	won, err := l.cas(g, rec)
+	if err != nil {
 		return fmt.Errorf("releasing the lease %s: %w", l.loc.URL, err)
+	}
+	if won {
+		l.sweep()
 	}
 	return nil
 }

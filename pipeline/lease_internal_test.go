@@ -97,10 +97,7 @@ func (f *leaseFixture) mustTake(force bool) (*fileLease, chan error) {
 
 // die stops a lease's renewal without giving it back, as kill -9 would;
 // the lease must not be released after.
-func die(l *fileLease) {
-	close(l.stop)
-	<-l.done
-}
+func die(l *fileLease) { l.halt() }
 
 // TestFileLeaseRefusedWhileRenewed: a lease its owner renews is refused
 // to a second taker past its first expiry, naming the owner and the
@@ -132,7 +129,8 @@ func TestFileLeaseTakenOverAfterExpiry(t *testing.T) {
 	f := newLeaseFixture(t)
 	a, _ := f.mustTake(false)
 	die(a)
-	expires := a.rec.Expires
+	_, rec, _ := a.held()
+	expires := rec.Expires
 	var b *fileLease
 	var err error
 	for {
@@ -178,8 +176,8 @@ func TestFileLeaseForceTakeover(t *testing.T) {
 	if err := b.release(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(f.p); !os.IsNotExist(err) {
-		t.Errorf("lease file after release: %v", err)
+	if _, cur, err := currentLease(vfs.Local{}, f.p, testTTL); err != nil || cur == nil || !cur.rec.Released {
+		t.Errorf("the current generation after release: %+v, %v", cur, err)
 	}
 }
 
@@ -188,7 +186,10 @@ func TestFileLeaseForceTakeover(t *testing.T) {
 // passed.
 func TestFileLeaseWithoutOwner(t *testing.T) {
 	f := newLeaseFixture(t)
-	if err := os.WriteFile(f.p, nil, 0o644); err != nil {
+	if err := os.MkdirAll(f.p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.p, leaseGenName(1)), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	created := time.Now()

@@ -119,7 +119,7 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 			return nil, err
 		}
 	}
-	s, closeClient, err := o.openSink(ctx, j, task)
+	s, closeClient, err := o.openSink(ctx, j, task, ls)
 	if err != nil {
 		return nil, err
 	}
@@ -155,8 +155,10 @@ func (o TaskOptions) task() (stage.Task, error) {
 
 // openSink opens the staging folder for the task, with the target
 // cluster unless the job is offline (a merge may be; the load may not).
-// The caller closes the sink, then the client (closeClient).
-func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task) (_ *stage.Sink, closeClient func() error, err error) {
+// The caller closes the sink, then the client (closeClient). ls are the
+// task's leases: their check is the fence of every record the sink
+// writes, and the task's staging lease stamps its state.
+func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, ls *leases) (_ *stage.Sink, closeClient func() error, err error) {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = j.Run.WorkersOrDefault()
@@ -169,6 +171,7 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task) 
 	so := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
+		Fence: ls.check, Lease: ls.stamp(stagingLeasePath(j.StagingPath(), task)), Holder: leaseHolder,
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {

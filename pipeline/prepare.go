@@ -487,6 +487,9 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		o.SplitIDs = append(o.SplitIDs, w.id)
 	}
 	o.LocalRuns = r.spillDir()
+	o.Fence = r.leases.check // every record under the run's leases
+	o.Lease = r.leases.stamp(stagingLeasePath(o.Staging, o.Task))
+	o.Holder = leaseHolder
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys
 		from := "target.create.split_keys"

@@ -228,6 +228,11 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 		}
 		delta = buf.Bytes()
 	}
+	// The fence: a run whose lease another run took records nothing
+	// more, however late its renewal notices.
+	if err := r.leases.check(); err != nil {
+		return err
+	}
 	if err := r.ckpt.record(st, delta); err != nil {
 		// A new base is the way past a torn append, but not past a run
 		// that took this state over: its compaction removed the journal,
@@ -258,6 +263,11 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 // compactLocked writes the whole state as a new checkpoint base, with the
 // run's sketch, and starts its journal; r.mu is held.
 func (r *Run) compactLocked() error {
+	// The fence (see recordLocked): a base written by a run that lost
+	// its lease would replace the new holder's.
+	if err := r.leases.check(); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	if err := r.sketch.WriteJSON(&buf); err != nil {
 		return err

@@ -20,8 +20,8 @@ type StagingStatus = stage.Status
 
 // ReadStagingStatus reads the status of the job in phases from its staging folder
 // alone (staging, or the job's sink.staging when empty): no task is asked.
-// A task counts as running while its lease is live: on HDFS, a lease file
-// not past its expiry; on a local folder, a lock file whose owner process
+// A task counts as running while its lease is live: on HDFS or an object
+// store, a current lease generation not released nor past its expiry; on a local folder, a lock file whose owner process
 // is alive on this host.
 func ReadStagingStatus(j *job.Job, staging string) (*StagingStatus, error) {
 	if staging == "" {
@@ -41,8 +41,13 @@ func leaseLive(fsys vfs.FS, p string) bool {
 		}
 		return rec.Host == self().Host && processAlive(rec.PID)
 	}
-	lf, err := readLeaseFile(fsys, p, DefaultLeaseTTL)
-	return err == nil && lf.rec.Token != "" && time.Now().Before(lf.rec.Expires)
+	if fi, err := fsys.Stat(p); err == nil && !fi.IsDir() {
+		// The single lease file of a rekey from before generations.
+		lf, err := readLeaseFile(fsys, p, DefaultLeaseTTL)
+		return err == nil && lf.rec.Token != "" && time.Now().Before(lf.rec.Expires)
+	}
+	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
+	return err == nil && lf != nil && lf.rec.Token != "" && !lf.rec.Released && time.Now().Before(lf.rec.Expires)
 }
 
 // processAlive reports whether a process with this PID exists here.

@@ -17,6 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/vfs"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -232,6 +233,9 @@ func (s *Sink) settleFinish(st *finishState, found bool, recs []*splitRecord) (*
 // part redone after a shard was spilled again merges afresh (the load
 // refuses to mix what it already loaded with new files).
 func (s *Sink) dropStale(st *finishState) error {
+	if err := s.fenced("removing stale HFiles"); err != nil {
+		return err
+	}
 	if s.task.Phase == PhaseMerge {
 		for _, f := range allFiles(st) {
 			if err := s.fs.Remove(path.Join(s.root, f.Name)); err != nil && !notExist(err) {
@@ -262,7 +266,10 @@ func (s *Sink) readFinish() (*finishState, bool, error) {
 }
 
 func (s *Sink) saveFinish(st *finishState) error {
-	if err := writeJSON(s.fs, path.Join(s.root, s.state), st); err != nil {
+	if s.o.Lease != nil {
+		st.LeaseToken, st.LeaseGeneration = s.o.Lease()
+	}
+	if err := s.record(path.Join(s.root, s.state), st); err != nil {
 		return err
 	}
 	s.loadedUnsaved = false // every save carries the loaded marks
@@ -394,6 +401,9 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 				freed += f.Size
 			}
 		}
+	}
+	if err := s.fenced("removing merged runs"); err != nil {
+		return err
 	}
 	if err := s.fs.RemoveAll(path.Join(s.root, runsDir)); err != nil {
 		return fmt.Errorf("stage: remove merged runs: %w", err)
@@ -563,8 +573,7 @@ func newFileID() string {
 type hfileOut struct {
 	rel, tmp, final string
 	id              string
-	f               interface{ Sync() error }
-	closeFile       func() error
+	f               vfs.WriteFile
 	cw              *countingWriter
 	bw              *bufio.Writer
 	w               *hfile.Writer
@@ -576,11 +585,14 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 	rel := path.Join(dir, name)
 	out := &hfileOut{rel: rel, final: path.Join(s.root, rel)}
 	out.tmp = s.writeName(out.final, "_")
+	if err := s.fenced("creating HFile " + out.final); err != nil {
+		return nil, err
+	}
 	f, err := s.fs.Create(out.tmp)
 	if err != nil {
 		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
 	}
-	out.f, out.closeFile = f, f.Close
+	out.f = f
 	out.cw = &countingWriter{w: f, total: &s.openHFiles}
 	out.bw = bufio.NewWriterSize(out.cw, 64<<10)
 	opts.Name = s.url(out.final)
@@ -618,12 +630,18 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	if err == nil {
 		err = o.f.Sync()
 	}
-	if cerr := o.closeFile(); err == nil {
-		err = cerr
+	if err != nil {
+		vfs.Abort(o.f)
+	} else {
+		err = s.publish(o.f, "writing HFile "+o.final)
 	}
 	o.cw.closed() // the caller counts the finished file as staged
 	if err == nil && o.tmp != o.final {
-		err = s.fs.Rename(o.tmp, o.final)
+		// The final name may be one another attempt of this task wrote:
+		// only the holder replaces it.
+		if err = s.fenced("naming HFile " + o.final); err == nil {
+			err = s.fs.Rename(o.tmp, o.final)
+		}
 	}
 	if err != nil {
 		s.fs.Remove(o.tmp)
@@ -634,7 +652,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 }
 
 func (o *hfileOut) abort(s *Sink) {
-	o.closeFile()
+	vfs.Abort(o.f)
 	o.cw.closed()
 	s.fs.Remove(o.tmp)
 }

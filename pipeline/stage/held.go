@@ -64,6 +64,9 @@ func (w *splitSink) keep() (sink.Ack, error) {
 		return sink.Ack{}, err
 	}
 	if hadOld {
+		if err := w.s.fenced("removing the record of split " + w.info.ID); err != nil {
+			return sink.Ack{}, err
+		}
 		if err := w.s.fs.Remove(name); err != nil && !notExist(err) {
 			return sink.Ack{}, fmt.Errorf("stage: split %s: remove the record of attempt %s: %w", w.info.ID, old.Attempt, err)
 		}

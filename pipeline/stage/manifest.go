@@ -115,6 +115,13 @@ type finishState struct {
 	// (hbase.BulkStagedPath) when a load was cut short.
 	Tokens map[string][]string `json:"bulk_tokens,omitempty"`
 	Stats  Stats               `json:"stats"`
+	// LeaseToken and LeaseGeneration are the task's lease as it was held
+	// when the state was saved (Options.Lease; empty on a local folder):
+	// the load leaves out a merge part's state whose part another
+	// attempt holds now (mergedParts), as the merge leaves out a spill
+	// commit (committedSpills).
+	LeaseToken      string `json:"lease_token,omitempty"`
+	LeaseGeneration int64  `json:"lease_generation,omitempty"`
 }
 
 // partState is the progress of one region+family.
@@ -174,6 +181,43 @@ func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
 		return false, &badRecordError{name, err}
 	}
 	return true, nil
+}
+
+// record writes v to name as a durable record of the sink's state, if
+// the fence (Options.Fence) says the task still holds its state.
+func (s *Sink) record(name string, v any) error {
+	if err := s.fenced("record " + name); err != nil {
+		return err
+	}
+	return writeJSON(s.fs, name, v)
+}
+
+// publish closes f, a file of the staging folder just written. On an
+// object store that Close is what makes the file appear under its final
+// name, so it happens only while the fence holds; past it the file is
+// dropped unpublished (vfs.Abort) and the fence's error returned. (On a
+// local disk or HDFS the file was written under a temporary name, which
+// a fenced rename makes final.)
+func (s *Sink) publish(f vfs.WriteFile, what string) error {
+	if s.whole {
+		if err := s.fenced(what); err != nil {
+			vfs.Abort(f)
+			return err
+		}
+	}
+	return f.Close()
+}
+
+// fenced checks the fence (Options.Fence) before what, a durable change
+// of the staging folder.
+func (s *Sink) fenced(what string) error {
+	if s.o.Fence == nil {
+		return nil
+	}
+	if err := s.o.Fence(); err != nil {
+		return fmt.Errorf("stage: %s refused: %w", what, err)
+	}
+	return nil
 }
 
 func writeJSON(fsys vfs.WriteFS, name string, v any) error {

@@ -216,14 +216,22 @@ func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region 
 		return partRun{}, 0, err
 	}
 	defer m.close()
+	if fsys == s.fs {
+		if err := s.fenced("creating merge pass run " + name); err != nil {
+			return partRun{}, 0, err
+		}
+	}
 	f, err := fsys.Create(name)
 	if err != nil {
 		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", name, err)
 	}
 	rw, err := newRunWriter(f, s.o.RunCompression, s.o.BatchBytes)
 	if err != nil {
-		f.Close()
+		vfs.Abort(f)
 		return partRun{}, 0, err
+	}
+	if fsys == s.fs {
+		rw.publish = func() error { return s.publish(f, "writing merge pass run "+name) }
 	}
 	if err := m.each(func(c *cell.Cell) error { return rw.add(region, c) }); err != nil {
 		rw.abort()

@@ -4,6 +4,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Options configure the hfiles sink.
@@ -117,6 +118,28 @@ type Options struct {
 
 	// Examples is how many collision examples Stats keeps (default 10).
 	Examples int
+
+	// Fence, when set, is checked before every durable record the sink
+	// writes (a split's record, a spill shard's commit, the plan, the
+	// task record, the merge's and the load's state) and before it
+	// removes what a record no longer names: an error stops the write
+	// and is returned wrapped. The runner passes its leases' check, so a
+	// task whose lease another attempt took writes no record once it
+	// can know (pipeline.ErrLeaseLost), however late its own renewal.
+	Fence func() error
+	// Lease is the task's lease as a spill shard's commit is stamped with
+	// it: the holder's token and the generation held as the commit is
+	// written. Nil stamps nothing (a local folder, where the kernel's lock
+	// fences a run for its whole life).
+	Lease func() (token string, generation int64)
+	// Holder reads who holds, or last held, the lease folder lease (a
+	// task folder's _rekey.lease): the token of its current generation,
+	// or false when there is no lease folder there (a local lock file, or
+	// no lease). A spill shard's commit stamped with another token is of
+	// an attempt that lost the shard to another, which redoes it: the
+	// merge and the load ignore that commit (committedSpills). Nil trusts
+	// every commit.
+	Holder func(fsys vfs.FS, lease string) (token string, ok bool, err error)
 }
 
 func (o *Options) fill() {

@@ -119,6 +119,13 @@ type spillCommit struct {
 	Bytes       int64          `json:"bytes"`
 	SourceBytes int64          `json:"source_bytes"`
 	Committed   time.Time      `json:"committed"`
+	// LeaseToken and LeaseGeneration are the shard's lease as its attempt
+	// held it when it committed (Options.Lease; empty on a local folder).
+	// HDFS has no conditional write, so a commit that passed the fence
+	// can still land after another attempt took the shard over; readers
+	// then know it by its token (Options.Holder).
+	LeaseToken      string `json:"lease_token,omitempty"`
+	LeaseGeneration int64  `json:"lease_generation,omitempty"`
 }
 
 // taskRecord is TASK/task.json: what an attempt of a task set out to do,
@@ -142,7 +149,7 @@ func (s *Sink) recordTask(rec taskRecord) error {
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("stage: create %s: %w", dir, err)
 	}
-	return writeJSON(s.fs, path.Join(dir, taskFile), &rec)
+	return s.record(path.Join(dir, taskFile), &rec)
 }
 
 func (s *Sink) recordSpillTask() error {
@@ -281,6 +288,11 @@ func (s *Sink) openLater(ctx context.Context) error {
 // commitSpill is a spill task's Finish: every split of the shard is
 // committed, so the shard's output is recorded as one file, atomically.
 func (s *Sink) commitSpill(rep sink.Reporter) error {
+	// Checked again as the commit is written; first so that a task that
+	// lost its lease says so rather than what its records lack.
+	if err := s.fenced("committing spill shard " + s.task.String()); err != nil {
+		return err
+	}
 	recs, err := readSplits(s.fs, path.Join(s.root, s.spill))
 	if err != nil {
 		return err
@@ -289,6 +301,9 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 		return err
 	}
 	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Record: s.o.JobRecord, Splits: recs, Committed: time.Now().UTC()}
+	if s.o.Lease != nil {
+		c.LeaseToken, c.LeaseGeneration = s.o.Lease()
+	}
 	if c.Splits == nil {
 		c.Splits = []*splitRecord{}
 	}
@@ -297,7 +312,7 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 		c.Bytes += r.Bytes
 		c.SourceBytes += r.SourceBytes
 	}
-	if err := writeJSON(s.fs, path.Join(s.root, s.spill+".json"), &c); err != nil {
+	if err := s.record(path.Join(s.root, s.spill+".json"), &c); err != nil {
 		return s.full(err, "committing spill shard "+s.task.String())
 	}
 	s.account(recs, &finishState{})
@@ -334,27 +349,46 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 // this build began), N is the record's shard count, and the shards'
 // splits must be the record's, each exactly once (record.Job.Cover): a
 // shard that cut the snapshot otherwise is refused, not merged.
-func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, error) {
+//
+// A commit stamped with a lease token other than the one its shard's
+// lease folder names now (holder, nil to trust every commit) is left
+// out, as if not committed: another attempt took the shard over after
+// that commit's attempt wrote it, or before, and it landed late; either
+// way the holder redoes the shard and commits it again.
+func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, string) (string, bool, error)) ([]*splitRecord, int, error) {
 	rec, found, err := record.Read(fsys, path.Join(root, JobRecordFile))
 	if err != nil {
 		return nil, 0, err
 	}
-	shards, err := readSpillCommits(fsys, root)
+	all, err := readSpillCommits(fsys, root)
 	if err != nil {
 		return nil, 0, err
 	}
-	if found {
-		// Commits of another count or record are an earlier job's in
-		// this folder (the record removed, or discarded by --fresh):
-		// none of them counts, and the shards of this record that have
-		// not committed under it are not done.
-		kept := shards[:0]
-		for _, c := range shards {
-			if c.Count == rec.Shards && c.Record == rec.Digest() {
-				kept = append(kept, c)
+	var shards []*spillCommit
+	var superseded []string
+	for _, c := range all {
+		// With a job record, commits of another count or record are an
+		// earlier job's in this folder (the record removed, or
+		// discarded by --fresh): none of them counts, and the shards of
+		// this record that have not committed under it are not done.
+		if found && (c.Count != rec.Shards || c.Record != rec.Digest()) {
+			continue
+		}
+		if c.LeaseToken != "" && holder != nil {
+			lease := path.Join(root, Task{PhaseSpill, c.Shard, c.Count}.Dir(), "_rekey.lease")
+			tok, ok, err := holder(fsys, lease)
+			if err != nil {
+				return nil, 0, fmt.Errorf("stage: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
+			}
+			if ok && tok != c.LeaseToken {
+				superseded = append(superseded, fmt.Sprintf("%d (its commit is of lease generation %d, which another attempt took over)", c.Shard, c.LeaseGeneration))
+				continue
 			}
 		}
-		shards = kept
+		shards = append(shards, c)
+	}
+	if len(superseded) > 0 && len(shards) == 0 {
+		return nil, 0, fmt.Errorf("%w: spill shards %s are being redone", ErrNotReady, strings.Join(superseded, ", "))
 	}
 	if len(shards) == 0 {
 		return nil, 0, fmt.Errorf("%w: no spill shard is committed in %s", ErrNotReady, root)
@@ -377,7 +411,11 @@ func committedSpills(fsys vfs.FS, root, digest string) ([]*splitRecord, int, err
 		}
 	}
 	if len(missing) > 0 {
-		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet", ErrNotReady, strings.Join(missing, ", "), n)
+		why := ""
+		if len(superseded) > 0 {
+			why = "; ignored: " + strings.Join(superseded, ", ")
+		}
+		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet%s", ErrNotReady, strings.Join(missing, ", "), n, why)
 	}
 	if found {
 		commits := make([]record.Commit, 0, n)
@@ -465,7 +503,7 @@ func dealPartitions(parts []*partition, count int) [][]*partition {
 // merged from every committed spill shard's runs. A part that crashed
 // resumes with its state: finished partitions are kept, the rest redone.
 func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest)
+	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
 	if err != nil {
 		return err
 	}
@@ -534,7 +572,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 		st, err := s.finishState(recs)
 		return recs, st, err
 	}
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest)
+	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -573,6 +611,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 	}
 	out := &finishState{Splits: fp, Written: true, Parts: map[string]*partState{}, Loaded: map[string]bool{}}
 	count, done := 0, map[int]bool{}
+	var superseded []string
 	for _, e := range ents {
 		var j, r int
 		if !e.IsDir() {
@@ -593,6 +632,18 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 		if !found || !st.Written || st.Splits != fp {
 			continue
 		}
+		if st.LeaseToken != "" && s.o.Holder != nil {
+			// Saved by an attempt another took the part from (maybe
+			// landing after the takeover): the holder merges it again.
+			tok, ok, err := s.o.Holder(s.fs, path.Join(dir, e.Name(), "_rekey.lease"))
+			if err != nil {
+				return nil, fmt.Errorf("stage: merge part %d/%d: reading its lease: %w", j, r, err)
+			}
+			if ok && tok != st.LeaseToken {
+				superseded = append(superseded, fmt.Sprintf("%d (its state is of lease generation %d, which another attempt took over)", j, st.LeaseGeneration))
+				continue
+			}
+		}
 		done[j] = true
 		for k, ps := range st.Parts {
 			if out.Parts[k] != nil {
@@ -611,7 +662,11 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: merge parts %s of %d have not written their HFiles from the committed spills", ErrNotReady, strings.Join(missing, ", "), count)
+		why := ""
+		if len(superseded) > 0 {
+			why = "; ignored: " + strings.Join(superseded, ", ")
+		}
+		return nil, fmt.Errorf("%w: merge parts %s of %d have not written their HFiles from the committed spills%s", ErrNotReady, strings.Join(missing, ", "), count, why)
 	}
 	return out, nil
 }
@@ -667,6 +722,6 @@ func SpillCoverage(staging string) (rec *record.Job, committed int, coverage err
 	if err != nil {
 		return rec, committed, nil, err
 	}
-	_, _, coverage = committedSpills(loc.FS, loc.Path, digest)
+	_, _, coverage = committedSpills(loc.FS, loc.Path, digest, nil)
 	return rec, committed, coverage, nil
 }

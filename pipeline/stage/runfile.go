@@ -110,7 +110,10 @@ type RunPart struct {
 
 // runWriter writes one run file, one partition after another.
 type runWriter struct {
-	f          vfs.WriteFile
+	f vfs.WriteFile
+	// publish closes f once it is whole (f.Close unless the sink fences
+	// it: Sink.publish).
+	publish    func() error
 	codec      byte
 	batchBytes int64
 	raw        []byte // the open block's cells
@@ -159,7 +162,7 @@ func newRunWriter(f vfs.WriteFile, codec string, batchBytes int64) (*runWriter, 
 		return nil, err
 	}
 	batchBytes = min(max(batchBytes, 4<<10), maxRunBlockRaw/2)
-	rw := &runWriter{f: f, codec: cb, batchBytes: batchBytes}
+	rw := &runWriter{f: f, publish: f.Close, codec: cb, batchBytes: batchBytes}
 	rw.count.w = f
 	var head [runHeaderSize]byte
 	copy(head[:], runMagic)
@@ -279,22 +282,23 @@ func (rw *runWriter) flush() error {
 // partitions and size.
 func (rw *runWriter) close() ([]RunPart, int64, error) {
 	if err := rw.flush(); err != nil {
-		rw.f.Close()
+		vfs.Abort(rw.f)
 		return nil, 0, err
 	}
 	if err := rw.f.Sync(); err != nil {
-		rw.f.Close()
+		vfs.Abort(rw.f)
 		return nil, 0, fmt.Errorf("stage: run file %s: sync: %w", rw.f.Name(), err)
 	}
-	if err := rw.f.Close(); err != nil {
+	if err := rw.publish(); err != nil {
 		return nil, 0, fmt.Errorf("stage: run file %s: close: %w", rw.f.Name(), err)
 	}
 	return rw.parts, rw.count.n, nil
 }
 
-// abort closes the file without finishing it; the caller removes it.
+// abort drops the file without finishing it (unpublished on an object
+// store); the caller removes it.
 func (rw *runWriter) abort() {
-	rw.f.Close()
+	vfs.Abort(rw.f)
 }
 
 // runCursor reads the cells of one partition of one run file in order.

@@ -282,7 +282,7 @@ func (s *Sink) choosePlan(ctx context.Context) error {
 		}
 		p = *pub
 	default:
-		if err := writeJSON(s.fs, path.Join(s.root, planFile), &p); err != nil {
+		if err := s.record(path.Join(s.root, planFile), &p); err != nil {
 			return err
 		}
 	}
@@ -707,15 +707,23 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 	if rf.Local != "" {
 		name = final + tmpSuffix // a local disk renames in place
 	}
+	if rf.Local == "" {
+		if err := w.s.fenced("creating run " + final); err != nil {
+			return err
+		}
+	}
 	f, err := fsys.Create(name)
 	if err != nil {
 		return fmt.Errorf("stage: split %s: create run %s: %w", w.info.ID, name, err)
 	}
 	rw, err := newRunWriter(f, w.s.o.RunCompression, w.s.o.BatchBytes)
 	if err != nil {
-		f.Close()
+		vfs.Abort(f)
 		fsys.Remove(name)
 		return err
+	}
+	if rf.Local == "" {
+		rw.publish = func() error { return w.s.publish(f, "writing run "+final) }
 	}
 	var c cell.Cell
 	for i := range w.ents {
@@ -856,7 +864,7 @@ func (w *splitSink) record() error {
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}
-	if err := writeJSON(w.s.fs, recName, &rec); err != nil {
+	if err := w.s.record(recName, &rec); err != nil {
 		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
 	}
 	w.done = true
