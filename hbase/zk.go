@@ -152,7 +152,13 @@ func (z *zkClient) getOnce(ctx context.Context, p string) ([]byte, error) {
 		}
 		return stripZNodeData(r.b, p)
 	case <-ctx.Done():
-		return nil, fmt.Errorf("hbase: reading znode %s: %w", p, ctx.Err())
+		err := fmt.Errorf("hbase: reading znode %s: %w", p, ctx.Err())
+		if z.conn.State() != zk.StateHasSession {
+			// The read waited on a client that never had a session (or
+			// lost it): ZooKeeper out of reach, whichever gave up first.
+			err = fmt.Errorf("%w (%w: the client has no session)", err, ErrZooKeeperUnreachable)
+		}
+		return nil, err
 	}
 }
 
