@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	iofs "io/fs"
 	"os"
 	"path"
@@ -60,4 +61,34 @@ func (m *Mem) CreateExclusive(name string) (WriteFile, error) {
 	}
 	m.files[name] = nil
 	return &memWriter{m: m, name: name}, nil
+}
+
+// WriteExclusive writes data to name unless another writer has the name:
+// created exclusively, written, synced and closed. won is false, with no
+// error, when the name is taken, which a local disk and HDFS say at
+// create and an object store only at Close (the name is taken then);
+// the other writer's file is never touched. Any other failure removes
+// what this call half wrote, so no reader finds it short.
+func WriteExclusive(fsys ExclusiveFS, name string, data []byte) (won bool, err error) {
+	w, err := fsys.CreateExclusive(name)
+	if errors.Is(err, iofs.ErrExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if _, err = w.Write(data); err == nil {
+		err = w.Sync()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, iofs.ErrExist):
+		return false, nil
+	}
+	fsys.Remove(name)
+	return false, err
 }

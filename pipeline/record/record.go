@@ -263,27 +263,12 @@ func Publish(fsys vfs.WriteFS, name string, j *Job) (*Job, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	w, err := ex.CreateExclusive(name)
-	if err == nil {
-		if _, err = w.Write(b); err == nil {
-			err = w.Sync()
-		}
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			return j, true, nil
-		}
-		if !errors.Is(err, iofs.ErrExist) {
-			// Ours, half written: removed, so no task reads it.
-			fsys.Remove(name)
-			return nil, false, fmt.Errorf("record: write %s: %w", name, err)
-		}
-		// An object store takes the name at Close: another task's
-		// record won, and is not ours to remove.
+	won, err := vfs.WriteExclusive(ex, name, b)
+	if err != nil {
+		return nil, false, fmt.Errorf("record: write %s: %w", name, err)
 	}
-	if err != nil && !errors.Is(err, iofs.ErrExist) {
-		return nil, false, fmt.Errorf("record: create %s: %w", name, err)
+	if won {
+		return j, true, nil
 	}
 	got, found, err := Read(fsys, name)
 	if err != nil {

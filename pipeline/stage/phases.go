@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	iofs "io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -186,27 +185,12 @@ func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := ex.CreateExclusive(name)
-	if err == nil {
-		if _, err = w.Write(b); err == nil {
-			err = w.Sync()
-		}
-		if cerr := w.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			return p, nil
-		}
-		if !errors.Is(err, iofs.ErrExist) {
-			fsys.Remove(name)
-			return nil, fmt.Errorf("stage: record %s: %w", name, err)
-		}
-		// An object store takes the name at Close (vfs.ExclusiveFS):
-		// another task's plan won, and removing it would leave the
-		// shards that partitioned by it without a plan.
-	}
-	if err != nil && !errors.Is(err, iofs.ErrExist) {
+	won, err := vfs.WriteExclusive(ex, name, b)
+	if err != nil {
 		return nil, fmt.Errorf("stage: record %s: %w", name, err)
+	}
+	if won {
+		return p, nil
 	}
 	return readPublishedPlan(fsys, name, p.Table)
 }
