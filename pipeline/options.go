@@ -57,6 +57,9 @@ type Options struct {
 	Shard Shard
 	// build, when set, plays another build's choices (the schedule test).
 	build *buildChoices
+	// ownMapper says the caller gave NewMapper: what it maps, the job's
+	// layouts do not tell, so nothing is assumed one to one.
+	ownMapper bool
 	// afterDone, when set, is called once a split's done record is
 	// written (the schedule test kills a run there).
 	afterDone func()

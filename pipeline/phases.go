@@ -172,6 +172,9 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Fence: ls.check, Lease: ls.stamp(stagingLeasePath(j.StagingPath(), task)), Holder: leaseHolder,
+		// The spill tasks mapped by the job's layouts (a program of one's
+		// own runs in one process); their merge judges by them too.
+		OneToOne: j.Program != nil && j.Run.SetTimestamp == 0 && !j.Program.MayCollide(),
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {

@@ -142,6 +142,8 @@ func (r *Run) settle(o Options) error {
 	if o.NewMapper == nil {
 		p := j.Program
 		o.NewMapper = func() transform.Mapper { return p.New() }
+	} else {
+		o.ownMapper = true
 	}
 	r.o, r.ctl, r.now, r.logf = o, o.Control, o.Now, o.Logf
 	r.budget = job.NewBudget(o.Memory, o.Workers)
@@ -475,6 +477,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect,
+		OneToOne: !r.collide && !r.o.ownMapper,
 	}
 	if r.job != nil {
 		o.JobRecord = r.job.Digest()

@@ -125,7 +125,7 @@ func TestOneFolderOneKindOfJob(t *testing.T) {
 	}
 	run(0, "--phase", "spill", "--shard", "0/2")
 	said := run(2, "--fresh")
-	if !strings.Contains(said, "holds a job in phases") || !strings.Contains(said, "found spill") {
+	if !strings.Contains(said, "holds a job in phases") || !strings.Contains(said, `kind says "phases"`) {
 		t.Errorf("a one-process run on a phased folder says:\n%s", said)
 	}
 	if _, err := os.Stat(filepath.Join(out, "finish.json")); !os.IsNotExist(err) {

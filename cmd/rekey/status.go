@@ -111,6 +111,11 @@ func printStatus(w io.Writer, st *pipeline.StagingStatus) {
 		p("  %-6s %d tasks: %d done, %d running, %d failed, %d left; %d cells, %s %s\n", name, tasks, done, running, failed, left, cells, human.Bytes(bytes), output)
 	}
 	phase("spill", "staged", st.Spill.Tasks, st.Spill.Done, st.Spill.Running, st.Spill.Failed, st.Spill.Left, st.Spill.Cells, st.Spill.Bytes)
+	for _, t := range st.Spill.List {
+		if t.Superseded {
+			p("         spill shard %d: its commit was made under a lease another attempt took over; it does not count, the shard is %s\n", t.Index, t.State)
+		}
+	}
 	phase("merge", "in HFiles", st.Merge.Tasks, st.Merge.Done, st.Merge.Running, st.Merge.Failed, st.Merge.Left, st.Merge.Cells, st.Merge.Bytes)
 	if l := st.Load.List; len(l) == 1 && l[0].State != "left" {
 		p("  load   %s: %d of %d regions loaded; %d cells, %s\n", l[0].State, l[0].PartitionsDone, l[0].Partitions, l[0].Cells, human.Bytes(l[0].Bytes))

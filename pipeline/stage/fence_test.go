@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -156,9 +157,26 @@ func TestMergeIgnoresCommitOfSupersededAttempt(t *testing.T) {
 	if want := filepath.Join(dir, "spill", "shard-0000-of-0001", "_rekey.lease"); len(asked) == 0 || filepath.Clean(asked[0]) != want {
 		t.Errorf("asked the lease at %v, want %s", asked, want)
 	}
+	// The status counts the shard as the merge does: not done.
+	st, err := ReadStatus(dir, func(vfs.FS, string) bool { return true },
+		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spill.Done != 0 || len(st.Spill.List) != 1 || !st.Spill.List[0].Superseded || st.Spill.List[0].State != TaskRunning {
+		t.Errorf("status of a superseded commit: done %d, tasks %+v; want not done, superseded, running", st.Spill.Done, st.Spill.List)
+	}
 	holder = "attempt-a"
 	if err := m.Finish(ctx, logRep{t}); err != nil {
 		t.Fatalf("merge once the lease names the committing attempt: %v", err)
+	}
+	st, err = ReadStatus(dir, func(vfs.FS, string) bool { return false },
+		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spill.Done != 1 || st.Spill.List[0].Superseded {
+		t.Errorf("status once the lease names the committing attempt: done %d, tasks %+v", st.Spill.Done, st.Spill.List)
 	}
 	if st := m.Stats(); st.Cells != 2000 {
 		t.Errorf("merged %d cells, want 2000", st.Cells)

@@ -89,7 +89,26 @@ func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 		}
 	}
 	s.account(recs, st)
-	return nil
+	return s.checkRepeats()
+}
+
+// ErrRepeatedCells is matched by the error of a merge or load that found
+// equal cells under a job that maps old cells one to one
+// (Options.OneToOne).
+var ErrRepeatedCells = errors.New("stage: cells staged twice")
+
+// checkRepeats fails a one-to-one job whose merge collapsed cells: no two
+// old cells become one new cell, and the snapshot reader yields each old
+// cell once, so an equal pair is one cell staged twice, which hides a
+// split read twice or in another cut, and perhaps one never read.
+func (s *Sink) checkRepeats() error {
+	s.mu.Lock()
+	dups, colls := s.stats.Duplicates, s.stats.Collisions
+	s.mu.Unlock()
+	if !s.o.OneToOne || dups+colls == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the merge met %d duplicate and %d colliding cells in %s, but the job maps every old cell to a new cell of its own (no field dropped, no families merged, no timestamp set), so each is a cell staged twice: splits of the snapshot were staged more than once or in different cuts; stage the job again with --fresh on every task", ErrRepeatedCells, dups, colls, s.loc.URL)
 }
 
 // checkStaged makes sure, in one process, that every split of the run

@@ -62,6 +62,14 @@ const (
 	loadRoot      = "load"
 	taskFile      = "task.json"
 	stateName     = "state.json"
+
+	// kindFile claims the folder for one kind of job (kindPhases or
+	// kindOneProcess), created exclusively by the first task of either
+	// kind, so two tasks of different kinds that start together cannot
+	// both find the folder empty and write into it.
+	kindFile       = "kind"
+	kindPhases     = "phases"
+	kindOneProcess = "one-process"
 )
 
 // splitRecord is splits/SPLIT.json: what a committed split staged.

@@ -115,6 +115,13 @@ type Options struct {
 	// NoDirect keeps every split in the sort buffer and runs, even one
 	// whose cells come in order (direct.go): for comparisons.
 	NoDirect bool
+	// OneToOne says the job maps distinct old cells to distinct new cells
+	// (its layouts drop no field of the old key and merge no families, and
+	// it sets no timestamp): the snapshot reader yields each cell once, so
+	// two equal cells in the merge mean a cell was staged twice (splits
+	// that overlap), and the merge fails (ErrRepeatedCells) instead of
+	// collapsing them.
+	OneToOne bool
 
 	// Examples is how many collision examples Stats keeps (default 10).
 	Examples int

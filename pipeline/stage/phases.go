@@ -529,6 +529,9 @@ func (s *Sink) loadPhase(ctx context.Context, rep sink.Reporter) error {
 		return err
 	}
 	s.account(recs, st)
+	if err := s.checkRepeats(); err != nil {
+		return err
+	}
 	if err := s.timedLoad(ctx, rep, st); err != nil {
 		return err
 	}

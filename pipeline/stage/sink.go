@@ -215,21 +215,37 @@ func CheckKind(staging string, task Task) error {
 	return s.checkKind()
 }
 
-// checkKind refuses a folder that holds the other kind of job. The load
-// task loads either kind (a one-process --no-load run's folder too), so
-// its folder (load/) says nothing of the kind.
+// checkKind refuses a folder that holds the other kind of job, and claims
+// an unclaimed one for the task's kind. The load task loads either kind (a
+// one-process --no-load run's folder too), so its folder (load/) says
+// nothing of the kind and it claims nothing.
+//
+// Looking for the other kind's files and then writing one's own would let
+// two tasks of different kinds that start together both find the folder
+// empty; the claim is an exclusive create of the kind file, which only one
+// of them can win. The look for the other kind's files stays, for folders
+// staged before the kind file existed.
 func (s *Sink) checkKind() error {
 	var theirs []string
-	var how string
+	var mine, how string
 	switch s.task.Phase {
 	case PhaseAll:
 		theirs = []string{spillRoot, partsRoot}
+		mine = kindOneProcess
 		how = "holds a job in phases: run its tasks with --phase, or stage this run into a fresh folder"
 	case PhaseSpill, PhaseMerge:
 		theirs = []string{finishFile, splitsDir, runsDir}
+		mine = kindPhases
 		how = "holds a one-process run: finish it with rekey run without --phase (or rekey load), or stage the phases into a fresh folder"
 	default:
 		return nil
+	}
+	claimed, err := claimKind(s.fs, s.root, mine)
+	if err != nil {
+		return fmt.Errorf("stage: staging folder %s: %w", s.loc.URL, err)
+	}
+	if claimed != mine {
+		return fmt.Errorf("%w: %s %s (%s says %q)", ErrOtherKind, s.loc.URL, how, kindFile, claimed)
 	}
 	for _, name := range theirs {
 		_, err := s.fs.Stat(path.Join(s.root, name))
@@ -241,6 +257,53 @@ func (s *Sink) checkKind() error {
 		}
 	}
 	return nil
+}
+
+// kindWait bounds how long claimKind waits for a kind file another task
+// has created but not yet written (on a local disk and HDFS the name
+// exists before its bytes do).
+var kindWait = 10 * time.Second
+
+// claimKind creates the folder's kind file holding kind unless a task
+// created it first, and returns the kind the folder is claimed for.
+func claimKind(fsys vfs.WriteFS, root, kind string) (string, error) {
+	ex, ok := fsys.(vfs.ExclusiveFS)
+	if !ok {
+		return "", fmt.Errorf("%s cannot create a file exclusively, so tasks cannot agree on the folder's kind", fsys)
+	}
+	if err := fsys.MkdirAll(root); err != nil {
+		return "", err
+	}
+	name := path.Join(root, kindFile)
+	won, err := vfs.WriteExclusive(ex, name, []byte(kind+"\n"))
+	if err != nil {
+		return "", fmt.Errorf("claim %s: %w", name, err)
+	}
+	if won {
+		return kind, nil
+	}
+	deadline := time.Now().Add(kindWait)
+	for {
+		b, err := vfs.ReadFile(fsys, name)
+		if notExist(err) {
+			return "", fmt.Errorf("%s was created by another task and then removed; run this task again", name)
+		}
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", name, err)
+		}
+		switch got := strings.TrimSpace(string(b)); got {
+		case kindPhases, kindOneProcess:
+			return got, nil
+		case "":
+			// Created, not yet written.
+		default:
+			return "", fmt.Errorf("%s holds %q, not a kind of job rekey stages (%s or %s): the folder was written by something else", name, got, kindPhases, kindOneProcess)
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("%s is still empty after %s: the task that created it died before writing it; remove the file and run again", name, kindWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // choosePlan keeps the folder's plan, or makes one (from o.SplitKeys or

@@ -66,6 +66,11 @@ type TaskStatus struct {
 	PartitionsDone int   `json:"partitions_done,omitempty"`
 	Cells          int64 `json:"cells"`
 	Bytes          int64 `json:"bytes"`
+	// Superseded is set on a spill shard whose commit was made under a
+	// lease generation that another attempt has since taken over: the
+	// commit does not count (the merge ignores it too), the shard is
+	// being redone.
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 func (p *PhaseStatus) add(t TaskStatus) {
@@ -86,14 +91,17 @@ func (p *PhaseStatus) add(t TaskStatus) {
 
 // ReadStatus reads the status of the job in phases staging into the
 // folder staging. live says whether the lease file at a path (in the
-// folder's file system) is held by a live task; now dates the ETA.
-func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now time.Time) (*Status, error) {
+// folder's file system) is held by a live task; holder names the token of
+// the attempt that holds it (as the merge's Options.Holder), so that a
+// spill commit made under a generation another attempt took over counts
+// as the merge counts it: not done. now dates the ETA.
+func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holder func(vfs.FS, string) (string, bool, error), now time.Time) (*Status, error) {
 	loc, err := vfs.Open(staging)
 	if err != nil {
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}
 	defer loc.Close()
-	r := &statusReader{fs: loc.FS, root: loc.Path, live: live, now: now}
+	r := &statusReader{fs: loc.FS, root: loc.Path, live: live, holder: holder, now: now}
 	st := &Status{Staging: loc.URL, At: now, ETASeconds: -1}
 	found, err := readPlan(r.fs, path.Join(r.root, planFile), &r.plan)
 	if err != nil {
@@ -116,11 +124,12 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now t
 }
 
 type statusReader struct {
-	fs   vfs.FS
-	root string
-	live func(vfs.FS, string) bool
-	now  time.Time
-	plan Plan // the folder's, empty when it has none yet
+	fs     vfs.FS
+	root   string
+	live   func(vfs.FS, string) bool
+	holder func(vfs.FS, string) (string, bool, error)
+	now    time.Time
+	plan   Plan // the folder's, empty when it has none yet
 
 	// gathered for the ETA
 	spillStart, mergeStart time.Time
@@ -198,15 +207,28 @@ func (r *statusReader) spill(st *Status) error {
 		return err
 	}
 	committed := map[int]*spillCommit{}
+	superseded := map[int]bool{}
 	for _, c := range commits {
-		if c.Count == n && (!found || c.Record == rec.Digest()) {
-			committed[c.Shard] = c
+		if c.Count != n || (found && c.Record != rec.Digest()) {
+			continue
 		}
+		if c.LeaseToken != "" && r.holder != nil {
+			lease := path.Join(r.root, Task{PhaseSpill, c.Shard, c.Count}.Dir(), "_rekey.lease")
+			tok, ok, err := r.holder(r.fs, lease)
+			if err != nil {
+				return fmt.Errorf("stage: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
+			}
+			if ok && tok != c.LeaseToken {
+				superseded[c.Shard] = true
+				continue
+			}
+		}
+		committed[c.Shard] = c
 	}
 	r.partBytes = map[string]int64{}
 	st.Spill.Tasks = n
 	for i := range n {
-		t := TaskStatus{Index: i, State: TaskLeft}
+		t := TaskStatus{Index: i, State: TaskLeft, Superseded: superseded[i]}
 		dir := Task{PhaseSpill, i, n}.Dir()
 		if rec, ok := r.task(dir); ok {
 			t.Started, t.Splits, t.SourceBytes = rec.Started, rec.Splits, rec.SourceBytes
