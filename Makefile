@@ -5,10 +5,11 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build yarn-jar test unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build release yarn-jar test unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
+	@echo "release       static linux/amd64 and arm64 binaries, stripped, with SHA256SUMS, in bin/release (and the image, with docker)"
 	@echo "yarn-jar      build bin/rekey-yarn.jar, the YARN driver (Maven, Java 17)"
 	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
 	@echo "unit          unit tests only (go test, no cluster)"
@@ -23,9 +24,33 @@ help:
 	@echo "testenv-up    start the HBase mini cluster on 127.0.0.1 (HBASE_VERSION picks the version)"
 	@echo "testenv-down  stop it"
 
+# The version `rekey version` and every --json summary name: the tag, or
+# the commit, with -dirty for uncommitted changes. -buildvcs=auto records
+# the commit where there is a git checkout (this machine's GOFLAGS turns it
+# off) and builds without it where there is none.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
 # CGO off: one static binary that runs on any Linux, as the README promises.
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/rekey
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/rekey
+
+# Release binaries: static, for linux/amd64 and linux/arm64, without debug
+# information or build paths (-trimpath -s -w), with SHA256SUMS beside
+# them in bin/release/; then the image, where a docker daemon answers.
+RELEASE_DIR := bin/release
+release:
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -buildvcs=auto -trimpath \
+			-ldflags '-s -w $(LDFLAGS)' -o $(RELEASE_DIR)/rekey-$(VERSION)-linux-$$arch ./cmd/rekey || exit 1; \
+	done
+	cd $(RELEASE_DIR) && sha256sum rekey-* > SHA256SUMS && ls -l rekey-* && cat SHA256SUMS
+	@if docker info >/dev/null 2>&1; then \
+		docker build -f deploy/kubernetes/Dockerfile --build-arg VERSION=$(VERSION) -t rekey:$(VERSION) . ; \
+	else \
+		echo "no docker daemon here: build the image with docker build -f deploy/kubernetes/Dockerfile --build-arg VERSION=$(VERSION) -t rekey:$(VERSION) ."; \
+	fi
 
 # The YARN driver (deploy/yarn): its own Maven module, Hadoop provided by
 # the cluster. The jar is a build output, never committed.

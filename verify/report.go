@@ -25,6 +25,9 @@ type Report struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
 	Job     string `json:"job,omitempty"`
+	// Build names the program that wrote the report (the rekey command
+	// puts what `rekey version` prints); empty when the caller says none.
+	Build string `json:"rekey,omitempty"`
 	// Old and New name the two sides.
 	Old string `json:"old"`
 	New string `json:"new"`

@@ -33,6 +33,20 @@ const (
 	exitRetry = 4
 )
 
+// exitStatusHelp ends every subcommand's help: one table of the codes
+// above, so that an operator reads in each what a scheduler acts on.
+const exitStatusHelp = `
+Exit status, the same for every subcommand:
+  0  done (verify: every entity matches)
+  1  damaged input, or the work ended with problems it reported (rejected
+     keys, collisions, failed mutations, a verify mismatch)
+  2  a wrong job file, flag, path or state folder; another task holds the
+     state; or a phase task whose input is not ready (without --wait-ready)
+  3  interrupted by a signal: the state is saved, --resume goes on
+  4  retry: a cluster, ZooKeeper, NameNode or KDC out of reach after every
+     retry (--timeout), a --wait-ready that ran out, or the lease taken over
+     by another attempt`
+
 // retryable reports whether err is one of the causes exitRetry names.
 func retryable(err error) bool {
 	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable, errNotReadyInTime} {
@@ -76,10 +90,14 @@ func exitCode(err error) int {
 		return exitProblems
 	case errors.Is(err, errInterrupted):
 		return exitInterrupted
-	case errors.As(err, &ue), errors.As(err, &fe):
+	case errors.As(err, &ue):
 		return exitUsage
 	case retryable(err):
+		// Before failed: verify ends any error it cannot decide on with
+		// 2, but a cluster out of reach is worth a retry there too.
 		return exitRetry
+	case errors.As(err, &fe):
+		return exitUsage
 	}
 	return exitProblems
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hbase/rpc"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/krb"
@@ -31,6 +32,8 @@ func TestExitCodeRetryable(t *testing.T) {
 		{errors.New("something else"), exitProblems},
 		{usageError{fmt.Errorf("lease: %w", pipeline.ErrLeased)}, exitUsage},
 		{usageError{fmt.Errorf("wrapped: %w", rpc.ErrDial)}, exitUsage},
+		{failed{fmt.Errorf("verify: %w", hbase.ErrZooKeeperUnreachable)}, exitRetry},
+		{failed{errors.New("verify: the snapshot cannot be read")}, exitUsage},
 		{fmt.Errorf("%w: %w", errInterrupted, pipeline.ErrLeaseLost), exitInterrupted},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
@@ -48,6 +51,8 @@ func TestUnreachableZooKeeperIsRetry(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--progress", "none"},
 		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--sink", "hfiles", "--progress", "none"},
+		// verify ends what it cannot decide with 2, but not this.
+		{"verify", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--all"},
 	} {
 		began := time.Now()
 		code, _, errOut := runRekey(t, args...)

@@ -31,9 +31,7 @@ or an interrupt goes on with the next region, and sends no file twice; a
 target region that split since the files were written has its files split
 again at the new boundaries.
 
-Exit status: 0 done; 1 the load failed (damaged files, cluster errors); 2
-the job or flags are wrong, another load holds the folder, or the HFiles
-are not all written yet (a merge part has not finished); 3 interrupted.`,
+` + exitStatusHelp,
 		Example: `  rekey load jobs/events.yaml
   rekey load jobs/events.yaml --staging hdfs://nn/tmp/rekey/events --json`,
 		Args: cobra.ExactArgs(1),
@@ -109,7 +107,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 	sum, err := runWhenReady(ctx, j, o, f.waitReady)
 	if sum != nil {
 		if f.json {
-			json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+			json.NewEncoder(cmd.OutOrStdout()).Encode(withBuild(sum))
 		} else {
 			printTaskSummary(cmd.OutOrStdout(), sum)
 		}

@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newRunCmd(), newLoadCmd(), newStatusCmd(), newVerifyCmd(), newInspectCmd())
+	root.AddCommand(newPlanCmd(), newRunCmd(), newLoadCmd(), newStatusCmd(), newVerifyCmd(), newInspectCmd(), newVersionCmd())
 	addKerberosFlags(root)
 	return root
 }

@@ -37,9 +37,7 @@ keys for the new table, and warnings (write hotspots, unbounded rows, rows or
 cells above HBase's limits, encodings that sort wrongly, dropped fields,
 colliding keys). It writes nothing.
 
-Exit status: 0 planned, 1 sampled keys do not fit the layouts, collide or
-do not read back,
-2 the job file or flags are wrong.`,
+` + exitStatusHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(cmd.Context(), cmd.OutOrStdout(), args[0], f)

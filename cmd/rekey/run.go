@@ -86,13 +86,7 @@ its own share of the folder and records what it finished there, so a task
 run again after a crash redoes only the rest. rekey status shows the
 tasks. Without --phase, the run does all three in one process.
 
-Exit status: 0 done; 1 done with rejected keys, collisions or failed
-mutations reported (or the run failed: damaged input, cluster errors, its
-lease taken over); 2 the job file, flags or checkpoint are wrong, another
-run holds its state, or a phase task started before the phase it needs
-finished (a merge before every spill shard is committed, the load before
-every merge part: not worth retrying until that phase is done); 3
-interrupted, resumable.`,
+` + exitStatusHelp,
 		Example: `  rekey run configs/demo.yaml --sink dry-run
   rekey run jobs/events.yaml --workers 8 --resume
   rekey run jobs/events.yaml --from 2026-11-29T00:00:00Z --to 2026-11-30T00:00:00Z --resume
@@ -138,9 +132,9 @@ interrupted, resumable.`,
 	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
 	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port, to requests with the run's bearer token (job: run.control_addr)")
 	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
-	fl.StringVar(&f.controlToken, "control-token", "", "the control endpoint's bearer token (job: run.control_token; default a random one, written to CHECKPOINT.control-token, mode 0600)")
+	fl.StringVar(&f.controlToken, "control-token", "", "the control endpoint's bearer token (job: run.control_token; default a random one, written beside the checkpoint with .control-token for .json: checkpoint.control-token, mode 0600)")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
-	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a `rekey verify` JSON report lists to redo (its redo list); keeps its own checkpoint")
+	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a rekey verify JSON `REPORT` lists to redo (its redo list); keeps its own checkpoint")
 	fl.StringVar(&f.shard, "shard", "", "I/N: do only share I (0-based) of N of the splits, size-balanced and the same in every process; each shard keeps its own checkpoint")
 	fl.StringVar(&f.phase, "phase", "", "run one phase of the job in phases (hfiles sink): spill (with --shard), merge (with --part) or load; default all three in this process")
 	fl.DurationVar(&f.waitReady, "wait-ready", 0, "with --phase merge or load: wait up to this long for the phase before to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")
@@ -200,7 +194,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 	if sum != nil {
 		if f.json {
 			// One line, so scripts can take the last line of the output.
-			json.NewEncoder(cmd.OutOrStdout()).Encode(sum)
+			json.NewEncoder(cmd.OutOrStdout()).Encode(withBuild(sum))
 		} else {
 			printRunSummary(cmd.OutOrStdout(), sum)
 		}

@@ -29,8 +29,7 @@ live lease) and left, the cells and bytes so far, and an estimate of the
 time left to the end of the merge. It only reads, while the tasks write:
 run it as often as you like.
 
-Exit status: 0 shown; 2 the job or flags are wrong, or no task of a puts
-or dry-run job has started; 1 the state cannot be read.`,
+` + exitStatusHelp,
 		Example: `  rekey status jobs/events.yaml
   rekey status jobs/events.yaml --staging hdfs://nn/tmp/rekey/events --json`,
 		Args: cobra.ExactArgs(1),

@@ -81,8 +81,7 @@ Examples:
   rekey verify job.yaml --staging /data/stage --all   # staged HFiles, before bulk load
   rekey verify job.yaml --method both                  # inverse and forward, disagreements named
 
-Exit status: 0 every entity matches, 1 a mismatch, 2 an error (bad job file or
-flags, unreadable snapshot, cluster unreachable).`
+` + exitStatusHelp
 
 func newVerifyCmd() *cobra.Command {
 	var f verifyFlags
@@ -152,6 +151,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	if err != nil {
 		return failed{err}
 	}
+	rep.Build = currentBuild().String()
 	if err := writeReport(w, rep, f); err != nil {
 		return failed{err}
 	}
