@@ -236,6 +236,12 @@ type Census struct {
 	Cells, Rejected int64
 	// BytesRead is the file bytes read.
 	BytesRead int64
+	// Of Rejected, ByRun are in the run's reject files
+	// (CountOptions.rejects) and Unaccounted in none; Examples shows a
+	// few, unaccounted ones first. All zero without the run's files.
+	ByRun, Unaccounted int64
+	Examples           []string
+	exUn, exRun        []string // gathered from the workers
 }
 
 // CountOptions size a Count.
@@ -247,6 +253,9 @@ type CountOptions struct {
 	Seed uint64
 	// Workers read this many regions at once [2].
 	Workers int
+	// rejects, when set, are the run's rejected cells, each rejected cell
+	// the pass meets is looked up in.
+	rejects *runRejects
 }
 
 // Count reads the whole old snapshot once and counts every entity:
@@ -269,7 +278,30 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 	for i, sp := range old.splits {
 		g.Go(func() error {
 			ex, sk := entity.NewExact(o.Limit), entity.NewSketch(o.K, o.N, o.Seed)
-			var cells, rejected int64
+			var cells, rejected, byRun, unaccounted int64
+			var exUn, exRun []string
+			var buf []byte
+			reject := func(c *cell.Cell, why error) {
+				rejected++
+				if o.rejects == nil {
+					return
+				}
+				var ok bool
+				ok, buf = o.rejects.has(c, buf)
+				ex := func() string { return fmt.Sprintf("%s: %v", bytes.TrimRight(buf, "\n"), why) }
+				switch {
+				case ok:
+					byRun++
+					if len(exRun) < 2 {
+						exRun = append(exRun, ex())
+					}
+				default:
+					unaccounted++
+					if len(exUn) < 5 {
+						exUn = append(exUn, ex())
+					}
+				}
+			}
 			rk := p.New()
 			var cur, ent []byte
 			var n, b int64
@@ -289,7 +321,7 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 				c := sc.Cell()
 				cells++
 				if ent, err = rk.SourceEntity(ent[:0], c); err != nil {
-					rejected++
+					reject(c, err)
 					continue
 				}
 				// One Add per run of an entity's cells, not per cell.
@@ -300,7 +332,7 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 				}
 				out, err := rk.Apply(c)
 				if err != nil {
-					rejected++
+					reject(c, err)
 					continue
 				}
 				n++
@@ -319,6 +351,10 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 			cs.Sketch.Merge(sk)
 			cs.Cells += cells
 			cs.Rejected += rejected
+			cs.ByRun += byRun
+			cs.Unaccounted += unaccounted
+			cs.exUn = append(cs.exUn, exUn...)
+			cs.exRun = append(cs.exRun, exRun...)
 			return nil
 		})
 		// The next split's files open while the workers read.
@@ -331,6 +367,7 @@ func Count(ctx context.Context, old *SnapshotReader, p *transform.Program, o Cou
 	if err != nil {
 		return nil, err
 	}
+	cs.Examples = append(cs.exUn[:min(len(cs.exUn), 5):min(len(cs.exUn), 5)], cs.exRun[:min(len(cs.exRun), 2)]...)
 	return cs, nil
 }
 

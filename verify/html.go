@@ -69,7 +69,10 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 <p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
 {{if .R.Method}}<p id="method">{{.R.MethodLine}}</p>
 {{end}}<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
-<h2>Worst entities, cells old against new</h2>
+{{with .R.Rejected}}<h2>Rejected keys</h2>
+<p id="rejected"{{if .Unaccounted}} class="verdict-bad"{{end}}>{{.Line}}</p>
+{{range .Examples}}<pre>{{.}}</pre>
+{{end}}{{end}}<h2>Worst entities, cells old against new</h2>
 <p class="legend"><span style="background:#5b8def"></span>old<span style="background:#f0a030"></span>new<span style="background:#b00020"></span>mismatch</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="900" height="{{.Height}}" role="img" aria-label="cells per entity, old against new">
 {{range .Bars}}<g>

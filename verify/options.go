@@ -33,6 +33,10 @@ type Options struct {
 	// Sketch is a run's entity sketch file to choose from, instead of the
 	// sketches in the job's state folder.
 	Sketch string
+	// Rejects is the run's reject file, or a folder of them, that the old
+	// cells whose keys do not fit must be in [the per-split files in the
+	// job's state folder (STATE/rejects), else bad_keys.file].
+	Rejects string
 	// Table, Snapshot and Staging name the new side instead of
 	// verify.against, at most one of them: a live table; a snapshot of the
 	// new table under SnapshotRoot (default: the source's root); or the

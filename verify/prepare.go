@@ -27,6 +27,8 @@ type Check struct {
 	cfg        Config
 	targets    []Target
 	countBytes int64
+	// rejected accounts for the old cells whose keys do not fit.
+	rejected *Rejected
 	// method and why are the comparison's method and the reason, for the
 	// report.
 	method Method
@@ -68,7 +70,13 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	if c.old, err = OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}); err != nil {
 		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
 	}
-	if err := c.choose(ctx, &choice, s, o.Sketch); err != nil {
+	rr, err := loadRunRejects(j, o.Rejects)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.rejected = &Rejected{RunFileCells: rr.n, RunFiles: rr.where}
+	if err := c.choose(ctx, &choice, s, o.Sketch, rr); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -125,12 +133,14 @@ func (o Options) addNamed(choice *Choice, j *job.Job) error {
 // entity with all): from one pass over the old snapshot with findWorst or
 // all, else from the sketch file given or the run's sketches in the job's
 // state folder. A choice still empty then is an error.
-func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch string) error {
+func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch string, rr *runRejects) error {
 	if s.findWorst || s.all {
-		cs, err := Count(ctx, c.old, c.job.Program, CountOptions{K: max(s.heaviest, 1), N: s.sample, Seed: s.seed, Workers: max(s.workers, 2)})
+		cs, err := Count(ctx, c.old, c.job.Program, CountOptions{K: max(s.heaviest, 1), N: s.sample, Seed: s.seed, Workers: max(s.workers, 2), rejects: rr})
 		if err != nil {
 			return err
 		}
+		r := c.rejected
+		r.Counted, r.Cells, r.ByRun, r.Unaccounted, r.Examples = true, cs.Rejected, cs.ByRun, cs.Unaccounted, cs.Examples
 		if err := choice.AddCensus(cs, s.heaviest, s.sample, s.all); err != nil {
 			return err
 		}
@@ -257,6 +267,9 @@ func (c *Check) Run(ctx context.Context) (*Report, error) {
 	rep.Summary.OldBytesRead = c.old.BytesRead() - oldBefore
 	rep.Summary.NewBytesRead = c.newSide.BytesRead() - newBefore
 	rep.Summary.CountBytesRead = c.countBytes
+	if r := c.rejected; r != nil && (r.Cells > 0 || r.RunFileCells > 0) {
+		rep.Rejected = r
+	}
 	for _, r := range c.old.Snapshot().Regions() {
 		rep.Summary.OldBytesAll += r.Bytes()
 	}

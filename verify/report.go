@@ -46,6 +46,9 @@ type Report struct {
 	// old range to read again from the snapshot and the new range it
 	// writes to.
 	Redo []Redo `json:"redo"`
+	// Rejected accounts for the old cells whose keys do not fit the old
+	// layout, which no entity holds (nil when there are none to report).
+	Rejected *Rejected `json:"rejected,omitempty"`
 }
 
 // Summary totals a report.
@@ -183,8 +186,11 @@ func (r *Report) MethodLine() string {
 	return line + ": " + r.Method.describe()
 }
 
-// OK says every entity matched.
-func (r *Report) OK() bool { return r.Summary.Mismatched == 0 }
+// OK says every entity matched and every old cell whose key does not fit
+// is in the run's reject files.
+func (r *Report) OK() bool {
+	return r.Summary.Mismatched == 0 && (r.Rejected == nil || r.Rejected.Unaccounted == 0)
+}
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(w io.Writer) error {
@@ -252,6 +258,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 	}
+	if rj := r.Rejected; rj != nil {
+		fmt.Fprintf(w, "\n%s\n", rj.Line())
+		for _, e := range rj.Examples {
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
 	_, err := fmt.Fprintln(w, "\n"+r.SummaryLine())
 	return err
 }
@@ -273,6 +285,9 @@ func (r *Report) SummaryLine() string {
 	if len(s.Disagree) > 0 {
 		line += fmt.Sprintf("; inverse and forward disagree on %d entities (%s): the transform maps them wrong",
 			len(s.Disagree), strings.Join(s.Disagree[:min(len(s.Disagree), 5)], ", "))
+	}
+	if rj := r.Rejected; rj != nil && rj.Counted && rj.Cells > 0 {
+		line += fmt.Sprintf("; %d old cells do not fit the old layout: %d rejected by the run, %d in no reject file", rj.Cells, rj.ByRun, rj.Unaccounted)
 	}
 	return line
 }

@@ -26,6 +26,7 @@ type verifyFlags struct {
 	findWorst, all   bool
 	only             string
 	sketch           string
+	rejects          string
 	table            string
 	snapRoot, snap   string
 	staging          string
@@ -111,6 +112,7 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.findWorst, "find-worst", false, "find the heaviest entities and the sample in one pass over the old snapshot, instead of the run's sketch")
 	fl.BoolVar(&f.all, "all", false, "check every entity (one pass over the old snapshot to list them)")
 	fl.StringVar(&f.only, "only", "", "check only the entities to redo in this JSON report")
+	fl.StringVar(&f.rejects, "rejects", "", "the run's reject file, or a folder of them, that old cells whose keys do not fit must be in (default: the per-split files in the job's state folder, STATE/rejects, else bad_keys.file)")
 	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default: entities.json, or every shard's, in the job's state folder)")
 	fl.StringVar(&f.table, "table", "", "compare against this live table (default: the job's target table)")
 	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table")
@@ -165,7 +167,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 // (set reports which were) leaves the job's value.
 func (f *verifyFlags) options(set func(name string) bool) (verify.Options, error) {
 	o := verify.Options{
-		Entities: f.entities, Only: f.only, Sketch: f.sketch,
+		Entities: f.entities, Only: f.only, Sketch: f.sketch, Rejects: f.rejects,
 		Table: f.table, Snapshot: f.snap, SnapshotRoot: f.snapRoot, Staging: f.staging,
 		ZKQuorum: f.zk, ZNodeParent: f.znodeParent, Timeout: f.timeout,
 	}
