@@ -211,9 +211,17 @@ func ReadReport(rd io.Reader) (*Report, error) {
 	return &r, nil
 }
 
-// WriteText writes the report as a table, worst first, and a summary line.
-// Differences of mismatched entities follow the table.
-func (r *Report) WriteText(w io.Writer) error {
+// WriteText writes the report as a table of every entity checked, worst
+// first, and a summary line. Differences of mismatched entities follow the
+// table.
+func (r *Report) WriteText(w io.Writer) error { return r.writeText(w, true) }
+
+// WriteTextMismatches writes the report as WriteText does, but its table
+// lists only the mismatched entities and says how many matched: what a
+// person reads after a check of hundreds of entities.
+func (r *Report) WriteTextMismatches(w io.Writer) error { return r.writeText(w, false) }
+
+func (r *Report) writeText(w io.Writer, all bool) error {
 	if line := r.MethodLine(); line != "" {
 		fmt.Fprintf(w, "%s\n\n", line)
 	}
@@ -230,14 +238,28 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		return ""
 	}
-	fmt.Fprintf(tw, "%-*s\t%sold rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity", method("method"))
+	listed := 0
+	for i := range r.Entities {
+		if all || !r.Entities[i].Match {
+			listed++
+		}
+	}
+	if listed > 0 {
+		fmt.Fprintf(tw, "%-*s\t%sold rows\tnew rows\told cells\tnew cells\tdiff\told bytes\tnew bytes\tnewer\tverdict\t\n", width, "entity", method("method"))
+	}
 	for i := range r.Entities {
 		e := &r.Entities[i]
+		if !all && e.Match {
+			continue
+		}
 		fmt.Fprintf(tw, "%-*s\t%s%d\t%d\t%d\t%d\t%+d\t%d\t%d\t%d\t%s\t\n", width, e.Entity, method(string(e.Method)), e.Old.Rows, e.New.Rows, e.Old.Cells, e.New.Cells,
 			e.New.Cells-e.Old.Cells, e.Old.Bytes, e.New.Bytes, e.Newer, e.Verdict())
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if matched := len(r.Entities) - listed; !all && matched > 0 {
+		fmt.Fprintf(w, "%d entities match (--verbose lists each)\n", matched)
 	}
 	for i := range r.Entities {
 		e := &r.Entities[i]

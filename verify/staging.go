@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,8 +253,17 @@ func (s *StagingReader) add(p string) error {
 }
 
 // Read implements Reader: each file whose rows may reach the range is
-// sought to its start.
+// sought to its start, and the files' cells are merged into key order. A
+// region's families and several files of one family hold cells of the same
+// rows, and the counts of a side take a change of row for a new row: read
+// file after file, a row in two families counted twice.
 func (s *StagingReader) Read(ctx context.Context, r transform.KeyRange, fn func(*cell.Cell) error) error {
+	var h stagedHeap
+	defer func() {
+		for _, it := range h {
+			it.it.Close()
+		}
+	}()
 	for i := range s.files {
 		sf := &s.files[i]
 		if sf.lastRow == nil || bytes.Compare(sf.lastRow, r.Start) < 0 {
@@ -262,31 +272,72 @@ func (s *StagingReader) Read(ctx context.Context, r transform.KeyRange, fn func(
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		it := sf.rd.NewIterator()
+		it := &stagedIter{it: sf.rd.NewIterator(), sf: sf}
 		var ok bool
 		if len(r.Start) == 0 {
-			ok = it.First()
+			ok = it.it.First()
 		} else {
 			k := cell.FirstOnRow(r.Start)
-			ok = it.SeekGE(&k)
+			ok = it.it.SeekGE(&k)
 		}
-		for ; ok; ok = it.Next() {
-			c := it.Cell()
-			if len(r.Stop) > 0 && bytes.Compare(c.Row, r.Stop) >= 0 {
-				break
+		if !ok || it.past(r.Stop) {
+			err := it.it.Err()
+			it.it.Close()
+			if err != nil {
+				return fmt.Errorf("verify: staged file %s: %w", sf.path, err)
 			}
-			if err := fn(c); err != nil {
-				it.Close()
+			continue
+		}
+		h = append(h, it)
+	}
+	heap.Init(&h)
+	for n := 0; len(h) > 0; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		err := it.Err()
-		it.Close()
+		top := h[0]
+		if err := fn(top.it.Cell()); err != nil {
+			return err
+		}
+		if top.it.Next() && !top.past(r.Stop) {
+			heap.Fix(&h, 0)
+			continue
+		}
+		err := top.it.Err()
+		top.it.Close()
+		heap.Pop(&h)
 		if err != nil {
-			return fmt.Errorf("verify: staged file %s: %w", sf.path, err)
+			return fmt.Errorf("verify: staged file %s: %w", top.sf.path, err)
 		}
 	}
 	return nil
+}
+
+// stagedIter is one staged file's iterator at its current cell.
+type stagedIter struct {
+	it *hfile.Iterator
+	sf *stagedFile
+}
+
+// past says the current cell's row is at or after stop (none: never).
+func (s *stagedIter) past(stop []byte) bool {
+	return len(stop) > 0 && bytes.Compare(s.it.Cell().Row, stop) >= 0
+}
+
+// stagedHeap orders the files' iterators by their current cells.
+type stagedHeap []*stagedIter
+
+func (h stagedHeap) Len() int           { return len(h) }
+func (h stagedHeap) Less(i, j int) bool { return cell.Compare(h[i].it.Cell(), h[j].it.Cell()) < 0 }
+func (h stagedHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *stagedHeap) Push(x any)        { *h = append(*h, x.(*stagedIter)) }
+func (h *stagedHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return it
 }
 
 // BytesRead implements Reader: file bytes fetched.

@@ -27,6 +27,7 @@ type verifyFlags struct {
 	only             string
 	sketch           string
 	rejects          string
+	verbose          bool
 	table            string
 	snapRoot, snap   string
 	staging          string
@@ -123,6 +124,7 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.backoff, "backoff", 0, "first wait before a re-read, doubling (default: the job's, else 1s)")
 	fl.IntVar(&f.workers, "workers", 0, "entities checked at once (default: the job's, else 4)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of a table")
+	fl.BoolVar(&f.verbose, "verbose", false, "list every entity checked in the text report, not only the mismatched ones")
 	fl.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page to this file")
 	fl.StringVar(&f.out, "out", "", "also write the JSON report to this file (for --only)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum host:port[,host:port] of the target cluster (default: the job's target.zookeeper, else $REKEY_ZK, else $HBASE_CONF_DIR/hbase-site.xml)")
@@ -243,7 +245,10 @@ func writeReport(w io.Writer, rep *verify.Report, f verifyFlags) error {
 	if f.json {
 		return rep.WriteJSON(w)
 	}
-	return rep.WriteText(w)
+	if f.verbose {
+		return rep.WriteText(w)
+	}
+	return rep.WriteTextMismatches(w)
 }
 
 // writeFileWith writes a file through fn, whole or not at all: a report

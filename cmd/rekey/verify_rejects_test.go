@@ -82,8 +82,9 @@ type rejectedReport struct {
 		Examples     []string `json:"examples"`
 	} `json:"rejected"`
 	Summary struct {
-		Entities   int `json:"entities"`
-		Mismatched int `json:"mismatched"`
+		Entities     int   `json:"entities"`
+		Mismatched   int   `json:"mismatched"`
+		NewBytesRead int64 `json:"new_bytes_read"`
 	} `json:"summary"`
 }
 
@@ -129,6 +130,19 @@ func TestVerifyCountsRejectedCells(t *testing.T) {
 	if r.Summary.Entities != 100 || r.Summary.Mismatched != 0 {
 		t.Errorf("--all: %+v; want the 100 users that fit, all matching", r.Summary)
 	}
+	// Every staged cell was compared, so every byte of the staged HFiles
+	// was read (the report said 0 B, counting from after their opening).
+	var staged int64
+	filepath.WalkDir(filepath.Join(staging, "hfiles"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			fi, _ := d.Info()
+			staged += fi.Size()
+		}
+		return err
+	})
+	if staged == 0 || r.Summary.NewBytesRead != staged {
+		t.Errorf("--all: new side read %d bytes, the staged HFiles hold %d", r.Summary.NewBytesRead, staged)
+	}
 	// Without a pass over the snapshot only the run's files are counted.
 	r = verify(exitOK)
 	if r.Rejected == nil || r.Rejected.Counted || r.Rejected.RunFileCells != wantRejected {
@@ -138,6 +152,14 @@ func TestVerifyCountsRejectedCells(t *testing.T) {
 	code, text, _ := runRekey(t, "verify", job, "--staging", staging, "--all")
 	if code != exitOK || !strings.Contains(text, "rejected keys:") {
 		t.Errorf("text report (exit %d) says nothing of rejected keys:\n%.2000s", code, text)
+	}
+	// The text lists mismatches only, and how many matched; --verbose
+	// lists every entity.
+	if strings.Contains(text, " match\n") || !strings.Contains(text, "100 entities match (--verbose lists each)") {
+		t.Errorf("text report without --verbose:\n%.2000s", text)
+	}
+	if _, text, _ = runRekey(t, "verify", job, "--staging", staging, "--all", "--verbose"); strings.Count(text, " match\n") != 100 {
+		t.Errorf("--verbose lists %d matching entities, want 100:\n%.1000s", strings.Count(text, " match\n"), text)
 	}
 
 	// One split's reject file lost: its cells are in no reject file.
