@@ -388,6 +388,11 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	if f.offline {
 		j.Sink.Offline = true
 	}
+	if j.Sink.Offline && (j.Sink.Kind == "" || j.Sink.Kind == job.SinkPuts) {
+		// Puts go to the cluster; offline is the staged sink's way to run
+		// without one (a dry run needs none in the first place).
+		return errors.New("--offline (sink.offline) stages HFiles without a cluster: it needs --sink hfiles (sink.type: hfiles); the puts sink writes to the cluster, and --sink dry-run needs none")
+	}
 	if f.stagingMax != "" {
 		n, err := job.ParseSize(f.stagingMax)
 		if err != nil {
