@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"slices"
 	"sync"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -160,12 +161,21 @@ func (r *Run) warn(format string, args ...any) {
 	r.logf("warning: %s", msg)
 }
 
+// example keeps one of at most 20 examples of rejected, colliding or
+// failed cells for the summary. The versions of one cell say the same
+// thing (their messages name the row and column, not the timestamp), so
+// a message already kept is not kept again.
 func (r *Run) example(format string, args ...any) {
 	r.mu.Lock()
-	if len(r.examples) < 20 {
-		r.examples = append(r.examples, fmt.Sprintf(format, args...))
+	defer r.mu.Unlock()
+	if len(r.examples) >= 20 {
+		return
 	}
-	r.mu.Unlock()
+	msg := fmt.Sprintf(format, args...)
+	if slices.Contains(r.examples, msg) {
+		return
+	}
+	r.examples = append(r.examples, msg)
 }
 
 // runSplit reads one split, maps its cells into the sink and records it.

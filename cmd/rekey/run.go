@@ -502,7 +502,14 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 	if s.Rejects != "" {
 		p("  rejects   %s\n", s.Rejects)
 	}
-	for _, e := range s.Examples {
+	// A few examples are what a person reads; the JSON summary keeps all
+	// the run kept, and the reject file every rejected cell.
+	const shownExamples = 5
+	for i, e := range s.Examples {
+		if i == shownExamples {
+			p("  example   ... and %d more (--json lists them; the reject file holds every rejected cell)\n", len(s.Examples)-shownExamples)
+			break
+		}
 		p("  example   %s\n", e)
 	}
 	for _, wn := range s.Warnings {

@@ -467,6 +467,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 	}
 	// A partition of segments that do not overlap keeps them as they are.
 	merge := todo[:0]
+	adopted, adoptedFiles := 0, 0
 	for _, p := range todo {
 		if !s.adoptable(p) {
 			merge = append(merge, p)
@@ -476,7 +477,13 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		if err := s.adopt(ps, p); err != nil {
 			return s.full(err, fmt.Sprintf("moving the HFiles of region %s family %s", s.plan.Regions[p.region].Dir, p.family))
 		}
-		rep.Printf("hfiles: region %s family %s: %d HFiles written by the splits, kept as they are", s.plan.Regions[p.region].Dir, p.family, len(ps.Files))
+		adopted++
+		adoptedFiles += len(ps.Files)
+	}
+	if adopted > 0 {
+		// One line for all of them: a line per region and family was
+		// dozens of lines nobody acts on.
+		rep.Printf("hfiles: %d of %d partitions (region and family) keep the %d HFiles their splits wrote, unmerged", adopted, len(todo), adoptedFiles)
 	}
 	todo = merge
 	if len(todo) == 0 {
