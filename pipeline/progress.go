@@ -11,8 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/pipeline/sink"
@@ -23,25 +21,6 @@ import (
 // returned function stops both and prints the last progress.
 func (r *Run) startAux(ctx context.Context, splits int) func() {
 	start := r.now()
-	var mu sync.Mutex
-	var last struct {
-		at      time.Time
-		written int64
-		read    int64
-	}
-	last.at = start
-	rate := func() (cells, bytes float64) {
-		mu.Lock()
-		defer mu.Unlock()
-		t := r.now()
-		dt := t.Sub(last.at).Seconds()
-		if dt <= 0 {
-			return 0, 0
-		}
-		w, b := r.written.Load(), r.bytesRead.Load()
-		cells, bytes = float64(w-last.written)/dt, float64(b-last.read)/dt
-		return cells, bytes
-	}
 	status := func() Status {
 		el := r.now().Sub(start).Seconds()
 		s := Status{
@@ -55,7 +34,8 @@ func (r *Run) startAux(ctx context.Context, splits int) func() {
 			s.CellsPerSec = float64(s.Written) / el
 			s.MBPerSec = float64(s.BytesRead) / 1e6 / el
 		}
-		// ETA from the store file bytes still to read, at the rate so far.
+		// ETA from the store file bytes still to read, at the rate so far
+		// (the progress line uses the rate of the last seconds instead).
 		left := float64(r.totalBytes - r.doneBytes - s.BytesRead)
 		if bps := float64(s.BytesRead) / el; bps > 0 && left > 0 {
 			s.ETASeconds = left / bps
@@ -107,20 +87,18 @@ func (r *Run) startAux(ctx context.Context, splits int) func() {
 			}
 		}()
 	}
-	// Progress: a bar on a terminal, else a line every few seconds.
+	// Progress: one line rewritten in place on a terminal, else a line
+	// every few seconds.
 	if out := r.o.Progress; out != nil {
 		every := r.o.ProgressEvery
 		if every <= 0 {
 			every = 5 * time.Second
 		}
-		var bar *progressbar.ProgressBar
 		if r.o.Interactive {
-			bar = progressbar.NewOptions64(max(r.totalBytes, 1),
-				progressbar.OptionSetWriter(out), progressbar.OptionShowBytes(true),
-				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(200*time.Millisecond),
-				progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
 			every = 500 * time.Millisecond
 		}
+		recent := newRateWindow(10 * time.Second)
+		recent.add(start, r.doneBytes, 0) // the first line measures from the start
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -129,28 +107,25 @@ func (r *Run) startAux(ctx context.Context, splits int) func() {
 			for {
 				select {
 				case <-done:
-					if bar != nil {
-						bar.Finish()
-						fmt.Fprintln(out)
+					if r.o.Interactive {
+						// Clear the line: the summary follows.
+						fmt.Fprint(out, "\r\033[K")
 					}
 					return
 				case <-t.C:
 				}
 				s := status()
-				cps, bps := rate()
-				if bar != nil {
-					bar.Describe(fmt.Sprintf("splits %d/%d  %s cells/s  %.1f MB/s", s.SplitsDone, s.Splits, human.Rate(cps), bps/1e6))
-					bar.Set64(r.doneBytes + s.BytesRead)
+				now := r.now()
+				recent.add(now, r.doneBytes+s.BytesRead, s.Written)
+				line := progressLine(s, r.doneBytes, recent.rate())
+				if r.o.Interactive {
+					// Rewritten in place; a log line clears it first (the
+					// rekey command's logger does), and the next tick draws
+					// it again below.
+					fmt.Fprint(out, "\r"+line+"\033[K")
 					continue
 				}
-				line := fmt.Sprintf("progress: splits %d/%d (%d running), %d cells read, %d written, %s cells/s, %.1f MB/s read", s.SplitsDone, s.Splits, s.Running, s.Read, s.Written, human.Rate(s.CellsPerSec), s.MBPerSec)
-				if s.ETASeconds > 0 {
-					line += fmt.Sprintf(", ETA %s", (time.Duration(s.ETASeconds) * time.Second).String())
-				}
-				if s.Paused {
-					line += " (paused)"
-				}
-				fmt.Fprintln(out, line)
+				fmt.Fprintln(out, "progress: "+line)
 			}
 		}()
 	}
@@ -185,7 +160,10 @@ func (r *Run) fill(sum *Summary, items []work) {
 	sort.Slice(sum.PerSplit, func(a, b int) bool { return sum.PerSplit[a].ID < sum.PerSplit[b].ID })
 	for _, st := range sum.PerSplit {
 		if !st.Done && st.Failed == 0 {
-			continue // an unfinished split is redone: its counts are not final
+			// An unfinished split is redone: its counts are not final,
+			// but a run stopped early says what it read of them.
+			sum.ReadUnfinished += st.Read
+			continue
 		}
 		sum.Read += st.Read
 		sum.FilesChecked += st.FilesChecked
@@ -240,4 +218,79 @@ func (r *Run) finishFiles(sum *Summary, items []work) {
 			sum.Rejects = f
 		}
 	}
+}
+
+// rateWindow measures the recent rates of the bytes read and cells
+// written over a sliding window: under a cell-rate cap, a pause or a slow
+// region server the rate of the whole run so far overstates what comes
+// next, and an ETA from it ran out two to three times too early.
+type rateWindow struct {
+	span    time.Duration
+	samples []rateSample
+}
+
+type rateSample struct {
+	at           time.Time
+	bytes, cells int64
+}
+
+func newRateWindow(span time.Duration) *rateWindow { return &rateWindow{span: span} }
+
+// add records the totals at t, dropping samples older than the span
+// (keeping one at or before its start, to measure from).
+func (w *rateWindow) add(t time.Time, bytes, cells int64) {
+	w.samples = append(w.samples, rateSample{t, bytes, cells})
+	for len(w.samples) > 2 && t.Sub(w.samples[1].at) >= w.span {
+		w.samples = w.samples[1:]
+	}
+}
+
+// rate returns the bytes and cells per second over the window, and ok
+// false until two samples are apart in time.
+func (w *rateWindow) rate() windowRate {
+	if len(w.samples) < 2 {
+		return windowRate{}
+	}
+	a, b := w.samples[0], w.samples[len(w.samples)-1]
+	dt := b.at.Sub(a.at).Seconds()
+	if dt <= 0 {
+		return windowRate{}
+	}
+	return windowRate{ok: true, bytes: float64(b.bytes-a.bytes) / dt, cells: float64(b.cells-a.cells) / dt, seconds: dt}
+}
+
+// windowRate is what a rateWindow measured.
+type windowRate struct {
+	ok           bool
+	bytes, cells float64
+	seconds      float64
+}
+
+// progressLine is the one line of progress: splits and bytes done of the
+// total with the share, the cells written, the recent rates, and the ETA
+// from the bytes left at the recent rate.
+func progressLine(s Status, doneBefore int64, w windowRate) string {
+	done := doneBefore + s.BytesRead
+	line := fmt.Sprintf("splits %d/%d", s.SplitsDone, s.Splits)
+	if s.TotalBytes > 0 {
+		line += fmt.Sprintf(", %s of %s (%.0f%%)", human.Bytes(done), human.Bytes(s.TotalBytes), 100*float64(done)/float64(s.TotalBytes))
+	}
+	line += fmt.Sprintf(", %s cells written", human.Count(s.Written))
+	if s.Rejected > 0 {
+		line += fmt.Sprintf(" (%s rejected)", human.Count(s.Rejected))
+	}
+	if w.ok {
+		line += fmt.Sprintf(", %s cells/s, %s read", human.Rate(w.cells), human.ByteRate(w.bytes))
+	}
+	left := s.TotalBytes - done
+	switch {
+	case s.Paused:
+		line += ", paused"
+	case left <= 0:
+	case w.ok && w.bytes > 0:
+		line += ", ETA " + time.Duration(float64(left)/w.bytes*float64(time.Second)).Round(time.Second).String()
+	case w.ok:
+		line += fmt.Sprintf(", ETA unknown (nothing read in %.0fs)", w.seconds)
+	}
+	return line
 }

@@ -91,6 +91,10 @@ type Summary struct {
 	// Interrupted says the run stopped early on a signal or Stop; the
 	// checkpoint holds what was finished and --resume goes on.
 	Interrupted bool `json:"interrupted"`
+	// ReadUnfinished is the cells read in splits the run left unfinished
+	// (interrupted, or stopped by an error): not in Read, and read again
+	// when the run resumes.
+	ReadUnfinished int64 `json:"cells_read_unfinished,omitempty"`
 	// Finished says every split is done and the sink's Finish ran.
 	Finished bool `json:"finished"`
 	// Coverage is what the run knows of its job's coverage, for a task

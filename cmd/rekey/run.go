@@ -163,10 +163,17 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return runTask(cmd, path, j, f, phase)
 	}
 	stderr := cmd.ErrOrStderr()
-	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
+	// On a terminal the progress line is rewritten in place with no
+	// newline: a log line first clears it (and a ^C echoed at its end), and
+	// the next tick draws it again below.
+	clearLine := ""
+	logf := func(format string, args ...any) { fmt.Fprintf(stderr, clearLine+"rekey: "+format+"\n", args...) }
 	opts, err := runOptions(f, stderr, logf)
 	if err != nil {
 		return usageError{err}
+	}
+	if opts.Interactive {
+		clearLine = "\r\033[K"
 	}
 	opts.LoadCommand = loadCommand(path, f.staging)
 	// The Go runtime's soft limit is the budget's (job.Budget.SoftLimit,
@@ -477,6 +484,9 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		verb = "mapped (dry run: nothing written)"
 	}
 	p("  cells     %d read, %d %s, %d rejected, %d collided, %d failed\n", s.Read, s.Written, verb, s.Rejected, s.Collided, s.Failed)
+	if s.ReadUnfinished > 0 {
+		p("            and %d read in splits left unfinished, read again on --resume\n", s.ReadUnfinished)
+	}
 	p("  bytes     %.1f MB %s, %.1f MB read from the snapshot\n", float64(s.Bytes)/1e6, strings.Fields(verb)[0], float64(s.BytesRead)/1e6)
 	for i, h := range s.Heaviest {
 		if i == 0 {

@@ -31,3 +31,11 @@ func Bytes(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// Count renders a count as Rate does ("1.23M", "12.3k", "999"): a number
+// of cells in a progress line, where every digit would move each tick.
+func Count(n int64) string { return Rate(float64(n)) }
+
+// ByteRate renders bytes per second in binary units, as Bytes renders a
+// size: "54.2 MiB/s".
+func ByteRate(v float64) string { return Bytes(int64(v)) + "/s" }

@@ -39,3 +39,13 @@ func TestBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestCountAndByteRate(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{{Count(999), "999"}, {Count(12345), "12.3k"}, {Count(1234567), "1.23M"}, {ByteRate(5671488), "5.4 MiB/s"}, {ByteRate(100), "100 B/s"}} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
