@@ -18,6 +18,10 @@ import (
 // cells and bytes so far, and an ETA.
 type StagingStatus = stage.Status
 
+// ErrNoStaging is matched by ReadStagingStatus's error for a folder that
+// does not exist or holds no staged job (stage.ErrNoStaging).
+var ErrNoStaging = stage.ErrNoStaging
+
 // ReadStagingStatus reads the status of the job in phases from its staging folder
 // alone (staging, or the job's sink.staging when empty): no task is asked.
 // A task counts as running while its lease is live: on HDFS or an object

@@ -353,3 +353,57 @@ func stagedCells(t *testing.T, out string) uint64 {
 	}
 	return n
 }
+
+// TestStatusOfOneProcessFolder: status describes a folder a one-process
+// run staged (splits staged, HFiles written with their cells and bytes,
+// regions loaded) where it showed every phase "not started" and an ETA of
+// no split committed; a folder that does not exist, or holds no staged
+// job, is exit 2, and status creates nothing.
+func TestStatusOfOneProcessFolder(t *testing.T) {
+	job := demoJob(t)
+	staging := filepath.Join(t.TempDir(), "staging")
+	if code, _, errOut := runRekey(t, "run", job, "--sink", "hfiles", "--offline", "--staging", staging, "--progress", "none"); code != 0 {
+		t.Fatalf("staged run: exit %d: %s", code, errOut)
+	}
+	// What the folder holds, from its HFiles.
+	var files int
+	var bytes int64
+	filepath.WalkDir(filepath.Join(staging, "hfiles"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			fi, _ := d.Info()
+			files++
+			bytes += fi.Size()
+		}
+		return err
+	})
+	code, out, errOut := runRekey(t, "status", job, "--staging", staging, "--json")
+	if code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errOut)
+	}
+	var st pipeline.StagingStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	op := st.OneProcess
+	// testdata/snapshots/demo_events.cells, the oracle's dump, has 31413
+	// cells, and the demo layout keeps every one.
+	if op == nil || !op.Written || op.HFiles != files || op.HFileBytes != bytes || op.HFileCells != 31413 || op.Loaded != 0 || op.Regions == 0 {
+		t.Fatalf("one-process status %+v, want written, %d files of %d bytes, 31413 cells, none loaded", op, files, bytes)
+	}
+	code, out, _ = runRekey(t, "status", job, "--staging", staging)
+	if code != 0 || !strings.Contains(out, "in one process") || !strings.Contains(out, "not loaded (rekey load)") || strings.Contains(out, "not started") {
+		t.Errorf("status text: exit %d\n%s", code, out)
+	}
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	if code, _, errOut := runRekey(t, "status", job, "--staging", missing); code != exitUsage || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("missing folder: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("status created %s: %v", missing, err)
+	}
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("x"), 0o644)
+	if code, _, errOut := runRekey(t, "status", job, "--staging", foreign); code != exitUsage || !strings.Contains(errOut, "holds no staged job") {
+		t.Errorf("foreign folder: exit %d: %s", code, errOut)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -23,7 +24,9 @@ func newStatusCmd() *cobra.Command {
 every job it prints the job record (docs/guarantees.md): its shards and
 splits, how many shards have committed their splits, and whether those
 cover the record exactly once. For a job in phases it reads the staging
-folder and prints, for the spill, the merge and the load, how many tasks
+folder and prints, for a one-process run, the splits staged, the HFiles
+written and the regions loaded; for a job in phases, for the spill, the
+merge and the load, how many tasks
 are done, running (their lease is live), failed (started, not done, no
 live lease) and left, the cells and bytes so far, and an estimate of the
 time left to the end of the merge. It only reads, while the tasks write:
@@ -45,7 +48,7 @@ run it as often as you like.
 			if err != nil {
 				return err
 			}
-			if j.Sink.Kind != job.SinkHFiles {
+			if j.Sink.Kind != job.SinkHFiles && staging == "" {
 				// Puts and dry-run jobs have no staging folder: the
 				// record and the shards' commits are the job's state.
 				if js == nil {
@@ -60,6 +63,9 @@ run it as often as you like.
 				return nil
 			}
 			st, err := pipeline.ReadStagingStatus(j, staging)
+			if errors.Is(err, pipeline.ErrNoStaging) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}
@@ -102,6 +108,23 @@ func printJobStatus(w io.Writer, js *pipeline.JobStatus) {
 func printStatus(w io.Writer, st *pipeline.StagingStatus) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	p("staging %s: table %s, %d target regions\n", st.Staging, st.Table, st.Regions)
+	if op := st.OneProcess; op != nil {
+		p("  staged  in one process: %d splits staged, %d cells\n", op.Splits, op.Cells)
+		state := "being written"
+		if op.Written {
+			state = "all written"
+		}
+		p("  hfiles  %s: %d files, %s, %d cells\n", state, op.HFiles, human.Bytes(op.HFileBytes), op.HFileCells)
+		switch {
+		case op.Loaded == 0:
+			p("  load    not loaded (rekey load)\n")
+		case op.Loaded < op.Regions:
+			p("  load    %d of %d regions loaded (rekey load resumes)\n", op.Loaded, op.Regions)
+		default:
+			p("  load    all %d regions loaded\n", op.Regions)
+		}
+		return
+	}
 	phase := func(name, output string, tasks, done, running, failed, left int, cells, bytes int64) {
 		if tasks == 0 {
 			p("  %-6s not started\n", name)

@@ -1,8 +1,11 @@
 package stage
 
 import (
+	"errors"
 	"fmt"
+	"github.com/rekeyhq/rekey/internal/human"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/pipeline/record"
@@ -32,6 +35,30 @@ type Status struct {
 	// to estimate from yet); ETABasis says from what.
 	ETASeconds float64 `json:"eta_seconds"`
 	ETABasis   string  `json:"eta_basis"`
+	// OneProcess is the folder of a job staged in one process (no
+	// phases): what its splits staged, its HFiles, and its load. Nil for
+	// a job in phases; then Spill, Merge and Load say it.
+	OneProcess *OneProcessStatus `json:"one_process,omitempty"`
+}
+
+// OneProcessStatus is a one-process staging folder as its records show
+// it.
+type OneProcessStatus struct {
+	// Splits and Cells are the splits whose runs or HFiles are staged and
+	// their cells (records removed once the HFiles are written count in
+	// HFileCells instead).
+	Splits int   `json:"splits_staged"`
+	Cells  int64 `json:"cells_staged"`
+	// Written says every partition's HFiles are written; HFiles,
+	// HFileBytes and HFileCells count those written so far.
+	Written    bool  `json:"hfiles_written"`
+	HFiles     int   `json:"hfiles"`
+	HFileBytes int64 `json:"hfile_bytes"`
+	HFileCells int64 `json:"hfile_cells"`
+	// Regions is the target regions of the plan, Loaded those whose files
+	// are bulk loaded.
+	Regions int `json:"regions"`
+	Loaded  int `json:"regions_loaded"`
 }
 
 // PhaseStatus counts one phase's tasks by state and its output so far.
@@ -101,7 +128,7 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}
 	defer loc.Close()
-	r := &statusReader{fs: loc.FS, root: loc.Path, live: live, holder: holder, now: now}
+	r := &statusReader{url: loc.URL, fs: loc.FS, root: loc.Path, live: live, holder: holder, now: now}
 	st := &Status{Staging: loc.URL, At: now, ETASeconds: -1}
 	found, err := readPlan(r.fs, path.Join(r.root, planFile), &r.plan)
 	if err != nil {
@@ -109,6 +136,18 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 	}
 	if found {
 		st.Table, st.Regions = r.plan.Table, len(r.plan.Regions)
+	}
+	kind, err := r.kind(found)
+	if err != nil {
+		return nil, err
+	}
+	if kind == kindOneProcess {
+		st.OneProcess, err = r.oneProcess(st)
+		if err != nil {
+			return nil, err
+		}
+		st.ETABasis = "a one-process run: its progress is the run's own (rekey run shows it)"
+		return st, nil
 	}
 	if err := r.spill(st); err != nil {
 		return nil, err
@@ -123,7 +162,80 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 	return st, nil
 }
 
+// ErrNoStaging is matched by ReadStatus's error for a folder that does not
+// exist, or holds no staged job (no kind, plan, split record or task of
+// rekey's): a wrong path, not a job that has not started.
+var ErrNoStaging = errors.New("stage: no staged job in the folder")
+
+// kind tells which kind of job the folder holds: its kind file, else (a
+// folder staged before kind files) the files each kind writes. A folder
+// that does not exist, or holds none of them, is ErrNoStaging. Nothing is
+// created.
+func (r *statusReader) kind(planFound bool) (string, error) {
+	if _, err := r.fs.Stat(r.root); err != nil {
+		if notExist(err) {
+			return "", fmt.Errorf("%w: %s does not exist", ErrNoStaging, r.url)
+		}
+		return "", fmt.Errorf("stage: staging folder %s: %w", r.url, err)
+	}
+	b, err := vfs.ReadFile(r.fs, path.Join(r.root, kindFile))
+	switch {
+	case err == nil:
+		switch k := strings.TrimSpace(string(b)); k {
+		case kindPhases, kindOneProcess:
+			return k, nil
+		}
+	case !notExist(err):
+		return "", fmt.Errorf("stage: staging folder %s: %w", r.url, err)
+	}
+	has := func(name string) bool {
+		_, err := r.fs.Stat(path.Join(r.root, name))
+		return err == nil
+	}
+	switch {
+	case has(spillRoot) || has(partsRoot) || has(JobRecordFile):
+		return kindPhases, nil
+	case has(finishFile) || has(splitsDir) || has(runsDir):
+		return kindOneProcess, nil
+	case planFound:
+		return kindPhases, nil // a first spill task published its plan, nothing more yet
+	}
+	return "", fmt.Errorf("%w: %s holds no staged job of rekey's (no kind file, plan, split records or task folders)", ErrNoStaging, r.url)
+}
+
+// oneProcess reads a one-process folder's split records and finish.json.
+func (r *statusReader) oneProcess(st *Status) (*OneProcessStatus, error) {
+	op := &OneProcessStatus{Regions: st.Regions}
+	recs, err := readSplits(r.fs, r.root)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range recs {
+		op.Splits++
+		op.Cells += rec.Cells
+	}
+	var fin finishState
+	if _, err := readJSON(r.fs, path.Join(r.root, finishFile), &fin); err != nil {
+		return nil, err
+	}
+	op.Written = fin.Written
+	for _, ps := range fin.Parts {
+		for _, f := range ps.Files {
+			op.HFiles++
+			op.HFileBytes += f.Size
+			op.HFileCells += f.Cells
+		}
+	}
+	for _, loaded := range fin.Loaded {
+		if loaded {
+			op.Loaded++
+		}
+	}
+	return op, nil
+}
+
 type statusReader struct {
+	url    string
 	fs     vfs.FS
 	root   string
 	live   func(vfs.FS, string) bool
@@ -375,13 +487,19 @@ func (r *statusReader) eta(st *Status) {
 	// The merge's whole input, projected from what the spill staged.
 	mergeTotal := float64(r.cellBytes) * float64(total) / float64(done)
 	mergeLeft := mergeTotal - float64(r.mergedBytes)
-	rate, basis := float64(r.cellBytes)/spillSecs, "the merge taken as fast as the spill, in cell bytes per second"
+	rate, basis := float64(r.cellBytes)/spillSecs, "taken as fast as the spill staged cell bytes"
 	if ms := r.now.Sub(r.mergeStart).Seconds(); !r.mergeStart.IsZero() && r.mergedBytes > 0 && ms > 0 {
-		rate, basis = float64(r.mergedBytes)/ms, "the merge's own rate so far"
+		rate, basis = float64(r.mergedBytes)/ms, "its own rate so far, "+human.ByteRate(float64(r.mergedBytes)/ms)
 	}
 	if st.Merge.Tasks > 0 && st.Merge.Done == st.Merge.Tasks {
 		mergeLeft = 0
 	}
 	st.ETASeconds = spillLeft + max(mergeLeft, 0)/rate
-	st.ETABasis = fmt.Sprintf("spill: %d of %d source bytes read at %.0f bytes/s; merge: %s; the load is not included", done, total, float64(done)/spillSecs, basis)
+	st.ETABasis = fmt.Sprintf("spill: %s of %s source bytes read at %s; merge: %s; the load is not included", human.Bytes(done), human.Bytes(total), human.ByteRate(float64(done)/spillSecs), basis)
+	if spillLeft+max(mergeLeft, 0) > 0 && st.Spill.Running == 0 && st.Merge.Running == 0 {
+		// Work is left and nothing runs: a time from the rates so far
+		// would count down while nothing moves.
+		st.ETASeconds = -1
+		st.ETABasis = fmt.Sprintf("no task is running, and %d spill and %d merge tasks are not done: start or retry them", st.Spill.Tasks-st.Spill.Done, max(st.Merge.Tasks-st.Merge.Done, 0))
+	}
 }
