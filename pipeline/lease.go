@@ -436,31 +436,52 @@ func (s *leases) release() error {
 	return first
 }
 
-// lockLocal holds the lock file p with flock. The file stays when the
-// lock is released: removing it would let a run that opened it just
-// before lock a file no longer there while a third locks a new one.
+// lockLocal holds the lock file p with flock. Its holder removes the file
+// when it lets go (so a run, or a start that failed, leaves no lock file
+// behind), which a locker must allow for: it may open the file just before
+// the holder removes it and lock a file no longer at p while a third run
+// creates and locks a new one. So once locked, the file must still be the
+// one at p (same inode), else the lock is dropped and taken again.
 func lockLocal(p, what string) (*localLease, error) {
-	f, err := os.OpenFile(filepath.FromSlash(p), os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("lease for %s: %w", what, err)
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		defer f.Close()
-		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, &LeasedError{State: what, Lease: p, Owner: lockOwner(f)}
+	name := filepath.FromSlash(p)
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("lease for %s: %w", what, err)
 		}
-		return nil, fmt.Errorf("lease for %s: flock %s: %w", what, p, err)
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			defer f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, &LeasedError{State: what, Lease: p, Owner: lockOwner(f)}
+			}
+			return nil, fmt.Errorf("lease for %s: flock %s: %w", what, p, err)
+		}
+		held, err := os.Stat(name)
+		mine, ferr := f.Stat()
+		if ferr != nil {
+			f.Close()
+			return nil, fmt.Errorf("lease for %s: %w", what, ferr)
+		}
+		if err != nil || !os.SameFile(held, mine) {
+			// Removed (and maybe made anew) by the holder that let go
+			// between our open and our lock: take the one at p now.
+			f.Close()
+			if attempt == 100 {
+				return nil, fmt.Errorf("lease for %s: %s keeps changing under the lock; another process is creating and removing it", what, p)
+			}
+			continue
+		}
+		b, _ := json.Marshal(leaseRecord{Owner: self(), Token: newToken(16)})
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lease for %s: %w", what, err)
+		}
+		if _, err := f.WriteAt(b, 0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lease for %s: %w", what, err)
+		}
+		return &localLease{f: f, name: name}, nil
 	}
-	b, _ := json.Marshal(leaseRecord{Owner: self(), Token: newToken(16)})
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lease for %s: %w", what, err)
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lease for %s: %w", what, err)
-	}
-	return &localLease{f: f}, nil
 }
 
 // lockOwner reads the owner a held lock file names. The owner writes it
@@ -480,11 +501,25 @@ func lockOwner(f *os.File) Owner {
 	return Owner{}
 }
 
-// localLease is a held flock.
-type localLease struct{ f *os.File }
+// localLease is a held flock on the file at name.
+type localLease struct {
+	f    *os.File
+	name string
+}
 
-// release drops the lock (closing the file does).
-func (l *localLease) release() error { return l.f.Close() }
+// release removes the lock file while it still holds the lock (lockLocal
+// checks that the file it locked is still the one at the path), then
+// drops the lock by closing the file.
+func (l *localLease) release() error {
+	err := os.Remove(l.name)
+	if errors.Is(err, iofs.ErrNotExist) {
+		err = nil
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // The remote lease is a folder of generations. Its path (the lease file's
 // name in earlier rekeys) is a folder holding files g0000000000000001,
