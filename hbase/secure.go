@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/rekeyhq/rekey/hbase/rpc"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
 )
 

@@ -42,6 +42,7 @@ or dry-run job has started; 1 the state cannot be read.`,
 			if checkpoint != "" {
 				j.Run.Checkpoint = checkpoint
 			}
+			useJobSecurity(j)
 			js, err := pipeline.ReadJobStatus(j, staging)
 			if err != nil {
 				return err

@@ -87,8 +87,9 @@ func (p *PhaseStatus) add(t TaskStatus) {
 // ReadStatus reads the status of the job in phases staging into the
 // folder staging. live says whether the lease file at a path (in the
 // folder's file system) is held by a live task; now dates the ETA.
-func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now time.Time) (*Status, error) {
-	loc, err := vfs.Open(staging)
+// vo opens the folder (a Kerberos login).
+func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, now time.Time, vo vfs.Options) (*Status, error) {
+	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}

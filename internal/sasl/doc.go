@@ -1,6 +1,8 @@
 // Package sasl is the client side of the SASL GSSAPI mechanism (RFC 4752)
 // over Kerberos V5 (RFC 4121), as HBase's RPC speaks it when
-// hbase.security.authentication is kerberos.
+// hbase.security.authentication is kerberos, and Hadoop's NameNode RPC
+// when hadoop.security.authentication is (internal/hadooprpc). It sits
+// below both protocols, so neither reaches into the other for it.
 //
 // A Mechanism produces the initial token (the GSS-API initial context token
 // around an AP-REQ, without SPNEGO), checks the server's AP-REP (mutual
