@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/rekeyhq/rekey/hbase/rpc"
-	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 )
 
 // Kerberos says how to authenticate to a kerberized cluster

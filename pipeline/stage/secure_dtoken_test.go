@@ -12,8 +12,8 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
 )
