@@ -315,7 +315,7 @@ func (g *FS) Open(name string) (vfs.File, error) {
 // again, would keep that Read reopening for ever. gcsBody counts the
 // requests made under its context during one Read (each reopen, each of
 // its retries) and, past limit (the attempts allowed one request), cancels
-// the context, so the Read fails instead; objFile then reopens the
+// the context, so the Read fails instead; objstore.File then reopens the
 // download itself, within its own bound (objstore.ReadRetries without
 // progress), and fails naming the object and the offset.
 type gcsBody struct {
