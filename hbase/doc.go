@@ -83,7 +83,8 @@
 // Config.Kerberos (from hbase-site.xml: hbase.security.authentication,
 // hbase.master.kerberos.principal, hbase.regionserver.kerberos.principal,
 // hbase.rpc.protection) makes every connection authenticate with SASL
-// GSSAPI as the process's Kerberos login; _HOST in a principal is the
+// GSSAPI as the login Kerberos.Login or Kerberos.Identity gives (the
+// caller passes it: there is no process-wide login); _HOST in a principal is the
 // server's lowercased canonical host name.
 //
 // # Bulk load

@@ -5,17 +5,21 @@ import (
 	"strings"
 
 	"github.com/rekeyhq/rekey/hbase/rpc"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 )
 
 // Kerberos says how to authenticate to a kerberized cluster
 // (hbase.security.authentication=kerberos): every connection runs SASL
 // GSSAPI with the server's principal and the protection given.
 type Kerberos struct {
-	// Login is the Kerberos identity; nil means krb.Default(), the
-	// process's login (what the command configured from its flags).
+	// Login is the Kerberos login to authenticate as, when the caller has
+	// made one; else Identity logs in at NewClient. With neither, NewClient
+	// fails: there is no process-wide login to fall back on (pipeline and
+	// verify build the Identity from the job's security section).
 	Login *krb.Login
+	// Identity is who to log in as when Login is nil.
+	Identity *krb.Identity
 	// MasterPrincipal is hbase.master.kerberos.principal and
 	// RegionServerPrincipal hbase.regionserver.kerberos.principal, e.g.
 	// "hbase/_HOST@EXAMPLE.COM"; _HOST stands for each server's host name.
@@ -47,7 +51,7 @@ func kerberosFromSite(props map[string]string, path string) (*Kerberos, error) {
 	}, nil
 }
 
-// ready checks the settings and logs in when no login was given.
+// ready checks the settings and, without a Login, logs in as Identity.
 func (k *Kerberos) ready() error {
 	if k.RegionServerPrincipal == "" {
 		return fmt.Errorf("hbase: Kerberos is on but the region servers' principal is not set (hbase.regionserver.kerberos.principal in hbase-site.xml)")
@@ -55,7 +59,7 @@ func (k *Kerberos) ready() error {
 	if k.Login != nil {
 		return nil
 	}
-	l, err := krb.Default()
+	l, err := k.Identity.Login()
 	if err != nil {
 		return fmt.Errorf("hbase: the cluster needs Kerberos: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
+	"github.com/rekeyhq/rekey/internal/sasl"
 )
 
 // writeSite writes an hbase-site.xml with props into a fresh

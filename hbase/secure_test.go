@@ -14,8 +14,8 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase/rpc"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
@@ -188,8 +188,8 @@ func TestSecureSimpleClientFailsFast(t *testing.T) {
 }
 
 // TestSecureSiteConfig: hbase-site.xml of the secure cluster's client
-// configuration gives the Kerberos settings, and with the process's login
-// (krb.Configure) a client from it works.
+// configuration gives the Kerberos settings, and with a login given
+// (Kerberos.Identity) a client from it works.
 func TestSecureSiteConfig(t *testing.T) {
 	s := testenv.RequireSecure(t)
 	t.Setenv("HBASE_CONF_DIR", s.Secure.HadoopConfDir)
@@ -205,8 +205,7 @@ func TestSecureSiteConfig(t *testing.T) {
 	if fmt.Sprint(k.Protection) != fmt.Sprint(want) {
 		t.Fatalf("protection %v, want %v", k.Protection, want)
 	}
-	krb.Configure(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
-	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	cfg.Kerberos.Identity = krb.NewIdentity(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
 	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -222,10 +221,9 @@ func TestSecureSiteConfig(t *testing.T) {
 // cache: NewClient fails at once with the login's "no ticket" error.
 func TestSecureNoTicket(t *testing.T) {
 	s := testenv.RequireSecure(t)
-	krb.Configure(krb.Options{CCache: path.Join(t.TempDir(), "no-such-cache"), Krb5Conf: s.Secure.Krb5Conf})
-	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	id := krb.NewIdentity(krb.Options{CCache: path.Join(t.TempDir(), "no-such-cache"), Krb5Conf: s.Secure.Krb5Conf})
 	_, err := NewClient(Config{ZKQuorum: s.ZKQuorum, ZNodeParent: s.ZNodeParent,
-		Kerberos: &Kerberos{MasterPrincipal: s.Secure.ServicePattern, RegionServerPrincipal: s.Secure.ServicePattern}})
+		Kerberos: &Kerberos{Identity: id, MasterPrincipal: s.Secure.ServicePattern, RegionServerPrincipal: s.Secure.ServicePattern}})
 	if !errors.Is(err, krb.ErrNoTicket) {
 		t.Fatalf("err = %v", err)
 	}

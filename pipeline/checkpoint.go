@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
@@ -102,8 +103,8 @@ type checkpointStore struct {
 // (A variable so a test can compact often.)
 var compactMinBytes int64 = 1 << 20
 
-func openCheckpoint(where string) (*checkpointStore, error) {
-	loc, err := vfs.Open(where)
+func openCheckpoint(where string, id *krb.Identity) (*checkpointStore, error) {
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: id})
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", where, err)
 	}

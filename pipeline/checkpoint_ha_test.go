@@ -8,7 +8,7 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // TestCheckpointOnHANameserviceSurvivesFailover keeps a run's checkpoint
@@ -37,7 +37,7 @@ func TestCheckpointOnHANameserviceSurvivesFailover(t *testing.T) {
 	j := checkpointJob(t)
 	// The source snapshot (HBase wrote it) is read through the nameservice
 	// too: the runs open its store files before and after the failover.
-	fs, err := vfs.DialHDFS(f[0])
+	fs, err := hdfs.Dial(f[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // at p names.
 func journalRecords(t *testing.T, p string) int {
 	t.Helper()
-	s, err := openCheckpoint(p)
+	s, err := openCheckpoint(p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

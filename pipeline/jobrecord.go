@@ -67,7 +67,7 @@ func (r *Run) openJobState() (*jobState, error) {
 	if where == "" {
 		return nil, nil
 	}
-	loc, err := vfs.Open(where)
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: r.o.Kerberos})
 	if err != nil {
 		return nil, fmt.Errorf("job record: %w", err)
 	}
@@ -385,7 +385,7 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 		staging = j.StagingPath()
 	}
 	if j.Sink.Kind == job.SinkHFiles {
-		rec, committed, coverage, err := stage.SpillCoverage(staging)
+		rec, committed, coverage, err := stage.SpillCoverage(staging, vfs.Options{Kerberos: Identity(j, nil)})
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +394,7 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 		}
 	}
 	where := strings.TrimSuffix(checkpointPath(j, Shard{}, nil), ".json") + ".job.json"
-	loc, err := vfs.Open(where)
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: Identity(j, nil)})
 	if err != nil {
 		return nil, fmt.Errorf("job record: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/vfs"
@@ -203,7 +204,7 @@ func (r *Run) takeLeases() error {
 	todo := []state{{"checkpoint", r.o.Checkpoint, checkpointLeasePath(r.o.Checkpoint)}}
 	if name, err := r.sinkName(); err == nil && r.o.Sink == nil && name == string(job.SinkHFiles) {
 		st := r.j.StagingPath()
-		if err := stage.CheckKind(st, r.o.spillTask()); err != nil {
+		if err := stage.CheckKind(st, r.o.spillTask(), vfs.Options{Kerberos: r.o.Kerberos}); err != nil {
 			return err
 		}
 		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
@@ -231,7 +232,7 @@ func (r *Run) leaseOptions() leaseOptions {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	return leaseOptions{ttl: ttl, force: r.o.ForceTakeover, logf: r.logf}
+	return leaseOptions{ttl: ttl, force: r.o.ForceTakeover, logf: r.logf, kerberos: r.o.Kerberos}
 }
 
 // stagingLeasePath is the lease file of a task's share of the staging
@@ -255,6 +256,8 @@ type leaseOptions struct {
 	ttl   time.Duration
 	force bool
 	logf  func(string, ...any)
+	// kerberos is who to log in as for a lease on a kerberized HDFS.
+	kerberos *krb.Identity
 	// clock is the time leases are judged by; nil is time.Now (the
 	// randomized schedule tests give theirs).
 	clock func() time.Time
@@ -268,7 +271,7 @@ type leaseOptions struct {
 // lock file, or a remote lease folder (an hdfs://, s3://, gs:// or Azure
 // URL).
 func (s *leases) take(where, what string, o leaseOptions) error {
-	loc, err := vfs.Open(where)
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: o.kerberos})
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", what, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // The lease protocol against the real stores: the exclusive create each
@@ -36,7 +37,7 @@ var leaseStores = []leaseStore{
 	}},
 	{"HDFS", func(t *testing.T) (vfs.ExclusiveFS, string) {
 		st := testenv.Require(t)
-		h, err := vfs.DialHDFS(st.NameNode)
+		h, err := hdfs.Dial(st.NameNode)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,10 +14,11 @@ import (
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // upload copies the local folder src to dst on the HDFS fs, file by file.
-func upload(t *testing.T, fs *vfs.HDFS, src, dst string) {
+func upload(t *testing.T, fs *hdfs.FS, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -79,7 +80,7 @@ func TestNameNodeRestartsMidRun(t *testing.T) {
 	t.Cleanup(func() { control(t, st, "dfs3-shutdown") })
 	local := filepath.Join(t.TempDir(), "export")
 	testenv.Oracle(t, "export-snapshot", snap, local)
-	fs, err := vfs.DialHDFS(nn)
+	fs, err := hdfs.Dial(nn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestNameNodeRestartsMidRun(t *testing.T) {
 			// test's, so the test can see it waited for the NameNode, and
 			// keeps one store file open between scans, so each split
 			// opens its files (a NameNode call) while the run goes on.
-			reads, err := vfs.DialHDFS(nn)
+			reads, err := hdfs.Dial(nn)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/pipeline/stage"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -55,6 +57,12 @@ type Options struct {
 	// rekey (a Kubernetes Indexed Job, say) split one job between them,
 	// each with its own checkpoint.
 	Shard Shard
+	// Kerberos is who to log in as when HDFS or HBase requires Kerberos;
+	// it logs in at the first connection that needs it. Nil logs in as the
+	// job's security section says (Identity): a program that sets that
+	// section needs nothing here. The rekey command passes its own, its
+	// flags merged over the job's section.
+	Kerberos *krb.Identity
 	// build, when set, plays another build's choices (the schedule test).
 	build *buildChoices
 	// ownMapper says the caller gave NewMapper: what it maps, the job's
@@ -130,4 +138,15 @@ type Limits struct {
 	// CallsPerServer caps the write calls in flight to one region server
 	// (puts sink; set when the sink is built).
 	CallsPerServer int `json:"calls_per_server,omitempty"`
+}
+
+// Identity returns who a run of j logs in to Kerberos as when a cluster
+// requires it: given, else the job's security section (a keytab and its
+// principal, else the ticket cache; its krb5.conf, else the default).
+func Identity(j *job.Job, given *krb.Identity) *krb.Identity {
+	if given != nil {
+		return given
+	}
+	s := j.Security
+	return krb.NewIdentity(krb.Options{Keytab: s.Keytab, Principal: s.Principal, Krb5Conf: s.Krb5Conf})
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // A job in phases (stage.Phase): N spill tasks (Prepare and Start with
@@ -62,6 +64,9 @@ type TaskOptions struct {
 	LeaseTTL      time.Duration
 	// Logf receives progress and notable events (nil = discard).
 	Logf func(format string, args ...any)
+	// Kerberos is as in Options: nil logs in as the job's security
+	// section says.
+	Kerberos *krb.Identity
 }
 
 // TaskSummary is what a merge or load task did.
@@ -97,6 +102,7 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	}
 	began := time.Now()
 	sum := &TaskSummary{Job: j.Path, Table: j.Target.Table, Staging: j.StagingPath(), Task: task.String()}
+	o.Kerberos = Identity(j, o.Kerberos)
 	ls := newLeases()
 	defer ls.release()
 	ttl := o.LeaseTTL
@@ -104,10 +110,10 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 		ttl = DefaultLeaseTTL
 	}
 	st := j.StagingPath()
-	if err := stage.CheckKind(st, task); err != nil {
+	if err := stage.CheckKind(st, task, vfs.Options{Kerberos: o.Kerberos}); err != nil {
 		return nil, err
 	}
-	lopts := leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}
+	lopts := leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf, kerberos: o.Kerberos}
 	if err := ls.take(stagingLeasePath(st, task), "staging folder "+st+" ("+task.String()+")", lopts); err != nil {
 		return nil, err
 	}
@@ -175,6 +181,7 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 		// The spill tasks mapped by the job's layouts (a program of one's
 		// own runs in one process); their merge judges by them too.
 		OneToOne: j.Program != nil && j.Run.SetTimestamp == 0 && !j.Program.MayCollide(),
+		Kerberos: o.Kerberos,
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {
@@ -182,7 +189,7 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 			return nil, nil, fmt.Errorf("%w: the job is offline (sink.offline); the load needs the target cluster", ErrInvalid)
 		}
 	} else {
-		c, _, err := connectTarget(j, ", or sink.offline for the merge")
+		c, _, err := connectTarget(j, o.Kerberos, ", or sink.offline for the merge")
 		if err != nil {
 			return nil, nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/pipeline/stage"
@@ -47,6 +48,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (_ *Run, err error) {
 			r.close()
 		}
 	}()
+	o.Kerberos = Identity(j, o.Kerberos)
 	if err := r.settle(o); err != nil {
 		return nil, err
 	}
@@ -179,7 +181,7 @@ func (r *Run) openSource(ctx context.Context) error {
 	j, o := r.j, r.o
 	fsys, root := o.Open.FS, j.Source.Root
 	if fsys == nil {
-		loc, err := vfs.Open(root)
+		loc, err := vfs.OpenWith(root, vfs.Options{Kerberos: o.Kerberos})
 		if err != nil {
 			return fmt.Errorf("source root: %w", err)
 		}
@@ -365,7 +367,7 @@ func (r *Run) checkCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	ck, err := openCheckpoint(o.Checkpoint)
+	ck, err := openCheckpoint(o.Checkpoint, o.Kerberos)
 	if err != nil {
 		return err
 	}
@@ -378,7 +380,7 @@ func (r *Run) checkCheckpoint() error {
 	if !ok {
 		return fmt.Errorf("checkpoint %s: file system is read-only", o.Checkpoint)
 	}
-	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects")}
+	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects"), kerberos: o.Kerberos}
 
 	fpScan := r.fpScan()
 	if o.Phase != stage.PhaseAll {
@@ -476,7 +478,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	o := stage.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect,
+		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect, Kerberos: r.o.Kerberos,
 		OneToOne: !r.collide && !r.o.ownMapper,
 	}
 	if r.job != nil {
@@ -567,7 +569,7 @@ func (r *Run) checkLost(s *stage.Sink) error {
 // subcommand finds it (hbase.Locate); the run closes it. hint ends the
 // message when no cluster is named.
 func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
-	c, where, err := connectTarget(r.j, hint)
+	c, where, err := connectTarget(r.j, r.o.Kerberos, hint)
 	if err != nil {
 		return nil, err
 	}
@@ -578,13 +580,16 @@ func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
 
 // connectTarget opens a client to the job's target cluster and says
 // where it was found; the caller closes it.
-func connectTarget(j *job.Job, hint string) (*hbase.Client, string, error) {
+func connectTarget(j *job.Job, id *krb.Identity, hint string) (*hbase.Client, string, error) {
 	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
 	}
 	if j.Target.Timeout > 0 {
 		cfg.OperationTimeout = j.Target.Timeout
+	}
+	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
+		cfg.Kerberos.Identity = id
 	}
 	c, err := hbase.NewClient(cfg)
 	if err != nil {

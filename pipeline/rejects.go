@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -21,6 +22,8 @@ import (
 type rejectDir struct {
 	fs  vfs.WriteFS
 	dir string
+	// kerberos is who to log in as for a reject file on a kerberized HDFS.
+	kerberos *krb.Identity
 }
 
 // splitFile is the reject file of one split.
@@ -89,7 +92,7 @@ func (w *rejectWriter) abort() {
 
 // gather writes every split's rejects, in split order, to dst.
 func (r *rejectDir) gather(dst string, ids []string) (int64, error) {
-	loc, err := vfs.Open(dst)
+	loc, err := vfs.OpenWith(dst, vfs.Options{Kerberos: r.kerberos})
 	if err != nil {
 		return 0, err
 	}

@@ -31,7 +31,7 @@ func ReadStagingStatus(j *job.Job, staging string) (*StagingStatus, error) {
 	if staging == "" {
 		staging = j.StagingPath()
 	}
-	return stage.ReadStatus(staging, leaseLive, leaseHolder, time.Now())
+	return stage.ReadStatus(staging, leaseLive, leaseHolder, time.Now(), vfs.Options{Kerberos: Identity(j, nil)})
 }
 
 // leaseLive reports whether the lease file p is held by a live run,

@@ -17,6 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // dropper opens DataNode connections for the HDFS client and cuts them
@@ -92,9 +93,9 @@ func TestHDFSConnectionDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var hs vfs.HDFSStats // the last read's
+	var hs hdfs.Stats // the last read's
 	read := func(d *dropper, ra vfs.ReadAheadOptions) ([]byte, snapshot.Stats, error) {
-		h, err := vfs.DialHDFSWith(u.Host, vfs.HDFSOptions{DatanodeDial: d.dial})
+		h, err := hdfs.DialWith(u.Host, hdfs.Options{DatanodeDial: d.dial})
 		if err != nil {
 			t.Fatal(err)
 		}

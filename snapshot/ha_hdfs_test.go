@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/internal/testenv"
-	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // haHDFS is testenv's HDFS with two NameNodes in one nameservice, as
@@ -84,7 +84,7 @@ func TestHANameserviceFailoverMidRead(t *testing.T) {
 		t.Run(failover, func(t *testing.T) {
 			before, _ := ha.active(t, st)
 			var openedAtFailover int64
-			got, acted, hs := readMidway(t, "hdfs://"+ha.nameservice+root, local, name, 1, func(h *vfs.HDFS) {
+			got, acted, hs := readMidway(t, "hdfs://"+ha.nameservice+root, local, name, 1, func(h *hdfs.FS) {
 				openedAtFailover = h.Stats().FileReaders
 				ans, err := st.Control("ha1-" + failover)
 				if err != nil {

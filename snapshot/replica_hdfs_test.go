@@ -18,6 +18,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
+	vfshdfs "github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // TestHDFSReplicaFailover reads a snapshot from an HDFS with two
@@ -111,9 +112,9 @@ func fixtureWithDump(t *testing.T, name string) (string, []byte) {
 // with most of the snapshot's blocks still to read, each of which the
 // NameNode lists with the stopped DataNode first half of the time.
 // It returns the dump, whether the stop happened, and the HDFS counters.
-func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, stop int) ([]byte, bool, vfs.HDFSStats) {
+func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, stop int) ([]byte, bool, vfshdfs.Stats) {
 	t.Helper()
-	return readMidway(t, rootURL, local, name, 0, func(*vfs.HDFS) {
+	return readMidway(t, rootURL, local, name, 0, func(*vfshdfs.FS) {
 		if _, err := st.Control("dfs2-stop-datanode " + strconv.Itoa(stop)); err != nil {
 			t.Fatal(err)
 		}
@@ -127,14 +128,14 @@ func readStopping(t *testing.T, st *testenv.State, rootURL, local, name string, 
 // read is halfway through the first split (its cells counted on the same
 // snapshot's local copy). maxOpen is OpenOptions.MaxOpenFiles (0: the
 // default). It returns the dump, whether act ran, and the HDFS counters.
-func readMidway(t *testing.T, rootURL, local, name string, maxOpen int, act func(*vfs.HDFS)) ([]byte, bool, vfs.HDFSStats) {
+func readMidway(t *testing.T, rootURL, local, name string, maxOpen int, act func(*vfshdfs.FS)) ([]byte, bool, vfshdfs.Stats) {
 	t.Helper()
 	loc, err := vfs.Open(rootURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer loc.Close()
-	h, ok := loc.FS.(*vfs.HDFS)
+	h, ok := loc.FS.(*vfshdfs.FS)
 	if !ok {
 		t.Fatalf("%s opened as %T, not HDFS", rootURL, loc.FS)
 	}

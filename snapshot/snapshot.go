@@ -61,8 +61,12 @@ var (
 type OpenOptions struct {
 	// FS, when set, is the file system to read, and root is a path inside
 	// it (tests use an in-memory or fault-injecting FS). When nil, root's
-	// scheme picks one: none or file:// = local disk, hdfs:// = HDFS.
+	// scheme picks one: none or file:// = local disk, else the vfs
+	// backend the program imported for it (hdfs:// = vfs/hdfs).
 	FS vfs.FS
+	// Location opens root when FS is nil: the Kerberos login a kerberized
+	// HDFS needs.
+	Location vfs.Options
 	// MaxOpenFiles bounds the store file readers kept open between scans
 	// (0 = DefaultMaxOpenFiles). Readers are shared by the scanners that use
 	// them; an idle one is closed, least recently used first, once more than
@@ -268,7 +272,7 @@ func resolveRoot(root string, opts OpenOptions) (vfs.FS, string, func() error, e
 		}
 		root = r
 	}
-	loc, err := vfs.Open(root)
+	loc, err := vfs.OpenWith(root, opts.Location)
 	if err != nil {
 		if errors.Is(err, vfs.ErrUnsupportedScheme) {
 			return nil, "", nil, fmt.Errorf("%w: %w: root %q: %w", ErrInvalid, ErrUnsupported, root, err)

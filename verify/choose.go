@@ -88,8 +88,11 @@ func (c *Choice) AddSketch(s *entity.Sketch, k, n int) {
 
 // LoadSketch reads a sketch file (entity.SketchFile in a run's state
 // folder), local or a URL.
-func LoadSketch(path string) (*entity.Sketch, error) {
-	loc, err := vfs.Open(path)
+func LoadSketch(path string) (*entity.Sketch, error) { return loadSketch(path, vfs.Options{}) }
+
+// loadSketch is LoadSketch, opening path with vo (a Kerberos login).
+func loadSketch(path string, vo vfs.Options) (*entity.Sketch, error) {
+	loc, err := vfs.OpenWith(path, vo)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %s: %w", path, err)
 	}
@@ -110,7 +113,12 @@ func LoadSketch(path string) (*entity.Sketch, error) {
 // every shard's entities.shard-I-of-N.json. It returns them with the files
 // read; AddSketches chooses from them.
 func LoadStateSketch(dir string) ([]*entity.Sketch, []string, error) {
-	loc, err := vfs.Open(dir)
+	return loadStateSketch(dir, vfs.Options{})
+}
+
+// loadStateSketch is LoadStateSketch, opening dir with vo.
+func loadStateSketch(dir string, vo vfs.Options) ([]*entity.Sketch, []string, error) {
+	loc, err := vfs.OpenWith(dir, vo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify: state folder %s: %w", dir, err)
 	}

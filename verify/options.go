@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"fmt"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
@@ -13,6 +14,10 @@ import (
 // rekey verify do. A nil pointer, an empty string or a nil map leaves the
 // job's value, and the job's zero value leaves the default.
 type Options struct {
+	// Kerberos is who to log in as when HDFS or HBase requires Kerberos;
+	// nil logs in as the job's security section says. The rekey command
+	// passes its own, its flags merged over the job's section.
+	Kerberos *krb.Identity
 	// Heaviest (K) and Sample (N) override verify.heaviest and
 	// verify.sample: the K heaviest entities by cells and by bytes and a
 	// sample of N [job.DefaultHeavyHitters, job.DefaultSampleEntities].

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -17,7 +18,10 @@ import (
 // chosen, the old snapshot and the new side open. Run compares them; Close
 // releases both sides.
 type Check struct {
-	job     *job.Job
+	job *job.Job
+	// vo opens the job's locations: with the Kerberos login of
+	// Options.Kerberos, else of the job's security section.
+	vo      vfs.Options
 	started time.Time
 	old     *SnapshotReader
 	newSide Reader
@@ -49,7 +53,7 @@ type Check struct {
 // asked for needs an inverse the layouts do not have. The caller closes
 // the Check.
 func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
-	c := &Check{job: j, started: time.Now()}
+	c := &Check{job: j, started: time.Now(), vo: vfs.Options{Kerberos: identity(j, o.Kerberos)}}
 	s, err := o.settings(j.Verify)
 	if err != nil {
 		return nil, err
@@ -67,10 +71,10 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	if err := o.addNamed(&choice, j); err != nil {
 		return nil, err
 	}
-	if c.old, err = OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}); err != nil {
+	if c.old, err = openSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}, c.vo); err != nil {
 		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
 	}
-	rr, err := loadRunRejects(j, o.Rejects)
+	rr, err := loadRunRejects(j, o.Rejects, c.vo)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -161,10 +165,10 @@ func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch s
 // sketches reads the sketch file given, else the run's sketches.
 func (c *Check) sketches(file string) ([]*entity.Sketch, error) {
 	if file == "" {
-		sks, _, err := LoadStateSketch(c.job.StateDir())
+		sks, _, err := loadStateSketch(c.job.StateDir(), c.vo)
 		return sks, err
 	}
-	sk, err := LoadSketch(file)
+	sk, err := loadSketch(file, c.vo)
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +198,13 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 	a := o.against(c.job)
 	switch {
 	case a.Staging != "":
-		sr, err := OpenStagingRun(a.Staging)
+		sr, err := openStagingRun(a.Staging, c.vo)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}
 		c.newSide, c.closeNew = sr, sr.Close
 	case a.Name != "":
-		ns, err := OpenSnapshot(ctx, a.Root, a.Name, time.Time{})
+		ns, err := openSnapshot(ctx, a.Root, a.Name, time.Time{}, c.vo)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}
@@ -220,6 +224,9 @@ func (c *Check) openTable(o Options, table string) error {
 	cfg, from, err := o.cluster(c.job)
 	if err != nil {
 		return fmt.Errorf("no cluster for the live table %s (--snapshot or --staging compare without one): %w", table, err)
+	}
+	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
+		cfg.Kerberos.Identity = c.vo.Kerberos
 	}
 	client, err := hbase.NewClient(cfg)
 	if err != nil {
@@ -289,4 +296,14 @@ func (c *Check) Close() error {
 		errs = append(errs, c.old.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// identity returns who a check of j logs in to Kerberos as when a cluster
+// requires it: given, else the job's security section (as pipeline.Identity).
+func identity(j *job.Job, given *krb.Identity) *krb.Identity {
+	if given != nil {
+		return given
+	}
+	s := j.Security
+	return krb.NewIdentity(krb.Options{Keytab: s.Keytab, Principal: s.Principal, Krb5Conf: s.Krb5Conf})
 }

@@ -86,8 +86,9 @@ func (rr *runRejects) has(c *cell.Cell, buf []byte) (bool, []byte) {
 // loadRunRejects reads the run's reject files: at where (a file, or a
 // folder of them) when given, else the per-split files the run keeps in
 // the job's state folder (STATE/rejects/*.tsv, every shard's), else the
-// job's bad_keys.file. Nothing found is an empty set with where "".
-func loadRunRejects(j *job.Job, where string) (*runRejects, error) {
+// job's bad_keys.file, opened with vo. Nothing found is an empty set with
+// where "".
+func loadRunRejects(j *job.Job, where string, vo vfs.Options) (*runRejects, error) {
 	rr := &runRejects{cells: map[uint64]struct{}{}}
 	var candidates []string
 	if where != "" {
@@ -99,7 +100,7 @@ func loadRunRejects(j *job.Job, where string) (*runRejects, error) {
 		}
 	}
 	for _, c := range candidates {
-		found, err := rr.read(c)
+		found, err := rr.read(c, vo)
 		if err != nil {
 			return nil, fmt.Errorf("reject files %s: %w", c, err)
 		}
@@ -116,8 +117,8 @@ func loadRunRejects(j *job.Job, where string) (*runRejects, error) {
 
 // read adds the reject file at p, or every .tsv file in the folder p;
 // found is false when p does not exist.
-func (rr *runRejects) read(p string) (found bool, err error) {
-	loc, err := vfs.Open(p)
+func (rr *runRejects) read(p string, vo vfs.Options) (found bool, err error) {
+	loc, err := vfs.OpenWith(p, vo)
 	if err != nil {
 		return false, err
 	}

@@ -52,7 +52,12 @@ type SnapshotReader struct {
 // file gives it) for range reads, counting the file bytes it reads. now is
 // the time TTLs are judged at (zero: the current time, as HBase does).
 func OpenSnapshot(ctx context.Context, root, name string, now time.Time) (*SnapshotReader, error) {
-	loc, err := vfs.Open(root)
+	return openSnapshot(ctx, root, name, now, vfs.Options{})
+}
+
+// openSnapshot is OpenSnapshot, opening root with vo (a Kerberos login).
+func openSnapshot(ctx context.Context, root, name string, now time.Time, vo vfs.Options) (*SnapshotReader, error) {
+	loc, err := vfs.OpenWith(root, vo)
 	if err != nil {
 		return nil, fmt.Errorf("verify: snapshot root %s: %w", root, err)
 	}

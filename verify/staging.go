@@ -112,8 +112,14 @@ func openStaged(loc *vfs.Location, dir string, keep func(p string) bool) (*Stagi
 // (HFiles laid out by hand or another tool) is read whole, as OpenStaging
 // reads STAGING/hfiles.
 func OpenStagingRun(staging string) (*StagingReader, error) {
+	return openStagingRun(staging, vfs.Options{})
+}
+
+// openStagingRun is OpenStagingRun, opening staging with vo (a Kerberos
+// login).
+func openStagingRun(staging string, vo vfs.Options) (*StagingReader, error) {
 	staging = strings.TrimSuffix(staging, "/")
-	loc, err := vfs.Open(staging)
+	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
 	}

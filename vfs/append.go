@@ -39,13 +39,3 @@ func (w *syncingWriter) Close() error {
 	}
 	return w.f.Close()
 }
-
-// Append implements Appender with HDFS's append: Close completes the file
-// on the NameNode again, after which readers see the new length.
-func (h *HDFS) Append(name string) (WriteFile, error) {
-	w, err := h.client.Append(name)
-	if err != nil {
-		return nil, err
-	}
-	return &hdfsWriter{h: h, w: w, name: name}, nil
-}

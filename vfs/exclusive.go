@@ -21,7 +21,6 @@ type ExclusiveFS interface {
 
 var (
 	_ ExclusiveFS = Local{}
-	_ ExclusiveFS = (*HDFS)(nil)
 	_ ExclusiveFS = (*Mem)(nil)
 )
 
@@ -33,21 +32,6 @@ func (Local) CreateExclusive(name string) (WriteFile, error) {
 		return nil, err
 	}
 	return &localWriter{f: f, name: name}, nil
-}
-
-// CreateExclusive implements ExclusiveFS. The client asks the NameNode to
-// create the file with the CREATE flag alone (no OVERWRITE); the NameNode
-// checks and creates under its namespace lock, and answers
-// FileAlreadyExistsException for a file that exists, or
-// AlreadyBeingCreatedException for one another client is writing, both of
-// which the client reports as fs.ErrExist. (The client's own look-up
-// before the create only answers early; it decides nothing.)
-func (h *HDFS) CreateExclusive(name string) (WriteFile, error) {
-	w, err := h.client.Create(name)
-	if err != nil {
-		return nil, err
-	}
-	return &hdfsWriter{h: h, w: w, name: name}, nil
 }
 
 // CreateExclusive implements ExclusiveFS. The name is taken at once (an

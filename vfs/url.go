@@ -5,17 +5,83 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"sort"
 	"strings"
+	"sync"
+
+	"github.com/rekeyhq/rekey/internal/krb"
 )
 
 // ErrUnsupportedScheme is returned by Open for a URL scheme rekey cannot
-// read or write (ftp://, ...).
+// read or write (ftp://, ...), and for a scheme whose backend the program
+// did not import (s3a:// without vfs/s3): the message names the package.
 var ErrUnsupportedScheme = errors.New("vfs: unsupported URL scheme")
 
 // ErrBadLocation is matched by Open's errors for a location that is
 // malformed as written (empty, unparsable, a file URL with a host or
 // without a path): the caller named something wrong, not a damaged file.
 var ErrBadLocation = errors.New("vfs: malformed location")
+
+// Options carry what opening a location needs besides its URL.
+type Options struct {
+	// Kerberos is who to log in as when the location's cluster requires
+	// Kerberos (HDFS with hadoop.security.authentication=kerberos). It
+	// logs in at the first such need, so a run that meets no kerberized
+	// cluster never logs in. nil means no login was given: a cluster that
+	// requires one is refused, naming what is missing.
+	Kerberos *krb.Identity
+}
+
+// Dialer opens the file system a URL of a registered scheme names, with
+// the function that releases it (nil when nothing needs releasing).
+type Dialer func(u *url.URL, o Options) (fsys WriteFS, close func() error, err error)
+
+var (
+	dialersMu sync.RWMutex
+	dialers   = map[string]Dialer{}
+)
+
+// Register makes Open resolve URLs of the schemes through dial. Backends
+// register themselves when imported (vfs/hdfs, vfs/s3, vfs/gcs,
+// vfs/azure; vfs/all imports them all), so a program links the backends
+// it imports and no others. A scheme registered twice panics: two
+// backends for one scheme is a mistake in the program.
+func Register(dial Dialer, schemes ...string) {
+	dialersMu.Lock()
+	defer dialersMu.Unlock()
+	for _, s := range schemes {
+		if _, dup := dialers[s]; dup {
+			panic("vfs: scheme " + s + " registered twice")
+		}
+		dialers[s] = dial
+	}
+}
+
+// backendOf names the package that serves each scheme rekey knows, so
+// that a program that did not import it is told which one to import.
+var backendOf = map[string]string{
+	"hdfs":  "github.com/rekeyhq/rekey/vfs/hdfs",
+	"s3":    "github.com/rekeyhq/rekey/vfs/s3",
+	"s3a":   "github.com/rekeyhq/rekey/vfs/s3",
+	"gs":    "github.com/rekeyhq/rekey/vfs/gcs",
+	"abfs":  "github.com/rekeyhq/rekey/vfs/azure",
+	"abfss": "github.com/rekeyhq/rekey/vfs/azure",
+	"wasb":  "github.com/rekeyhq/rekey/vfs/azure",
+	"wasbs": "github.com/rekeyhq/rekey/vfs/azure",
+}
+
+// schemes lists the schemes Open resolves, for messages.
+func schemes() string {
+	dialersMu.RLock()
+	defer dialersMu.RUnlock()
+	out := []string{"a local path", "file://"}
+	var reg []string
+	for s := range dialers {
+		reg = append(reg, s+"://")
+	}
+	sort.Strings(reg)
+	return strings.Join(append(out, reg...), ", ")
+}
 
 // Location is a file system and an absolute, slash-separated path in it,
 // resolved from what a user wrote: a local path, a file:// URL, an
@@ -37,17 +103,19 @@ func (l *Location) Close() error {
 	return l.close()
 }
 
-// Open resolves where into a file system and a path. Local paths are made
-// absolute against the working directory. A file:// URL's host must be
-// empty or localhost (file://tmp/x is a mistake for file:///tmp/x and is
-// refused rather than read as the relative path tmp/x). An hdfs:// URL
-// dials the NameNode (see DialHDFS for nameservices and users). An s3a:// or
-// s3:// URL names a bucket and a key prefix (see DialS3 for endpoints and
-// credentials). A gs:// URL names a GCS bucket and a prefix (see DialGCS).
-// An abfs:// or wasbs:// URL (and abfss://, wasb://) names an Azure
-// container, account and prefix, CONTAINER@ACCOUNT.dfs.core.windows.net or
-// .blob.core.windows.net (see DialAzure). Any other scheme is ErrUnsupportedScheme.
-func Open(where string) (*Location, error) {
+// Open is OpenWith without options: no Kerberos login.
+func Open(where string) (*Location, error) { return OpenWith(where, Options{}) }
+
+// OpenWith resolves where into a file system and a path. Local paths are
+// made absolute against the working directory. A file:// URL's host must
+// be empty or localhost (file://tmp/x is a mistake for file:///tmp/x and
+// is refused rather than read as the relative path tmp/x). Any other
+// scheme is resolved by the backend registered for it (see Register): an
+// hdfs:// URL dials the NameNode (vfs/hdfs), s3a:// or s3:// names a
+// bucket and a key prefix (vfs/s3), gs:// a GCS bucket (vfs/gcs), abfs://
+// or wasbs:// (and abfss://, wasb://) an Azure container (vfs/azure). A
+// scheme no imported backend serves is ErrUnsupportedScheme.
+func OpenWith(where string, o Options) (*Location, error) {
 	if where == "" {
 		return nil, fmt.Errorf("%w: empty path", ErrBadLocation)
 	}
@@ -62,8 +130,7 @@ func Open(where string) (*Location, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadLocation, where, err)
 	}
-	switch u.Scheme {
-	case "file":
+	if u.Scheme == "file" {
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, fmt.Errorf("%w: %q: a file URL's host must be empty or localhost (did you mean file:///%s%s?)", ErrBadLocation, where, u.Host, u.Path)
 		}
@@ -79,47 +146,23 @@ func Open(where string) (*Location, error) {
 			return nil, err
 		}
 		return &Location{FS: Local{}, Path: filepath.ToSlash(abs), URL: where}, nil
-	case "s3a", "s3":
-		s, err := DialS3(u.Host)
-		if err != nil {
-			return nil, err
-		}
-		p := u.Path
-		if p == "" {
-			p = "/"
-		}
-		return &Location{FS: s, Path: p, URL: where, close: s.Close}, nil
-	case "gs":
-		g, err := DialGCS(u.Host)
-		if err != nil {
-			return nil, err
-		}
-		p := u.Path
-		if p == "" {
-			p = "/"
-		}
-		return &Location{FS: g, Path: p, URL: where, close: g.Close}, nil
-	case "abfs", "abfss", "wasb", "wasbs":
-		a, err := DialAzure(u.User.Username(), u.Host)
-		if err != nil {
-			return nil, err
-		}
-		p := u.Path
-		if p == "" {
-			p = "/"
-		}
-		return &Location{FS: a, Path: p, URL: where, close: a.Close}, nil
-	case "hdfs":
-		h, err := DialHDFS(u.Host)
-		if err != nil {
-			return nil, err
-		}
-		p := u.Path
-		if p == "" {
-			p = "/"
-		}
-		return &Location{FS: h, Path: p, URL: where, close: h.Close}, nil
-	default:
-		return nil, fmt.Errorf("%w: %q: scheme %q (want a local path, file://, hdfs://, s3a://, s3://, gs://, abfs:// or wasbs://)", ErrUnsupportedScheme, where, u.Scheme)
 	}
+	dialersMu.RLock()
+	dial := dialers[u.Scheme]
+	dialersMu.RUnlock()
+	if dial == nil {
+		if pkg, known := backendOf[u.Scheme]; known {
+			return nil, fmt.Errorf("%w: %q: the program does not include the %s backend (import %s, or github.com/rekeyhq/rekey/vfs/all for every backend)", ErrUnsupportedScheme, where, u.Scheme, pkg)
+		}
+		return nil, fmt.Errorf("%w: %q: scheme %q (want %s)", ErrUnsupportedScheme, where, u.Scheme, schemes())
+	}
+	fsys, closer, err := dial(u, o)
+	if err != nil {
+		return nil, err
+	}
+	p := u.Path
+	if p == "" {
+		p = "/"
+	}
+	return &Location{FS: fsys, Path: p, URL: where, close: closer}, nil
 }

@@ -21,12 +21,3 @@ func WritesWhole(fsys FS) bool {
 	_, ok := fsys.(WholeWriter)
 	return ok
 }
-
-// WritesWholeObjects implements WholeWriter.
-func (*S3) WritesWholeObjects() {}
-
-// WritesWholeObjects implements WholeWriter.
-func (*GCS) WritesWholeObjects() {}
-
-// WritesWholeObjects implements WholeWriter.
-func (*Azure) WritesWholeObjects() {}

@@ -55,6 +55,9 @@ import (
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
+
+	// Every storage backend: a bench job may name any root or staging URL.
+	_ "github.com/rekeyhq/rekey/vfs/all"
 )
 
 // result is one measurement, field for field the oracle's JSON line.

@@ -7,7 +7,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase/rpc"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 	"github.com/spf13/cobra"
 )
 
@@ -49,7 +49,7 @@ Exit status, the same for every subcommand:
 
 // retryable reports whether err is one of the causes exitRetry names.
 func retryable(err error) bool {
-	for _, cause := range []error{pipeline.ErrLeaseLost, vfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable, errNotReadyInTime} {
+	for _, cause := range []error{pipeline.ErrLeaseLost, hdfs.ErrNameNodeUnavailable, rpc.ErrDial, rpc.ErrConnBroken, krb.ErrKDCUnreachable, hbase.ErrZooKeeperUnreachable, errNotReadyInTime} {
 		if errors.Is(err, cause) {
 			return true
 		}

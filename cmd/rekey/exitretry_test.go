@@ -11,7 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // TestExitCodeRetryable: causes outside the input that a later attempt may
@@ -24,7 +24,7 @@ func TestExitCodeRetryable(t *testing.T) {
 		want int
 	}{
 		{fmt.Errorf("split 3: %w", pipeline.ErrLeaseLost), exitRetry},
-		{fmt.Errorf("open hdfs://nn/x: %w", vfs.ErrNameNodeUnavailable), exitRetry},
+		{fmt.Errorf("open hdfs://nn/x: %w", hdfs.ErrNameNodeUnavailable), exitRetry},
 		{fmt.Errorf("region server 127.0.0.1:16020: %w", rpc.ErrDial), exitRetry},
 		{fmt.Errorf("multi: %w", rpc.ErrConnBroken), exitRetry},
 		{fmt.Errorf("login: %w", krb.ErrKDCUnreachable), exitRetry},

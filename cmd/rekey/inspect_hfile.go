@@ -51,7 +51,7 @@ with an error naming the file, block offset and block type.`,
 // openHFileArg opens a local, file:// or hdfs:// HFile named on the command
 // line.
 func openHFileArg(arg string) (*hfile.Reader, func(), error) {
-	loc, err := vfs.Open(arg)
+	loc, err := vfs.OpenWith(arg, locOptions())
 	if err != nil {
 		if errors.Is(err, vfs.ErrUnsupportedScheme) || errors.Is(err, vfs.ErrBadLocation) {
 			return nil, nil, usageError{err}

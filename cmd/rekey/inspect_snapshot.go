@@ -76,7 +76,7 @@ func runInspectSnapshot(cmd *cobra.Command, args []string, fl inspectSnapshotOpt
 		}
 	}
 	ctx := cmd.Context()
-	s, err := snapshot.Open(ctx, args[0], args[1], snapshot.OpenOptions{})
+	s, err := snapshot.Open(ctx, args[0], args[1], snapshot.OpenOptions{Location: locOptions()})
 	if err != nil {
 		return openError(err)
 	}

@@ -103,6 +103,9 @@ func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
+		cfg.Kerberos.Identity = runIdentity
+	}
 	c, err := hbase.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("cluster from %s: %w", from, err)

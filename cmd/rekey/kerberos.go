@@ -7,6 +7,7 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // errKeytabWithoutPrincipal: a keytab may hold several principals' keys.
@@ -20,9 +21,9 @@ type kerberosFlags struct {
 }
 
 // addKerberosFlags gives every subcommand --keytab, --principal and
-// --krb5-conf, and sets the process's Kerberos identity from them before
+// --krb5-conf, and builds this run's Kerberos identity from them before
 // the command runs. Without --keytab the login uses the ticket cache
-// (KRB5CCNAME).
+// (KRB5CCNAME). The identity logs in only when a cluster requires it.
 func addKerberosFlags(root *cobra.Command) {
 	f := &loginFlags
 	*f = kerberosFlags{}
@@ -34,7 +35,7 @@ func addKerberosFlags(root *cobra.Command) {
 		if f.keytab != "" && f.principal == "" {
 			return usageError{errKeytabWithoutPrincipal}
 		}
-		krb.Configure(f.options(job.Security{}))
+		runIdentity = krb.NewIdentity(f.options(job.Security{}))
 		return nil
 	}
 }
@@ -42,6 +43,13 @@ func addKerberosFlags(root *cobra.Command) {
 // loginFlags holds this run's Kerberos flags for useJobSecurity (one
 // command runs per process, and each run's tree resets it).
 var loginFlags kerberosFlags
+
+// runIdentity is who this run logs in to Kerberos as: the flags', then,
+// once a command loaded its job, the flags' over the job's security
+// section. The command passes it to everything it opens (vfs.OpenWith,
+// hbase.Kerberos.Identity, pipeline.Options.Kerberos, verify.Options.
+// Kerberos); no package reads it behind the command's back.
+var runIdentity *krb.Identity
 
 // options merges the flags over a job's security section: a keytab given
 // on the command line brings its own principal, and any flag given wins.
@@ -58,9 +66,17 @@ func (f kerberosFlags) options(s job.Security) krb.Options {
 	return o
 }
 
-// useJobSecurity sets the process's Kerberos identity from the job's
-// security section under the command line's flags; commands that load a
-// job call it before reading anything.
-func useJobSecurity(j *job.Job) {
-	krb.Configure(loginFlags.options(j.Security))
+// useJobSecurity makes the run's Kerberos identity the job's security
+// section under the command line's flags, and writes the merged settings
+// back into the job, so what derives its login from the job (pipeline's
+// status readers) logs in as the command does; commands that load a job
+// call it before reading anything.
+func useJobSecurity(j *job.Job) *krb.Identity {
+	o := loginFlags.options(j.Security)
+	j.Security = job.Security{Keytab: o.Keytab, Principal: o.Principal, Krb5Conf: o.Krb5Conf}
+	runIdentity = krb.NewIdentity(o)
+	return runIdentity
 }
+
+// locOptions opens a location with the run's Kerberos identity.
+func locOptions() vfs.Options { return vfs.Options{Kerberos: runIdentity} }

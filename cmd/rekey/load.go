@@ -93,7 +93,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 	if j.Sink.Kind != job.SinkHFiles {
 		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}
 	}
-	o := pipeline.TaskOptions{Phase: phase, Workers: j.Run.Workers, Memory: j.Run.Memory, ForceTakeover: f.forceTakeover}
+	o := pipeline.TaskOptions{Phase: phase, Workers: j.Run.Workers, Memory: j.Run.Memory, ForceTakeover: f.forceTakeover, Kerberos: runIdentity}
 	if phase == pipeline.PhaseMerge {
 		if o.Part, err = parseShare("--part", f.part); err != nil {
 			return usageError{err}
@@ -175,7 +175,7 @@ func runWhenReady(ctx context.Context, j *job.Job, o pipeline.TaskOptions, wait 
 // stagingExists refuses a staging folder that is not there, so the load
 // creates nothing (its lease would): nothing was staged into it.
 func stagingExists(staging string) error {
-	loc, err := vfs.Open(staging)
+	loc, err := vfs.OpenWith(staging, locOptions())
 	if err != nil {
 		return fmt.Errorf("staging folder: %w", err)
 	}

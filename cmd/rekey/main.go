@@ -9,6 +9,10 @@ import (
 	"runtime/pprof"
 
 	"github.com/spf13/cobra"
+
+	// Every storage backend: the command reads and writes whatever a job
+	// names (hdfs://, s3a://, gs://, abfs://).
+	_ "github.com/rekeyhq/rekey/vfs/all"
 )
 
 // newRootCmd builds the command tree afresh: each subcommand file has a

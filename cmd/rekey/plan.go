@@ -94,7 +94,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	if f.offline {
 		pl = j.Program.NewPlanner(opts)
 	} else {
-		snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{})
+		snap, err := snapshot.Open(ctx, j.Source.Root, j.Source.Name, snapshot.OpenOptions{Location: locOptions()})
 		if err != nil {
 			if errors.Is(err, snapshot.ErrNotFound) || errors.Is(err, snapshot.ErrInvalid) {
 				return usageError{fmt.Errorf("%s: source snapshot: %w (--offline checks the layouts without it)", path, err)}

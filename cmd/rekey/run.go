@@ -176,6 +176,7 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		clearLine = "\r\033[K"
 	}
 	opts.LoadCommand = loadCommand(path, f.staging)
+	opts.Kerberos = runIdentity
 	// The Go runtime's soft limit is the budget's (job.Budget.SoftLimit,
 	// below the budget), so garbage collection works harder before the
 	// process overshoots the budget (unless GOMEMLIMIT says otherwise).

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 

@@ -44,6 +44,7 @@ run it as often as you like.
 			if checkpoint != "" {
 				j.Run.Checkpoint = checkpoint
 			}
+			useJobSecurity(j)
 			js, err := pipeline.ReadJobStatus(j, staging)
 			if err != nil {
 				return err

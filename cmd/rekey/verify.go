@@ -146,6 +146,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 	if err != nil {
 		return usageError{err}
 	}
+	o.Kerberos = runIdentity
 	check, err := verify.Prepare(ctx, j, o)
 	if err != nil {
 		return verifyError(err)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/hbase/pb"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 

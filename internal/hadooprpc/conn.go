@@ -16,7 +16,7 @@ import (
 
 	"github.com/jcmturner/gokrb5/v8/client"
 
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
+	"github.com/rekeyhq/rekey/internal/sasl"
 )
 
 // maxPacket bounds one packet from the server; the calls here answer with

@@ -8,7 +8,7 @@
 // RpcSaslProto messages under call id -33 (NEGOTIATE, INITIATE,
 // CHALLENGE/RESPONSE, SUCCESS), and, when hadoop.rpc.protection asks for
 // integrity or privacy, wraps every later packet into RpcSaslProto WRAP
-// messages. The GSSAPI tokens and the wrap layer are hbase/rpc/sasl's: the
+// messages. The GSSAPI tokens and the wrap layer are internal/sasl's: the
 // mechanism is the same one HBase's RPC speaks.
 //
 // Messages are encoded with protowire from the field numbers of Hadoop's

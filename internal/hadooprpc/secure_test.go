@@ -9,8 +9,8 @@ import (
 
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 

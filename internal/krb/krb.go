@@ -9,9 +9,10 @@
 // the ticket lifetime keeps working. A ticket-cache login cannot log in
 // again; Login.Note says when its ticket runs out.
 //
-// One process has one Kerberos identity, like Hadoop's login user: the
-// command sets it once (Configure, from its flags and the job's security
-// section) and every HDFS or HBase connection shares Default's login.
+// The identity is passed, not global: a command builds an Identity from
+// its flags and the job's security section (pipeline and verify build one
+// from the job's), and hands it to every HDFS or HBase connection it
+// opens, which share its login.
 //
 // Errors speak in the user's terms (no ticket, expired ticket, unknown
 // principal, a keytab without the principal's key, clock skew) and never
@@ -251,46 +252,55 @@ func tgtTimes(cc *credentials.CCache, realm string) (end, renewTill time.Time) {
 	return c.EndTime, c.RenewTill
 }
 
-var (
-	mu       sync.Mutex
-	settings Options
-	current  *Login
-)
-
-// Warnings receives Default's note about a login that cannot renew itself
-// (Login.Note), once per login: the command's standard error, never its
-// standard output, which may be JSON.
+// Warnings receives Identity.Login's note about a login that cannot
+// renew itself (Login.Note), once per login: the command's standard
+// error, never its standard output, which may be JSON.
 var Warnings io.Writer = os.Stderr
 
-// Configure sets the identity Default logs in as. Call it once, before the
-// first HDFS or HBase connection (commands call it from their flags and
-// the job's security section); a later call with other options drops the
-// earlier login.
-func Configure(o Options) {
-	mu.Lock()
-	defer mu.Unlock()
-	if o != settings {
-		current = nil
-	}
-	settings = o
+// ErrNoIdentity is matched by the error of a connection to a cluster that
+// requires Kerberos when the caller gave no identity to log in as.
+var ErrNoIdentity = errors.New("krb: no Kerberos identity was given")
+
+// Identity is who to log in as, and the login once made. Callers pass one
+// down to every HDFS and HBase connection of a run (a command builds it
+// from its flags and the job's security section; pipeline and verify from
+// the job's), and it logs in at the first connection that needs Kerberos,
+// so a run against clusters without Kerberos never logs in. Connections
+// given one Identity share its login, as Hadoop's share the login user.
+// It is safe for concurrent use.
+type Identity struct {
+	opts  Options
+	mu    sync.Mutex
+	login *Login
 }
 
-// Default returns the process's login, logging in at the first call with
-// the options given to Configure (the ticket cache and default krb5.conf
-// if none were). A failed login is tried again at the next call.
-func Default() (*Login, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	if current != nil {
-		return current, nil
+// NewIdentity returns an identity that logs in as o says (the ticket
+// cache and the default krb5.conf for the zero Options) when first asked.
+func NewIdentity(o Options) *Identity { return &Identity{opts: o} }
+
+// Of returns an identity already logged in as l (a caller that made its
+// own login, a test).
+func Of(l *Login) *Identity { return &Identity{login: l} }
+
+// Login returns the identity's login, logging in at the first call. A
+// failed login is tried again at the next call. A nil Identity fails
+// with ErrNoIdentity.
+func (id *Identity) Login() (*Login, error) {
+	if id == nil {
+		return nil, ErrNoIdentity
 	}
-	l, err := LoginWith(settings)
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.login != nil {
+		return id.login, nil
+	}
+	l, err := LoginWith(id.opts)
 	if err != nil {
 		return nil, err
 	}
 	if n := l.Note(time.Now()); n != "" && Warnings != nil {
 		fmt.Fprintln(Warnings, n)
 	}
-	current = l
+	id.login = l
 	return l, nil
 }

@@ -19,8 +19,9 @@ const module = "github.com/rekeyhq/rekey/"
 // code may import. A unit is a top-level folder with every package under
 // it, except under cmd/ and internal/, where each package is a unit of its
 // own. An entry allows a package and every package under it; an entry
-// starting with "!" takes a package and everything under it back out. The
-// packages of one unit may always import each other.
+// starting with "!" takes a package and everything under it back out, also
+// out of the unit's own folder. The packages of one unit may otherwise
+// always import each other.
 //
 // Dependencies point one way, down DESIGN.md's table; cell is the only
 // package everyone shares. internal/writable holds the Hadoop
@@ -29,31 +30,58 @@ const module = "github.com/rekeyhq/rekey/"
 // internal/pause the wait between a retried operation's attempts.
 // cmd/rekey turns flags into a job and prints what pipeline
 // and verify return: it reaches no sink internals.
+//
+// vfs is a core (interfaces, local and in-memory file systems, Open and
+// its scheme registry) with one package per storage backend on top of it:
+// each backend imports the core and the core imports none; a backend registers its schemes when a program imports it, so a program
+// links the SDKs of the backends it imports and no others. The libraries
+// that read and write through vfs (snapshot, pipeline, verify) import no
+// backend (noBackends): the program chooses, the rekey command all of
+// them (vfs/all).
+//
+// The Kerberos login is passed down (krb.Identity in options), never read
+// from a package variable: pipeline and verify build it from the job's
+// security section, so they import internal/krb. SASL GSSAPI is
+// internal/sasl, below both protocols that speak it (HBase RPC, and the
+// NameNode RPC of internal/hadooprpc), so neither reaches into the other.
 var rules = map[string][]string{
-	"cell":      {},
-	"vfs":       {"internal/krb", "internal/hadooprpc", "internal/digestmd5"},
+	"cell": {},
+	// The core: no backend, no SDK.
+	"vfs": append([]string{"internal/krb"}, noBackends...),
+	// What the object stores share: ranged reads, whole-object writes.
+	"vfs/objstore": {"vfs"},
+	// Each backend: the core, and what its protocol needs.
+	"vfs/hdfs":  {"vfs", "internal/krb", "internal/hadooprpc", "internal/digestmd5"},
+	"vfs/s3":    {"vfs", "vfs/objstore"},
+	"vfs/gcs":   {"vfs", "vfs/objstore"},
+	"vfs/azure": {"vfs", "vfs/objstore"},
+	// Imports every backend for programs that want them all.
+	"vfs/all":   {"vfs/hdfs", "vfs/s3", "vfs/gcs", "vfs/azure"},
 	"hfile":     {"cell", "internal/writable"},
-	"snapshot":  {"cell", "hfile", "vfs", "internal/writable"},
-	"hbase":     {"cell", "internal/krb", "internal/pause"},
+	"snapshot":  append([]string{"cell", "hfile", "vfs", "internal/writable"}, noBackends...),
+	"hbase":     {"cell", "internal/krb", "internal/pause", "internal/sasl"},
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
-	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/pause"},
-	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
+	"pipeline":  append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
+	"verify":    append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/krb"}, noBackends...),
 
 	"internal/writable": {},
 	"internal/human":    {},
 	"internal/pause":    {},
 	"internal/krb":      {},
+	// SASL GSSAPI over Kerberos: HBase's RPC and the NameNode's use it.
+	"internal/sasl": {},
 	// The NameNode calls the HDFS library lacks, over the SASL GSSAPI
 	// mechanism HBase's RPC uses too.
-	"internal/hadooprpc": {"hbase/rpc/sasl"},
+	"internal/hadooprpc": {"internal/sasl"},
 	// DIGEST-MD5 for DataNode connections the HDFS library misreads.
 	"internal/digestmd5": {},
 	"internal/testenv":   {"cell"},
-	"internal/s3test":    {"vfs", "internal/testenv"},
+	// Dials the object stores' test servers: every object-store backend.
+	"internal/s3test": {"vfs", "internal/testenv"},
 	// File systems that play a backend's behaviour in tests.
-	"internal/vfstest": {"vfs"},
+	"internal/vfstest": append([]string{"vfs"}, noBackends...),
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
 
@@ -64,6 +92,10 @@ var rules = map[string][]string{
 	// Programs written as a user of the library would: no internal/.
 	"examples": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "pipeline", "verify"},
 }
+
+// noBackends takes vfs's backends (and what only they share) out of a
+// rule that allows vfs: the core and the libraries above it import none.
+var noBackends = []string{"!vfs/hdfs", "!vfs/s3", "!vfs/gcs", "!vfs/azure", "!vfs/objstore", "!vfs/all"}
 
 // within reports whether package path p is pkg or under it.
 func within(p, pkg string) bool {
@@ -85,10 +117,10 @@ func unitOf(dir string) (string, bool) {
 // allows reports whether unit may import package p (both relative to the
 // module root).
 func allows(unit, p string) bool {
-	if within(p, unit) {
-		return true
-	}
-	ok := false
+	// A denial wins over everything, also over the unit's own packages:
+	// vfs's core is a unit whose backends under it are units of their own
+	// it must not import.
+	ok := within(p, unit)
 	for _, e := range rules[unit] {
 		if deny, found := strings.CutPrefix(e, "!"); found {
 			if within(p, deny) {

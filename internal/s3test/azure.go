@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/azure"
 )
 
 // Azurite's well-known development account: its name and key are public,
@@ -112,9 +113,9 @@ func (a *Azurite) URL(p string) string {
 }
 
 // Dial opens the container directly, with the development key.
-func (a *Azurite) Dial(t testing.TB) *vfs.Azure {
+func (a *Azurite) Dial(t testing.TB) *azure.FS {
 	t.Helper()
-	fsys, err := vfs.DialAzureWith(a.Container, vfs.AzureOptions{Account: AzuriteAccount, Key: AzuriteKey, Endpoint: a.Endpoint})
+	fsys, err := azure.DialWith(a.Container, azure.Options{Account: AzuriteAccount, Key: AzuriteKey, Endpoint: a.Endpoint})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/gcs"
 )
 
 // GCS is a GCS emulator (fsouza/fake-gcs-server, in memory) serving the
@@ -71,9 +72,9 @@ func (g *GCS) UseHadoopConf(t *testing.T) {
 }
 
 // Dial opens the bucket directly, without credentials.
-func (g *GCS) Dial(t testing.TB) *vfs.GCS {
+func (g *GCS) Dial(t testing.TB) *gcs.FS {
 	t.Helper()
-	fsys, err := vfs.DialGCSWith(g.Bucket, vfs.GCSOptions{Endpoint: g.Endpoint(), Anonymous: true})
+	fsys, err := gcs.DialWith(g.Bucket, gcs.Options{Endpoint: g.Endpoint(), Anonymous: true})
 	if err != nil {
 		t.Fatal(err)
 	}

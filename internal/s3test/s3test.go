@@ -18,12 +18,13 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/s3"
 )
 
 // Dial opens the server's bucket with its keys.
-func Dial(t testing.TB, s *testenv.S3State) *vfs.S3 {
+func Dial(t testing.TB, s *testenv.S3State) *s3.FS {
 	t.Helper()
-	fsys, err := vfs.DialS3With(s.Bucket, vfs.S3Options{Endpoint: s.Endpoint, PathStyle: true, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey})
+	fsys, err := s3.DialWith(s.Bucket, s3.Options{Endpoint: s.Endpoint, PathStyle: true, Region: s.Region, AccessKey: s.AccessKey, SecretKey: s.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func Files(t testing.TB, fsys vfs.FS, dir string) []string {
 // Setup is what an object-store test starts with: the S3 server (or a
 // skip), HADOOP_CONF_DIR pointing at its core-site.xml (so s3a:// URLs
 // resolve as on a Hadoop client), and the bucket opened.
-func Setup(t *testing.T) (*testenv.S3State, *vfs.S3) {
+func Setup(t *testing.T) (*testenv.S3State, *s3.FS) {
 	t.Helper()
 	st := testenv.RequireS3(t)
 	st.UseS3Conf(t)

@@ -8,7 +8,7 @@ import (
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// LateExclusive plays an object store's exclusive create (vfs.S3, GCS,
+// LateExclusive plays an object store's exclusive create (S3, GCS,
 // Azure: a conditional write) on a memory file system: the name is taken
 // when the writer is closed, not when it is created, so of two writers
 // the second learns it lost at Close, with an error matching

@@ -159,7 +159,7 @@ func TestMergeIgnoresCommitOfSupersededAttempt(t *testing.T) {
 	}
 	// The status counts the shard as the merge does: not done.
 	st, err := ReadStatus(dir, func(vfs.FS, string) bool { return true },
-		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now())
+		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now(), vfs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestMergeIgnoresCommitOfSupersededAttempt(t *testing.T) {
 		t.Fatalf("merge once the lease names the committing attempt: %v", err)
 	}
 	st, err = ReadStatus(dir, func(vfs.FS, string) bool { return false },
-		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now())
+		func(vfs.FS, string) (string, bool, error) { return holder, true, nil }, time.Now(), vfs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // tokenSource is a staging file system that issues delegation tokens
-// (vfs.HDFS); it returns none when it does not use Kerberos.
+// (vfs.TokenIssuer: HDFS); it returns none when it does not use Kerberos.
 type tokenSource interface {
 	DelegationToken(ctx context.Context, renewer string) (*vfs.DelegationToken, error)
 }

@@ -17,19 +17,19 @@ import (
 // passed both.
 func TestKindClaimedBeforeEitherWrites(t *testing.T) {
 	dir := t.TempDir()
-	if err := CheckKind(dir, Task{Phase: PhaseAll}); err != nil {
+	if err := CheckKind(dir, Task{Phase: PhaseAll}, vfs.Options{}); err != nil {
 		t.Fatalf("the first task on an empty folder: %v", err)
 	}
-	err := CheckKind(dir, Task{Phase: PhaseSpill, Index: 1, Count: 2})
+	err := CheckKind(dir, Task{Phase: PhaseSpill, Index: 1, Count: 2}, vfs.Options{})
 	if !errors.Is(err, ErrOtherKind) {
 		t.Fatalf("a spill task after a one-process run claimed the folder: %v, want ErrOtherKind", err)
 	}
 	// The same kind again (a retry, another shard) is welcome.
-	if err := CheckKind(dir, Task{Phase: PhaseAll}); err != nil {
+	if err := CheckKind(dir, Task{Phase: PhaseAll}, vfs.Options{}); err != nil {
 		t.Fatalf("the same kind again: %v", err)
 	}
 	// The load loads either kind and claims nothing.
-	if err := CheckKind(t.TempDir(), Task{Phase: PhaseLoad}); err != nil {
+	if err := CheckKind(t.TempDir(), Task{Phase: PhaseLoad}, vfs.Options{}); err != nil {
 		t.Fatalf("load: %v", err)
 	}
 }
@@ -80,7 +80,7 @@ func TestKindFileForeign(t *testing.T) {
 	if err := vfs.WriteFileAtomic(vfs.Local{}, path.Join(dir, kindFile), []byte("spark\n")); err != nil {
 		t.Fatal(err)
 	}
-	err := CheckKind(dir, Task{Phase: PhaseAll})
+	err := CheckKind(dir, Task{Phase: PhaseAll}, vfs.Options{})
 	if err == nil || errors.Is(err, ErrOtherKind) {
 		t.Fatalf("a foreign kind file: %v", err)
 	}

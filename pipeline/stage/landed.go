@@ -117,7 +117,7 @@ func (c *storeFSs) open(u string) (vfs.FS, string, error) {
 	key := strings.ToLower(t.Scheme) + "://" + t.Host
 	loc := c.opened[key]
 	if loc == nil {
-		if loc, err = vfs.Open(key + "/"); err != nil {
+		if loc, err = vfs.OpenWith(key+"/", vfs.Options{Kerberos: c.s.o.Kerberos}); err != nil {
 			return nil, "", err
 		}
 		if c.opened == nil {

@@ -3,12 +3,17 @@ package stage
 import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
 // Options configure the hfiles sink.
 type Options struct {
+	// Kerberos is who to log in as when the staging folder is on an HDFS
+	// that requires Kerberos; nil gives no login (such a folder fails to
+	// open, saying so).
+	Kerberos *krb.Identity
 	// Staging is the staging folder: a local path, file:// or hdfs:// URL.
 	// To bulk load, it must be on the cluster's HDFS (the region servers
 	// move the files in), for example under hdfs://NAMENODE/tmp/rekey.

@@ -679,8 +679,9 @@ func (s *Sink) removeSpilledRuns() {
 // (of rec.Shards), and, once all did, whether their splits cover the
 // record exactly once (nil) or not (the merge's refusal). rec is nil
 // when the folder holds no job record.
-func SpillCoverage(staging string) (rec *record.Job, committed int, coverage error, err error) {
-	loc, err := vfs.Open(staging)
+// vo opens the folder (a Kerberos login).
+func SpillCoverage(staging string, vo vfs.Options) (rec *record.Job, committed int, coverage error, err error) {
+	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("stage: staging folder: %w", err)
 	}

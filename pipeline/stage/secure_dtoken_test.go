@@ -12,8 +12,8 @@ import (
 	"github.com/colinmarc/hdfs/v2"
 
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/hbase/rpc/sasl"
 	"github.com/rekeyhq/rekey/internal/krb"
+	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -76,8 +76,7 @@ func TestSecureStageLoadWithDelegationToken(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
 	t.Setenv("KRB5_CONFIG", s.Secure.Krb5Conf)
-	krb.Configure(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
-	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	id := krb.NewIdentity(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
 	user, _, _ := strings.Cut(s.Secure.ClientPrincipal, "@")
 
 	admin := secureClient(t, s, s.Secure.HBaseKeytab, s.Secure.HBasePrincipal)
@@ -109,7 +108,7 @@ func TestSecureStageLoadWithDelegationToken(t *testing.T) {
 	staging := "hdfs://" + s.NameNode + dir
 
 	c := secureClient(t, s, s.Secure.ClientKeytab, s.Secure.ClientPrincipal)
-	sk, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
+	sk, err := New(ctx, Options{Kerberos: id, Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +202,7 @@ func TestSecureLoadReplacesLapsedToken(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
 	t.Setenv("KRB5_CONFIG", s.Secure.Krb5Conf)
-	krb.Configure(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
-	t.Cleanup(func() { krb.Configure(krb.Options{}) })
+	id := krb.NewIdentity(krb.Options{Keytab: s.Secure.ClientKeytab, Principal: s.Secure.ClientPrincipal, Krb5Conf: s.Secure.Krb5Conf})
 	user, _, _ := strings.Cut(s.Secure.ClientPrincipal, "@")
 
 	admin := secureClient(t, s, s.Secure.HBaseKeytab, s.Secure.HBasePrincipal)
@@ -231,7 +229,7 @@ func TestSecureLoadReplacesLapsedToken(t *testing.T) {
 	staging := "hdfs://" + s.NameNode + dir
 
 	c := secureClient(t, s, s.Secure.ClientKeytab, s.Secure.ClientPrincipal)
-	sk, err := New(ctx, Options{Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
+	sk, err := New(ctx, Options{Kerberos: id, Staging: staging, Table: table, Client: c, Memory: 512 << 10, Workers: 2, HFileSize: 128 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

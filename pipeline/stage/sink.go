@@ -103,7 +103,7 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 	if o.Table == "" {
 		return nil, errors.New("stage: no target table given")
 	}
-	loc, err := vfs.Open(o.Staging)
+	loc, err := vfs.OpenWith(o.Staging, vfs.Options{Kerberos: o.Kerberos})
 	if err != nil {
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}
@@ -205,8 +205,9 @@ var ErrOtherKind = errors.New("stage: the staging folder holds another kind of j
 // none. The run calls it before it leases anything in the folder, so a
 // refused task leaves no lease behind that would make the folder look
 // like its kind.
-func CheckKind(staging string, task Task) error {
-	loc, err := vfs.Open(staging)
+// vo opens the folder (a Kerberos login).
+func CheckKind(staging string, task Task, vo vfs.Options) error {
+	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return fmt.Errorf("stage: staging folder: %w", err)
 	}

@@ -121,9 +121,10 @@ func (p *PhaseStatus) add(t TaskStatus) {
 // folder's file system) is held by a live task; holder names the token of
 // the attempt that holds it (as the merge's Options.Holder), so that a
 // spill commit made under a generation another attempt took over counts
-// as the merge counts it: not done. now dates the ETA.
-func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holder func(vfs.FS, string) (string, bool, error), now time.Time) (*Status, error) {
-	loc, err := vfs.Open(staging)
+// as the merge counts it: not done. now dates the ETA. vo opens the
+// folder (a Kerberos login).
+func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holder func(vfs.FS, string) (string, bool, error), now time.Time, vo vfs.Options) (*Status, error) {
+	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return nil, fmt.Errorf("stage: staging folder: %w", err)
 	}

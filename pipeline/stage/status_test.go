@@ -42,7 +42,7 @@ func TestStatusNoETAWhenNothingRuns(t *testing.T) {
 	}
 	s.Close()
 	read := func(live bool) *Status {
-		st, err := ReadStatus(dir, func(vfs.FS, string) bool { return live }, nil, time.Now().Add(time.Minute))
+		st, err := ReadStatus(dir, func(vfs.FS, string) bool { return live }, nil, time.Now().Add(time.Minute), vfs.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

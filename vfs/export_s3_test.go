@@ -1,9 +1,0 @@
-package vfs
-
-// SetS3CopyLimits sets the size past which Rename copies in parts, and the
-// part size, until the returned function restores them.
-func SetS3CopyLimits(max, part int64) (restore func()) {
-	m, p := s3CopyMax, s3CopyPart
-	s3CopyMax, s3CopyPart = max, part
-	return func() { s3CopyMax, s3CopyPart = m, p }
-}
