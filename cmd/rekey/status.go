@@ -38,6 +38,8 @@ run it as often as you like.
 			if err != nil {
 				return usageError{err}
 			}
+			// Its state may be on a Kerberized HDFS: log in as the job says.
+			useJobSecurity(j)
 			if checkpoint != "" {
 				j.Run.Checkpoint = checkpoint
 			}
