@@ -262,9 +262,6 @@ func TestConfigMapJobFile(t *testing.T) {
 		if env["HBASE_CONF_DIR"] != "/etc/rekey" || env["HADOOP_CONF_DIR"] != "/etc/rekey" {
 			t.Errorf("%s: HBASE_CONF_DIR %q, HADOOP_CONF_DIR %q, want /etc/rekey", c, env["HBASE_CONF_DIR"], env["HADOOP_CONF_DIR"])
 		}
-		if _, ok := env["HADOOP_USER_NAME"]; ok && j.Security.Keytab != "" {
-			t.Errorf("%s: HADOOP_USER_NAME with Kerberos: HDFS would take it for a proxy user", c)
-		}
 		if v := volumeOf(t, p.Spec, ctr, "/etc/rekey"); v.ConfigMap == nil || v.ConfigMap.Name != cm.Name {
 			t.Errorf("%s: /etc/rekey is %+v, want the ConfigMap %s", c, v.VolumeSource, cm.Name)
 		}
