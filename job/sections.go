@@ -113,6 +113,10 @@ type Run struct {
 	// ControlToken is the bearer token the control endpoint asks for (""
 	// = a random one per run, written to a file beside the checkpoint).
 	ControlToken string
+	// MetricsAddr serves GET /metrics alone, read only and without a
+	// token, on any host:port ("" = off): what a Prometheus scrapes on a
+	// pod's IP, where the loopback control endpoint cannot be reached.
+	MetricsAddr string
 }
 
 // Create is target.create: how to create a missing target table.
@@ -327,6 +331,7 @@ func (d *decoder) run(n *yaml.Node, p string, r *Run) {
 		"sample_entities":      func(n *yaml.Node, p string) { r.SampleEntities = int(d.positive(n, p, 1<<24)) },
 		"control_addr":         func(n *yaml.Node, p string) { r.ControlAddr = d.nonEmpty(n, p, "a loopback host:port") },
 		"control_token":        func(n *yaml.Node, p string) { r.ControlToken = d.nonEmpty(n, p, "a bearer token") },
+		"metrics_addr":         func(n *yaml.Node, p string) { r.MetricsAddr = d.nonEmpty(n, p, "a host:port") },
 	})
 }
 

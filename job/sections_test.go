@@ -24,7 +24,7 @@ target_layout:
 entity: [user]
 families: {e: d}
 sink: {type: hfiles, staging: stage, load: false}
-run: {workers: 3, split_bytes: 64MiB, memory: 1GiB, max_cells_per_sec: 5000, max_read_mb_per_sec: 2.5, max_calls_per_server: 1, heavy_hitters: 10, sample_entities: 50, control_addr: "127.0.0.1:0", checkpoint: ck/c.json}
+run: {workers: 3, split_bytes: 64MiB, memory: 1GiB, max_cells_per_sec: 5000, max_read_mb_per_sec: 2.5, max_calls_per_server: 1, heavy_hitters: 10, sample_entities: 50, control_addr: "127.0.0.1:0", metrics_addr: ":9090", checkpoint: ck/c.json}
 `
 
 func TestSectionsDecode(t *testing.T) {
@@ -47,7 +47,8 @@ func TestSectionsDecode(t *testing.T) {
 		t.Errorf("sink = %+v", j.Sink)
 	}
 	r := j.Run
-	if r.Workers != 3 || r.SplitBytes != 64<<20 || r.Memory != 1<<30 || r.MaxCellsPerSec != 5000 || r.MaxReadMBPerSec != 2.5 || r.MaxCallsPerServer != 1 || r.HeavyHitters != 10 || r.SampleEntities != 50 {
+	if r.Workers != 3 || r.SplitBytes != 64<<20 || r.Memory != 1<<30 || r.MaxCellsPerSec != 5000 || r.MaxReadMBPerSec != 2.5 || r.MaxCallsPerServer != 1 || r.HeavyHitters != 10 || r.SampleEntities != 50 ||
+		r.ControlAddr != "127.0.0.1:0" || r.MetricsAddr != ":9090" {
 		t.Errorf("run = %+v", r)
 	}
 	if j.CheckpointPath() != "/jobs/ck/c.json" || j.StateDir() != "/jobs/ck" {

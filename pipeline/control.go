@@ -195,6 +195,31 @@ func (c *Control) Serve(ctx context.Context, addr, token string) (string, error)
 	return bound, nil
 }
 
+// ServeMetrics answers GET /metrics, and nothing else, on addr until ctx
+// ends. Unlike Serve it binds any interface and asks no token: a
+// Prometheus scrapes a pod's IP and carries no secret, and the metrics
+// only read gauges, while /status, /pause, /resume and /limits stay on
+// the loopback endpoint behind its token. It returns the address it
+// listens on (useful with port 0).
+func (c *Control) ServeMetrics(ctx context.Context, addr string) (string, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "", fmt.Errorf("metrics address %q: %w", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics address %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(c.metrics(), promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return ln.Addr().String(), nil
+}
+
 // routes are the endpoint's requests.
 func (c *Control) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -323,8 +348,12 @@ func (c *Control) metrics() *prometheus.Registry {
 }
 
 // serveControl serves the control endpoint the job asks for, until the
-// run is closed, behind the run's token.
+// run is closed, behind the run's token, and the read-only metrics
+// endpoint if the job asks for one.
 func (r *Run) serveControl(ctx context.Context) error {
+	if err := r.serveMetrics(ctx); err != nil {
+		return err
+	}
 	addr := r.j.Run.ControlAddr
 	if addr == "" {
 		return nil
@@ -350,6 +379,25 @@ func (r *Run) serveControl(ctx context.Context) error {
 		where = "the token in " + file
 	}
 	r.logf("control endpoint on http://%s (status, pause, resume, limits, metrics); send Authorization: Bearer with %s", bound, where)
+	return nil
+}
+
+// serveMetrics serves GET /metrics on run.metrics_addr, until the run is
+// closed.
+func (r *Run) serveMetrics(ctx context.Context) error {
+	addr := r.j.Run.MetricsAddr
+	if addr == "" {
+		return nil
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	bound, err := r.ctl.ServeMetrics(sctx, addr)
+	if err != nil {
+		stop()
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	r.closers = append(r.closers, func() error { stop(); return nil })
+	r.metricsAddr = bound
+	r.logf("metrics on http://%s/metrics (read only, no token)", bound)
 	return nil
 }
 

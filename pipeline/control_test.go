@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -246,5 +247,81 @@ func TestControlTokenFile(t *testing.T) {
 	}
 	if got := status(r.Plan().ControlAddr, "given"); got != http.StatusOK {
 		t.Errorf("with the given token: %d", got)
+	}
+}
+
+// TestMetricsEndpointOnlyReads: --metrics-addr (run.metrics_addr) binds
+// any interface and asks no token, so it must serve the metrics and
+// nothing else: a stranger who reaches a pod's IP gets the gauges, and
+// cannot read the status, pause the run or change its limits. A run
+// serves it until it is closed.
+func TestMetricsEndpointOnlyReads(t *testing.T) {
+	ctl := pipeline.NewControl(pipeline.Limits{CellsPerSec: 100})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := ctl.ServeMetrics(ctx, "no-port"); err == nil {
+		t.Error("ServeMetrics on an address without a port: no error")
+	}
+	addr, err := ctl.ServeMetrics(ctx, ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); ip == nil || !ip.IsUnspecified() {
+		t.Errorf("bound %s, want every interface (a scraper on another host)", addr)
+	}
+	do := func(method, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://127.0.0.1:"+port+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := do("GET", "/metrics")
+	var body strings.Builder
+	if _, err := io.Copy(&body, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body.String(), "rekey_write_cap_cells_per_second 100") {
+		t.Errorf("GET /metrics without a token: %s\n%s", resp.Status, body.String())
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/pause"}, {"POST", "/resume"}, {"POST", "/limits?cells_per_sec=0"}, {"GET", "/status"}, {"POST", "/metrics"},
+	} {
+		resp := do(c.method, c.path)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("%s %s on the metrics endpoint: %s, want 404 or 405", c.method, c.path, resp.Status)
+		}
+	}
+	if ctl.Paused() || ctl.Limits().CellsPerSec != 100 {
+		t.Errorf("after the refused requests: paused %v, limits %+v", ctl.Paused(), ctl.Limits())
+	}
+
+	j := demoJob(t)
+	j.Run.MetricsAddr = "127.0.0.1:0"
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Plan().MetricsAddr
+	if m == "" || r.Plan().ControlAddr != "" {
+		t.Fatalf("plan: metrics on %q, control on %q; want metrics alone", m, r.Plan().ControlAddr)
+	}
+	resp, err = http.Get("http://" + m + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the run's metrics: %s", resp.Status)
+	}
+	r.Close()
+	if resp, err := http.Get("http://" + m + "/metrics"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the run's metrics still answer after Close: %s", resp.Status)
 	}
 }

@@ -83,8 +83,8 @@ type Run struct {
 	job        *record.Job
 	recordKept bool
 
-	cluster, controlAddr string
-	prepared             time.Time
+	cluster, controlAddr, metricsAddr string
+	prepared                          time.Time
 
 	started, closed bool
 	done            chan struct{}
@@ -127,6 +127,9 @@ type Plan struct {
 	Cluster string `json:"cluster,omitempty"`
 	// ControlAddr is where the control endpoint listens ("" when off).
 	ControlAddr string `json:"control_addr,omitempty"`
+	// MetricsAddr is where the read-only metrics endpoint listens (""
+	// when off).
+	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 
 // Plan returns what the run will do; asked while it runs, Todo counts the
@@ -137,6 +140,7 @@ func (r *Run) Plan() Plan {
 	p := Plan{
 		Sink: r.sink.Name(), Workers: r.o.Workers, Budget: r.budget, Splits: len(r.items),
 		Resumed: r.resumed, Checkpoint: r.o.Checkpoint, Cluster: r.cluster, ControlAddr: r.controlAddr,
+		MetricsAddr: r.metricsAddr,
 	}
 	for _, w := range r.items {
 		if !r.doneBefore(w) {

@@ -40,6 +40,8 @@ again at the new boundaries.
 			if err != nil {
 				return usageError{err}
 			}
+			// Its state may be on a Kerberized HDFS: log in as the job says.
+			useJobSecurity(j)
 			if err := applyRunFlags(j, f); err != nil {
 				return usageError{err}
 			}

@@ -38,6 +38,7 @@ type runFlags struct {
 	staging, stagingMax, spillDir                                                string
 	noLoad, offline, noDirect                                                    bool
 	controlAddr, controlToken, progress, only, setTS, shard                      string
+	metricsAddr, sourceSnapshot                                                  string
 	phase, part                                                                  string
 	workers, batchCells, callsPerServer                                          int
 	cellsPerSec, readMBPerSec                                                    float64
@@ -57,7 +58,8 @@ the sink has made it durable; --resume skips those splits after a crash or
 an interrupt. Timestamps are kept, so a redone split writes the same cells
 again and adds no versions.
 
-Every flag overrides the job file's value (run, sink, source.scan, target).
+Every flag overrides the job file's value (run, sink, source.name,
+source.scan, target).
 
 A run holds a lease on its checkpoint and staging folder until it ends: a
 second run of the same state is refused (exit 2) with the name of the run
@@ -74,7 +76,9 @@ GET /metrics (Prometheus) to requests that carry the run's token
 (Authorization: Bearer TOKEN): --control-token, or a random one the run
 writes to a file only its user can read, beside the checkpoint (the run
 logs where). Requests from a web page (an Origin header) or through
-another host name (a Host header) are refused.
+another host name (a Host header) are refused. --metrics-addr serves
+GET /metrics alone, read only and without a token, on any interface: what
+a Prometheus scrapes on a pod's IP.
 
 In phases (the hfiles sink only), one job runs as many tasks over one
 shared staging folder, for a scheduler (YARN, Kubernetes) to run:
@@ -117,6 +121,7 @@ tasks. Without --phase, the run does all three in one process.
 	fl.BoolVar(&f.forceTakeover, "force-takeover", false, "take over the HDFS lease on the checkpoint or staging folder before it expires, when the run that holds it is known to be dead")
 	fl.StringVar(&f.from, "from", "", "copy only cells with timestamp >= this (epoch ms, RFC 3339, or whole UTC days or hours from the start of the current one: -1d, 0d, -6h; job: source.scan.from)")
 	fl.StringVar(&f.to, "to", "", "copy only cells with timestamp < this (epoch ms, RFC 3339, or relative like --from: --from=-1d --to=0d is yesterday, UTC; job: source.scan.to)")
+	fl.StringVar(&f.sourceSnapshot, "source-snapshot", "", "read this snapshot of the old table, in the job's source root (job: source.name): a scheduled run names each night's snapshot here, with one job file for every night")
 	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper; default from $HBASE_CONF_DIR/hbase-site.xml)")
@@ -131,7 +136,7 @@ tasks. Without --phase, the run does all three in one process.
 	fl.StringVar(&f.memory, "memory", "", "memory budget, e.g. 1GiB (job: run.memory)")
 	fl.StringVar(&f.setTS, "set-timestamp", "", "replace every cell's timestamp (epoch ms or RFC 3339); breaks idempotent reruns")
 	fl.StringVar(&f.controlAddr, "control-addr", "", "serve status, pause/resume, limits and metrics on this loopback host:port, to requests with the run's bearer token (job: run.control_addr)")
-	fl.StringVar(&f.controlAddr, "metrics-addr", "", "the same as --control-addr: the endpoint serves Prometheus metrics at /metrics")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics alone (GET /metrics: no status, pause or limits) on this host:port, any interface, without a token, for a scraper on another host, e.g. :9090 (job: run.metrics_addr)")
 	fl.StringVar(&f.controlToken, "control-token", "", "the control endpoint's bearer token (job: run.control_token; default a random one, written beside the checkpoint with .control-token for .json: checkpoint.control-token, mode 0600)")
 	fl.StringVar(&f.progress, "progress", "auto", "auto (a bar on a terminal, else log lines), bar, log or none")
 	fl.StringVar(&f.only, "only", "", "redo only the old key ranges a rekey verify JSON `REPORT` lists to redo (its redo list); keeps its own checkpoint")
@@ -428,6 +433,12 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	}
 	if f.controlToken != "" {
 		j.Run.ControlToken = f.controlToken
+	}
+	if f.metricsAddr != "" {
+		j.Run.MetricsAddr = f.metricsAddr
+	}
+	if f.sourceSnapshot != "" {
+		j.Source.Name = f.sourceSnapshot
 	}
 	if f.resume && f.fresh {
 		return errors.New("--resume and --fresh exclude each other")

@@ -44,6 +44,7 @@ run it as often as you like.
 			if checkpoint != "" {
 				j.Run.Checkpoint = checkpoint
 			}
+			// Its state may be on a Kerberized HDFS: log in as the job says.
 			useJobSecurity(j)
 			js, err := pipeline.ReadJobStatus(j, staging)
 			if err != nil {
