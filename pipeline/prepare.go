@@ -181,7 +181,10 @@ func (r *Run) openSource(ctx context.Context) error {
 	j, o := r.j, r.o
 	fsys, root := o.Open.FS, j.Source.Root
 	if fsys == nil {
-		loc, err := vfs.OpenWith(root, vfs.Options{Kerberos: o.Kerberos})
+		// A NameNode that does not answer yet is waited for as long as
+		// the target cluster is (target.timeout, --timeout), then it is
+		// ErrNameNodeUnavailable: exit 4, a retry for a scheduler.
+		loc, err := vfs.OpenWith(root, vfs.Options{Kerberos: o.Kerberos, Logf: r.logf, Wait: j.Target.Timeout})
 		if err != nil {
 			return fmt.Errorf("source root: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rekeyhq/rekey/internal/krb"
 )
@@ -30,6 +31,14 @@ type Options struct {
 	// cluster never logs in. nil means no login was given: a cluster that
 	// requires one is refused, naming what is missing.
 	Kerberos *krb.Identity
+	// Logf, when set, is told of the retries of a connection that does
+	// not answer yet (a NameNode restarting): which server, which attempt,
+	// how long until giving up.
+	Logf func(format string, args ...any)
+	// Wait bounds how long a connection that does not answer is retried
+	// before the open fails as unavailable (0: the backend's default, two
+	// minutes for an HDFS NameNode).
+	Wait time.Duration
 }
 
 // Dialer opens the file system a URL of a registered scheme names, with

@@ -3,6 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -51,6 +54,9 @@ func TestUnreachableZooKeeperIsRetry(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--progress", "none"},
 		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--sink", "hfiles", "--progress", "none"},
+		// A source NameNode that refuses the first connection may be
+		// restarting: retried for --timeout, then exit 4.
+		{"run", hdfsSourceJob(t, job), "--sink", "dry-run", "--timeout", "3s", "--progress", "none"},
 		// verify ends what it cannot decide with 2, but not this.
 		{"verify", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--all"},
 	} {
@@ -63,4 +69,20 @@ func TestUnreachableZooKeeperIsRetry(t *testing.T) {
 			t.Errorf("rekey %v took %s with --timeout 3s", args[2:], took)
 		}
 	}
+}
+
+// hdfsSourceJob is the job at path with its source root on an HDFS whose
+// NameNode refuses every connection (nothing listens on port 1).
+func hdfsSourceJob(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := regexp.MustCompile(`(?m)^  root: .*$`).ReplaceAllString(string(b), "  root: hdfs://127.0.0.1:1/hbase")
+	p := filepath.Join(t.TempDir(), "hdfs.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -51,7 +51,7 @@ again at the new boundaries.
 	fl := cmd.Flags()
 	fl.StringVar(&f.staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper)")
-	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, after this long, then exit 4 if the cluster was out of reach (job: target.timeout; default 2m)")
+	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, or the wait for an HDFS NameNode that does not answer, after this long, then exit 4 (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.DurationVar(&f.waitReady, "wait-ready", 0, "wait up to this long for every merge part to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")

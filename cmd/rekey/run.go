@@ -125,7 +125,7 @@ tasks. Without --phase, the run does all three in one process.
 	fl.BoolVar(&f.raw, "raw", false, "carry delete markers through to the target (job: source.scan.raw)")
 	fl.StringVar(&f.table, "table", "", "target table (job: target.table)")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper; default from $HBASE_CONF_DIR/hbase-site.xml)")
-	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, after this long, then exit 4 if the cluster was out of reach (job: target.timeout; default 2m)")
+	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, or the wait for an HDFS NameNode that does not answer, after this long, then exit 4 (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
 	fl.BoolVar(&f.create, "create", false, "create the target table when it is missing (job: target.create)")
 	fl.Float64Var(&f.cellsPerSec, "max-cells-per-sec", 0, "cap on cells written per second, whole run (job: run.max_cells_per_sec)")

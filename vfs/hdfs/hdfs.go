@@ -120,10 +120,15 @@ type Options struct {
 	// back-off, for a NameNode that does not answer: refused connections
 	// while it restarts, safe mode until its DataNodes have reported, a
 	// standby while an HA pair fails over. Then the operation fails with
-	// ErrNameNodeUnavailable. 0 means DefaultNameNodeWait. The dial in
-	// Dial is not retried: a NameNode that was never there is a
-	// mistake in the address.
+	// ErrNameNodeUnavailable. 0 means DefaultNameNodeWait. The first
+	// connection is retried the same way: a NameNode that refuses it may
+	// be restarting, so the dial ends, after the wait, in
+	// ErrNameNodeUnavailable (a retry for a scheduler), not in an error
+	// of the address.
 	NameNodeWait time.Duration
+	// Logf, when set, is told of the dial's retries: which NameNodes,
+	// which attempt, how long until giving up.
+	Logf func(format string, args ...any)
 	// Kerberos is who to log in as when the Hadoop configuration says
 	// hadoop.security.authentication=kerberos; it logs in at the dial. nil
 	// means no login was given: such a cluster is refused, naming what is
@@ -203,12 +208,39 @@ func DialWith(authority string, o Options) (*FS, error) {
 		}
 		opts.User = u.Username
 	}
-	c, err := gohdfs.NewClient(opts)
+	c, err := h.connect(opts, o.Logf)
 	if err != nil {
 		return nil, fmt.Errorf("vfs: connecting to HDFS %s (%s): %w", authority, strings.Join(addrs, ","), h.explain("connect", "", err))
 	}
 	h.client = c
 	return h, nil
+}
+
+// connect makes the client, which dials a NameNode at once, retrying
+// while no NameNode answers (refused, a standby, safe mode) for up to the
+// NameNode wait, and then fails with ErrNameNodeUnavailable. logf, when
+// set, hears of the first retry and then of one every 10 s at most.
+func (h *FS) connect(opts gohdfs.ClientOptions, logf func(string, ...any)) (*gohdfs.Client, error) {
+	r := nameNodeRetry{h: h}
+	var said time.Time
+	for attempt := 1; ; attempt++ {
+		c, err := gohdfs.NewClient(opts)
+		if err == nil {
+			if !said.IsZero() && logf != nil {
+				logf("HDFS %s answered at attempt %d, after %s", h.name, attempt, time.Since(r.since).Round(time.Second))
+			}
+			return c, nil
+		}
+		again, gerr := r.again("connect", "", err, true)
+		if !again {
+			return nil, gerr
+		}
+		if logf != nil && time.Since(said) >= 10*time.Second {
+			said = time.Now()
+			left := max(h.nnWait-time.Since(r.since), 0).Round(time.Second)
+			logf("HDFS %s (%s): no NameNode answers (attempt %d: %v); retrying, giving up in %s", h.name, strings.Join(h.addrs, ","), attempt, err, left)
+		}
+	}
 }
 
 // countingDial wraps the DataNode dialler so Stats sees every connection
@@ -648,7 +680,7 @@ func init() { vfs.Register(dial, "hdfs") }
 // dial is DialWith for vfs.Open: the URL's host is the authority, and
 // the login is the one vfs.OpenWith was given.
 func dial(u *url.URL, o vfs.Options) (vfs.WriteFS, func() error, error) {
-	h, err := DialWith(u.Host, Options{Kerberos: o.Kerberos})
+	h, err := DialWith(u.Host, Options{Kerberos: o.Kerberos, Logf: o.Logf, NameNodeWait: o.Wait})
 	if err != nil {
 		return nil, nil, err
 	}
