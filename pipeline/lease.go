@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -203,7 +203,7 @@ func (r *Run) takeLeases() error {
 	todo := []state{{"checkpoint", r.o.Checkpoint, checkpointLeasePath(r.o.Checkpoint)}}
 	if name, err := r.sinkName(); err == nil && r.o.Sink == nil && name == string(job.SinkHFiles) {
 		st := r.j.StagingPath()
-		if err := stage.CheckKind(st, r.o.spillTask()); err != nil {
+		if err := hfiles.CheckKind(st, r.o.spillTask()); err != nil {
 			return err
 		}
 		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
@@ -216,7 +216,7 @@ func (r *Run) takeLeases() error {
 	for _, s := range todo {
 		err := r.leases.take(s.lease, s.what+" "+s.where, r.leaseOptions())
 		var le *LeasedError
-		if errors.As(err, &le) && s.what == "staging folder" && r.o.Shard.Count > 1 && r.o.Phase == stage.PhaseAll {
+		if errors.As(err, &le) && s.what == "staging folder" && r.o.Shard.Count > 1 && r.o.Phase == hfiles.PhaseAll {
 			le.Hint = "every shard of a job needs its own --staging folder"
 		}
 		if err != nil {
@@ -237,7 +237,7 @@ func (r *Run) leaseOptions() leaseOptions {
 // stagingLeasePath is the lease file of a task's share of the staging
 // folder st: the whole folder in one process, the task's own folder in a
 // job in phases (each spill shard and merge part holds its own).
-func stagingLeasePath(st string, t stage.Task) string {
+func stagingLeasePath(st string, t hfiles.Task) string {
 	p := strings.TrimSuffix(st, "/")
 	if d := t.Dir(); d != "" {
 		p += "/" + d
@@ -325,7 +325,7 @@ func (s *leases) stamp(where string) func() (string, int64) {
 // leaseHolder reads the token of the current generation of the remote
 // lease folder p: who holds the state, or last held it (a released
 // generation names its giver). It reports false where there is no lease
-// folder (a local lock file, or no lease yet). It is stage.Options.Holder.
+// folder (a local lock file, or no lease yet). It is hfiles.Options.Holder.
 func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
 	fi, err := fsys.Stat(p)
 	if errors.Is(err, iofs.ErrNotExist) {

@@ -6,23 +6,23 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 )
 
-// A job in phases (stage.Phase): N spill tasks (Prepare and Start with
-// Options.Phase stage.PhaseSpill and a Shard) read the snapshot and stage
+// A job in phases (hfiles.Phase): N spill tasks (Prepare and Start with
+// Options.Phase hfiles.PhaseSpill and a Shard) read the snapshot and stage
 // sorted runs into one shared staging folder; R merge tasks (RunTask with
-// stage.PhaseMerge) each merge the partitions dealt to them into HFiles;
-// one load task (RunTask with stage.PhaseLoad) bulk loads them. Each task
+// hfiles.PhaseMerge) each merge the partitions dealt to them into HFiles;
+// one load task (RunTask with hfiles.PhaseLoad) bulk loads them. Each task
 // leases its own folder inside the staging folder, so tasks of one phase
 // run side by side while a second attempt of one task is refused.
 
 // spillTask is the stage task of a run: a spill shard, or the whole job.
-func (o Options) spillTask() stage.Task {
-	if o.Phase != stage.PhaseSpill {
-		return stage.Task{}
+func (o Options) spillTask() hfiles.Task {
+	if o.Phase != hfiles.PhaseSpill {
+		return hfiles.Task{}
 	}
-	t := stage.Task{Phase: stage.PhaseSpill, Index: o.Shard.Index, Count: o.Shard.Count}
+	t := hfiles.Task{Phase: hfiles.PhaseSpill, Index: o.Shard.Index, Count: o.Shard.Count}
 	if t.Count < 1 {
 		t.Index, t.Count = 0, 1
 	}
@@ -34,9 +34,9 @@ func (o Options) spillTask() stage.Task {
 // (with puts, shards write the target directly).
 func checkPhase(j *job.Job, o Options) error {
 	switch o.Phase {
-	case stage.PhaseAll:
+	case hfiles.PhaseAll:
 		return nil
-	case stage.PhaseSpill:
+	case hfiles.PhaseSpill:
 	default:
 		return fmt.Errorf("%w: phase %q: a run is the spill phase or the whole job; the merge and the load are tasks of their own", ErrInvalid, o.Phase)
 	}
@@ -48,8 +48,8 @@ func checkPhase(j *job.Job, o Options) error {
 
 // TaskOptions configure a merge or load task of a job in phases.
 type TaskOptions struct {
-	// Phase is stage.PhaseMerge or stage.PhaseLoad.
-	Phase stage.Phase
+	// Phase is hfiles.PhaseMerge or hfiles.PhaseLoad.
+	Phase hfiles.Phase
 	// Part is the merge part: Index of Count.
 	Part Shard
 	// Workers is how many partitions the merge writes at once
@@ -70,9 +70,9 @@ type TaskSummary struct {
 	Table   string `json:"target_table"`
 	Staging string `json:"staging"`
 	// Task names it: "merge 0/2" or "load".
-	Task    string      `json:"task"`
-	Stats   stage.Stats `json:"sink_stats"`
-	Seconds float64     `json:"seconds"`
+	Task    string       `json:"task"`
+	Stats   hfiles.Stats `json:"sink_stats"`
+	Seconds float64      `json:"seconds"`
 	// Interrupted says the task stopped early; run it again to go on.
 	Interrupted bool   `json:"interrupted"`
 	Error       string `json:"error,omitempty"`
@@ -83,7 +83,7 @@ type TaskSummary struct {
 // dealt to its part (or loads every part's HFiles), and records its
 // progress there, so a task run again after a crash redoes only what it
 // had not recorded. A task whose earlier phase has not finished fails
-// with an error matching stage.ErrNotReady.
+// with an error matching hfiles.ErrNotReady.
 func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, error) {
 	task, err := o.task()
 	if err != nil {
@@ -104,7 +104,7 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 		ttl = DefaultLeaseTTL
 	}
 	st := j.StagingPath()
-	if err := stage.CheckKind(st, task); err != nil {
+	if err := hfiles.CheckKind(st, task); err != nil {
 		return nil, err
 	}
 	lopts := leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}
@@ -114,8 +114,8 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	// The load also loads a one-process run's folder, whose run leases
 	// the whole folder: the load holds that lease too, so it never loads
 	// beside a live run (no task of a job in phases takes it).
-	if task.Phase == stage.PhaseLoad {
-		if err := ls.take(stagingLeasePath(st, stage.Task{}), "staging folder "+st, lopts); err != nil {
+	if task.Phase == hfiles.PhaseLoad {
+		if err := ls.take(stagingLeasePath(st, hfiles.Task{}), "staging folder "+st, lopts); err != nil {
 			return nil, err
 		}
 	}
@@ -140,17 +140,17 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 }
 
 // task checks the options and names the task.
-func (o TaskOptions) task() (stage.Task, error) {
+func (o TaskOptions) task() (hfiles.Task, error) {
 	switch o.Phase {
-	case stage.PhaseMerge:
+	case hfiles.PhaseMerge:
 		if o.Part.Count < 1 || o.Part.Index < 0 || o.Part.Index >= o.Part.Count {
-			return stage.Task{}, fmt.Errorf("%w: merge part %s: the index must be in [0, %d)", ErrInvalid, o.Part, o.Part.Count)
+			return hfiles.Task{}, fmt.Errorf("%w: merge part %s: the index must be in [0, %d)", ErrInvalid, o.Part, o.Part.Count)
 		}
-		return stage.Task{Phase: stage.PhaseMerge, Index: o.Part.Index, Count: o.Part.Count}, nil
-	case stage.PhaseLoad:
-		return stage.Task{Phase: stage.PhaseLoad}, nil
+		return hfiles.Task{Phase: hfiles.PhaseMerge, Index: o.Part.Index, Count: o.Part.Count}, nil
+	case hfiles.PhaseLoad:
+		return hfiles.Task{Phase: hfiles.PhaseLoad}, nil
 	}
-	return stage.Task{}, fmt.Errorf("%w: phase %q is not a task of its own (merge or load)", ErrInvalid, o.Phase)
+	return hfiles.Task{}, fmt.Errorf("%w: phase %q is not a task of its own (merge or load)", ErrInvalid, o.Phase)
 }
 
 // openSink opens the staging folder for the task, with the target
@@ -158,7 +158,7 @@ func (o TaskOptions) task() (stage.Task, error) {
 // The caller closes the sink, then the client (closeClient). ls are the
 // task's leases: their check is the fence of every record the sink
 // writes, and the task's staging lease stamps its state.
-func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, ls *leases) (_ *stage.Sink, closeClient func() error, err error) {
+func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task hfiles.Task, ls *leases) (_ *hfiles.Sink, closeClient func() error, err error) {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = j.Run.WorkersOrDefault()
@@ -168,14 +168,14 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 		mem = j.Run.MemoryOrDefault()
 	}
 	budget := job.NewBudget(mem, workers)
-	so := stage.Options{
+	so := hfiles.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Fence: ls.check, Lease: ls.stamp(stagingLeasePath(j.StagingPath(), task)), Holder: leaseHolder,
 	}
 	closeClient = func() error { return nil }
 	if j.Sink.Offline {
-		if task.Phase == stage.PhaseLoad {
+		if task.Phase == hfiles.PhaseLoad {
 			return nil, nil, fmt.Errorf("%w: the job is offline (sink.offline); the load needs the target cluster", ErrInvalid)
 		}
 	} else {
@@ -185,7 +185,7 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 		}
 		so.Client, closeClient = c, c.Close
 	}
-	s, err := stage.New(ctx, so)
+	s, err := hfiles.New(ctx, so)
 	if err != nil {
 		closeClient()
 		return nil, nil, err
@@ -193,24 +193,24 @@ func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task stage.Task, 
 	return s, closeClient, nil
 }
 
-// Phase is a phase of a job in phases (stage.Phase), named here so that
+// Phase is a phase of a job in phases (hfiles.Phase), named here so that
 // callers of pipeline need not reach into the sink.
-type Phase = stage.Phase
+type Phase = hfiles.Phase
 
 // The phases: PhaseAll is the whole job in one process.
 const (
-	PhaseAll   = stage.PhaseAll
-	PhaseSpill = stage.PhaseSpill
-	PhaseMerge = stage.PhaseMerge
-	PhaseLoad  = stage.PhaseLoad
+	PhaseAll   = hfiles.PhaseAll
+	PhaseSpill = hfiles.PhaseSpill
+	PhaseMerge = hfiles.PhaseMerge
+	PhaseLoad  = hfiles.PhaseLoad
 )
 
 // ErrNotReady is matched by the error of a phase task started before the
-// phase it depends on finished (stage.ErrNotReady): a merge part before
+// phase it depends on finished (hfiles.ErrNotReady): a merge part before
 // every spill shard committed, the load before every merge part finished.
-var ErrNotReady = stage.ErrNotReady
+var ErrNotReady = hfiles.ErrNotReady
 
 // ErrOtherKind is matched by the error of a run or task on a staging
-// folder that holds the other kind of job (stage.ErrOtherKind): a spill
+// folder that holds the other kind of job (hfiles.ErrOtherKind): a spill
 // or merge task on a one-process run's folder, or the reverse.
-var ErrOtherKind = stage.ErrOtherKind
+var ErrOtherKind = hfiles.ErrOtherKind

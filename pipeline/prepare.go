@@ -11,8 +11,9 @@ import (
 
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/sink"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/sink/puts"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
@@ -379,7 +380,7 @@ func (r *Run) checkCheckpoint() error {
 	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects")}
 
 	fpScan := r.fpScan()
-	if o.Phase != stage.PhaseAll {
+	if o.Phase != hfiles.PhaseAll {
 		// A spill task's checkpoint is not a one-process shard's: their
 		// runs live in different folders.
 		name += "/" + string(o.Phase)
@@ -437,7 +438,7 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 	j := r.j
 	switch name, _ := r.sinkName(); job.SinkKind(name) {
 	case job.SinkDryRun:
-		return DryRun{}, nil
+		return sink.DryRun{}, nil
 	case job.SinkPuts:
 		c, err := r.connect(ctx, "")
 		if err != nil {
@@ -446,7 +447,7 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 		if err := r.readyTarget(ctx, c); err != nil {
 			return nil, err
 		}
-		return NewPuts(c, j.Target.Table, PutsOptions{
+		return puts.New(c, j.Target.Table, puts.Options{
 			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 			CallsPerServer: j.Run.MaxCallsPerServer, Workers: r.o.Workers,
 			BufferBytes: min(r.budget.SinkPerWorker(), maxPutsBufferBytes),
@@ -471,7 +472,7 @@ const maxPutsBufferBytes = 64 << 20
 // snapshot).
 func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	j := r.j
-	o := stage.Options{
+	o := hfiles.Options{
 		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
 		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
 		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect,
@@ -513,9 +514,9 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 		o.Client = c
 		r.warnStaging(o.Staging) // (an offline run names no cluster to compare with)
 	}
-	// Not `return stage.New(ctx, o)`: a nil *stage.Sink in the sink.Sink
+	// Not `return hfiles.New(ctx, o)`: a nil *hfiles.Sink in the sink.Sink
 	// interface is not a nil interface, and the run would close it.
-	s, err := stage.New(ctx, o)
+	s, err := hfiles.New(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +531,7 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 // the staging folder (job.Job.SpillDirFor): a job in phases always keeps
 // them in the staging folder, which every merge part reads.
 func (r *Run) spillDir() string {
-	if t := r.o.spillTask(); t.Phase != stage.PhaseAll {
+	if t := r.o.spillTask(); t.Phase != hfiles.PhaseAll {
 		if d := r.j.Sink.SpillDir; d != "" && d != job.SpillStaging && !r.spillWarned {
 			r.spillWarned = true
 			r.logf("sink.spill_dir %s is for a run in one process: a %s task keeps its runs in the staging folder, which the merge parts read", d, t)
@@ -545,8 +546,8 @@ func (r *Run) spillDir() string {
 // the local spill folder (another machine's, or removed): the run would
 // skip the split and the merge miss its cells. A dropped split the
 // checkpoint does not count done is simply redone.
-func (r *Run) checkLost(s *stage.Sink) error {
-	var done []stage.LostSplit
+func (r *Run) checkLost(s *hfiles.Sink) error {
+	var done []hfiles.LostSplit
 	for _, l := range s.Lost() {
 		if st := r.state.Splits[l.ID]; st != nil && st.Done {
 			done = append(done, l)

@@ -9,14 +9,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
 // StagingStatus is a job in phases as its staging folder shows it
-// (stage.Status): each phase's tasks done, running, failed and left, the
+// (hfiles.Status): each phase's tasks done, running, failed and left, the
 // cells and bytes so far, and an ETA.
-type StagingStatus = stage.Status
+type StagingStatus = hfiles.Status
 
 // ReadStagingStatus reads the status of the job in phases from its staging folder
 // alone (staging, or the job's sink.staging when empty): no task is asked.
@@ -27,7 +27,7 @@ func ReadStagingStatus(j *job.Job, staging string) (*StagingStatus, error) {
 	if staging == "" {
 		staging = j.StagingPath()
 	}
-	return stage.ReadStatus(staging, leaseLive, time.Now())
+	return hfiles.ReadStatus(staging, leaseLive, time.Now())
 }
 
 // leaseLive reports whether the lease file p is held by a live run,

@@ -1,10 +1,9 @@
-package pipeline
+package sink
 
 import (
 	"context"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline/sink"
 )
 
 // DryRun is the sink that writes nothing: a run through it reads, maps and
@@ -16,12 +15,12 @@ type DryRun struct{}
 func (DryRun) Name() string { return "dry-run" }
 
 // Begin implements Sink.
-func (DryRun) Begin(context.Context, sink.SplitInfo) (sink.SplitSink, error) {
+func (DryRun) Begin(context.Context, SplitInfo) (SplitSink, error) {
 	return &dryRunSplit{}, nil
 }
 
 // Finish implements Sink.
-func (DryRun) Finish(context.Context, sink.Reporter) error { return nil }
+func (DryRun) Finish(context.Context, Reporter) error { return nil }
 
 // Close implements Sink.
 func (DryRun) Close() error { return nil }
@@ -34,8 +33,8 @@ func (d *dryRunSplit) Write(_ context.Context, c *cell.Cell) error {
 	return nil
 }
 
-func (d *dryRunSplit) Commit(context.Context) (sink.Ack, error) {
-	return sink.Ack{Cells: d.cells, Bytes: d.bytes}, nil
+func (d *dryRunSplit) Commit(context.Context) (Ack, error) {
+	return Ack{Cells: d.cells, Bytes: d.bytes}, nil
 }
 
 func (d *dryRunSplit) Abort() {}

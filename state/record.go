@@ -1,4 +1,5 @@
-// Package record holds a job's one truth across machines: the job record.
+// Package state holds a job's durable state shared across machines; today
+// the job record, its one truth.
 //
 // A job runs as many tasks on many machines (spill shards, merge parts, a
 // load; puts shards), each of which cuts the snapshot into splits and
@@ -15,7 +16,7 @@
 //
 // The record is written once and never changed: a job started over is
 // a new record (--fresh removes the old one).
-package record
+package state
 
 import (
 	"bytes"
@@ -41,13 +42,13 @@ const FormatVersion = 1
 // the job record in its state folder: another snapshot, layout, scan,
 // sink, shard count or an explicit split size. The task's options are at
 // fault, not the data.
-var ErrMismatch = errors.New("record: the task is not of the job its state folder records")
+var ErrMismatch = errors.New("state: the task is not of the job its state folder records")
 
 // ErrCoverage is matched by the error of a merge, load or end of a job
 // whose committed splits are not the job record's, each exactly once: a
 // split no task committed, one committed twice, or one the record does
 // not hold. It is final: running the same tasks again does not mend it.
-var ErrCoverage = errors.New("record: the committed splits do not cover the job exactly once")
+var ErrCoverage = errors.New("state: the committed splits do not cover the job exactly once")
 
 // Job is the job record.
 type Job struct {
@@ -249,11 +250,11 @@ func (j *Job) Cover(commits []Commit) error {
 	return fmt.Errorf("%w: %s%s; rerun the tasks named with --fresh, or the whole job with --fresh on every task", ErrCoverage, strings.Join(problems, "; "), more)
 }
 
-// Publish records j as the job of the state folder at name unless a task
+// PublishJob records j as the job of the state folder at name unless a task
 // recorded one first, and returns the record in force and whether it is
 // j. The file is created exclusively, so of two first tasks one wins and
 // the other reads the winner's record.
-func Publish(fsys vfs.WriteFS, name string, j *Job) (*Job, bool, error) {
+func PublishJob(fsys vfs.WriteFS, name string, j *Job) (*Job, bool, error) {
 	ex, ok := fsys.(vfs.ExclusiveFS)
 	if !ok {
 		return nil, false, fmt.Errorf("record: %s cannot create a file exclusively, so the tasks of a job cannot agree on one record", fsys)
@@ -270,7 +271,7 @@ func Publish(fsys vfs.WriteFS, name string, j *Job) (*Job, bool, error) {
 	if won {
 		return j, true, nil
 	}
-	got, found, err := Read(fsys, name)
+	got, found, err := ReadJob(fsys, name)
 	if err != nil {
 		return nil, false, err
 	}
@@ -285,10 +286,10 @@ func Publish(fsys vfs.WriteFS, name string, j *Job) (*Job, bool, error) {
 // disk the name exists before its bytes do).
 var Wait = 10 * time.Second
 
-// Read reads the job record at name; found is false when there is none.
+// ReadJob reads the job record at name; found is false when there is none.
 // A record that does not parse is read again for up to Wait before it is
 // called damaged.
-func Read(fsys vfs.FS, name string) (_ *Job, found bool, _ error) {
+func ReadJob(fsys vfs.FS, name string) (_ *Job, found bool, _ error) {
 	deadline := time.Now().Add(Wait)
 	for {
 		b, err := vfs.ReadFile(fsys, name)
@@ -337,9 +338,9 @@ func (j *Job) check() error {
 	return nil
 }
 
-// Remove removes the record at name (a job started over); a missing
+// RemoveJob removes the record at name (a job started over); a missing
 // record is not an error.
-func Remove(fsys vfs.WriteFS, name string) error {
+func RemoveJob(fsys vfs.WriteFS, name string) error {
 	if err := fsys.Remove(name); err != nil && !errors.Is(err, iofs.ErrNotExist) && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("record: remove %s: %w", name, err)
 	}

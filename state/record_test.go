@@ -1,4 +1,4 @@
-package record
+package state
 
 import (
 	"errors"
@@ -110,16 +110,16 @@ func TestPublishRaceOnObjectStore(t *testing.T) {
 	fs.MkdirAll("/st")
 	winner := testJob()
 	winner.Task = "winner"
-	if _, won, err := Publish(fs, "/st/job.json", winner); err != nil || !won {
+	if _, won, err := PublishJob(fs, "/st/job.json", winner); err != nil || !won {
 		t.Fatalf("first publish: won %v, %v", won, err)
 	}
 	loser := testJob()
 	loser.Task = "loser"
-	got, won, err := Publish(fs, "/st/job.json", loser)
+	got, won, err := PublishJob(fs, "/st/job.json", loser)
 	if err != nil || won || got.Task != "winner" {
 		t.Fatalf("second publish: won %v, record of %q, %v; want the winner's record", won, got.Task, err)
 	}
-	if _, found, err := Read(fs, "/st/job.json"); !found || err != nil {
+	if _, found, err := ReadJob(fs, "/st/job.json"); !found || err != nil {
 		t.Fatalf("the winner's record is gone after the loser's publish: found %v, %v", found, err)
 	}
 }
@@ -142,12 +142,12 @@ func TestReadRefusesDamage(t *testing.T) {
 		"/dealt.json":   "dealt to shard 3 of 1",
 		"/unknown.json": "is not a whole job record",
 	} {
-		_, _, err := Read(fs, name)
+		_, _, err := ReadJob(fs, name)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", name, err, want)
 		}
 	}
-	if _, found, err := Read(fs, "/none.json"); found || err != nil {
+	if _, found, err := ReadJob(fs, "/none.json"); found || err != nil {
 		t.Errorf("no record: found %v, %v", found, err)
 	}
 }

@@ -1,4 +1,4 @@
-package record
+package state
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // BenchmarkStage stages 400k cells (about 55 MB of cell bytes) from 4 splits into a

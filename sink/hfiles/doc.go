@@ -74,8 +74,8 @@
 //
 // Use:
 //
-//	s, err := stage.New(ctx, stage.Options{Staging: "hdfs://nn/tmp/job", Table: "t", Client: c})
+//	s, err := hfiles.New(ctx, hfiles.Options{Staging: "hdfs://nn/tmp/job", Table: "t", Client: c})
 //	w, err := s.Begin(ctx, sink.SplitInfo{ID: "region-a"})
 //	w.Write(ctx, &cell) ...; w.Commit(ctx)
 //	err = s.Finish(ctx, reporter)
-package stage
+package hfiles

@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 	"golang.org/x/sync/errgroup"
 )

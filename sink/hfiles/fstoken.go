@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 

@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/internal/testenv"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // TestStageDiskFullDuringMerge: the runs fit on a 1 MiB tmpfs but the

@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/rekeyhq/rekey/cell"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // A split whose cells fit in memory is not spilled at Commit: its sort

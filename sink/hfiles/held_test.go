@@ -1,10 +1,10 @@
-package stage
+package hfiles
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"os"
 	"path/filepath"
 	"slices"

@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/pause"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"golang.org/x/sync/errgroup"
 )
 

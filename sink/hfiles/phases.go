@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rekeyhq/rekey/pipeline/record"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -155,7 +155,7 @@ func (s *Sink) recordSpillTask() error {
 	return s.recordTask(taskRecord{Splits: s.o.Splits, SourceBytes: s.o.SourceBytes})
 }
 
-// SetJobRecord names the job record (its record.Job.Digest) a spill task
+// SetJobRecord names the job record (its state.Job.Digest) a spill task
 // runs under, for its commit, when the record is published after the sink
 // was built (Options.JobRecord).
 func (s *Sink) SetJobRecord(digest string) { s.o.JobRecord = digest }
@@ -331,7 +331,7 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 // plan (digest); a split recorded by two shards is an error, not two
 // copies. When the folder holds a job record (every folder a spill of
 // this build began), N is the record's shard count, and the shards'
-// splits must be the record's, each exactly once (record.Job.Cover): a
+// splits must be the record's, each exactly once (state.Job.Cover): a
 // shard that cut the snapshot otherwise is refused, not merged.
 //
 // A commit stamped with a lease token other than the one its shard's
@@ -340,7 +340,7 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 // that commit's attempt wrote it, or before, and it landed late; either
 // way the holder redoes the shard and commits it again.
 func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, string) (string, bool, error)) ([]*splitRecord, int, error) {
-	rec, found, err := record.Read(fsys, path.Join(root, JobRecordFile))
+	rec, found, err := state.ReadJob(fsys, path.Join(root, JobRecordFile))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -402,9 +402,9 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 		return nil, n, fmt.Errorf("%w: spill shards %s of %d are not committed yet%s", ErrNotReady, strings.Join(missing, ", "), n, why)
 	}
 	if found {
-		commits := make([]record.Commit, 0, n)
+		commits := make([]state.Commit, 0, n)
 		for i := range n {
-			c := record.Commit{Task: fmt.Sprintf("spill shard %d/%d", i, n)}
+			c := state.Commit{Task: fmt.Sprintf("spill shard %d/%d", i, n)}
 			for _, r := range have[i].Splits {
 				c.Splits = append(c.Splits, r.ID)
 			}
@@ -676,13 +676,13 @@ func (s *Sink) removeSpilledRuns() {
 // (of rec.Shards), and, once all did, whether their splits cover the
 // record exactly once (nil) or not (the merge's refusal). rec is nil
 // when the folder holds no job record.
-func SpillCoverage(staging string) (rec *record.Job, committed int, coverage error, err error) {
+func SpillCoverage(staging string) (rec *state.Job, committed int, coverage error, err error) {
 	loc, err := vfs.Open(staging)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("stage: staging folder: %w", err)
 	}
 	defer loc.Close()
-	rec, found, err := record.Read(loc.FS, path.Join(loc.Path, JobRecordFile))
+	rec, found, err := state.ReadJob(loc.FS, path.Join(loc.Path, JobRecordFile))
 	if err != nil || !found {
 		return nil, 0, nil, err
 	}

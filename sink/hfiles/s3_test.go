@@ -1,4 +1,4 @@
-package stage
+package hfiles
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/s3test"
 	"github.com/rekeyhq/rekey/internal/testenv"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 

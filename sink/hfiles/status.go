@@ -1,11 +1,11 @@
-package stage
+package hfiles
 
 import (
 	"fmt"
 	"path"
 	"time"
 
-	"github.com/rekeyhq/rekey/pipeline/record"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -178,7 +178,7 @@ func (r *statusReader) spill(st *Status) error {
 	// With a job record, the job's shards are the record's: a folder or
 	// commit of another count (a task the record refused, an earlier job
 	// in the folder) is none of them.
-	rec, found, err := record.Read(r.fs, path.Join(r.root, JobRecordFile))
+	rec, found, err := state.ReadJob(r.fs, path.Join(r.root, JobRecordFile))
 	if err != nil {
 		return err
 	}

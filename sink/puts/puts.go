@@ -1,4 +1,8 @@
-package pipeline
+// Package puts is the sink that writes a run's cells into a live table
+// with batched Multi calls (hbase.Writer), the way an application writes
+// them: each split's Commit waits for exactly its own mutations, so a split
+// recorded done is in the table.
+package puts
 
 import (
 	"context"
@@ -9,11 +13,11 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
-// PutsOptions tune the puts sink; zero fields take the client's defaults.
-type PutsOptions struct {
+// Options tune the puts sink; zero fields take the client's defaults.
+type Options struct {
 	// BatchCells and BatchBytes bound one Multi call.
 	BatchCells int
 	BatchBytes int64
@@ -28,46 +32,46 @@ type PutsOptions struct {
 	RetryTimeout time.Duration
 }
 
-// Puts writes cells into a live table with batched Multi calls, one
+// Sink writes cells into a live table with batched Multi calls, one
 // hbase.Writer per split, so a split's Commit waits for exactly its own
 // mutations.
-type Puts struct {
+type Sink struct {
 	client  *hbase.Client
 	table   []byte
 	cfg     hbase.WriterConfig
 	retries atomic.Uint64 // mutation retries of every split's writer
 }
 
-// NewPuts returns the puts sink for table.
-func NewPuts(client *hbase.Client, table string, o PutsOptions) *Puts {
+// New returns the puts sink for table.
+func New(client *hbase.Client, table string, o Options) *Sink {
 	cfg := hbase.WriterConfig{MaxCellsPerCall: o.BatchCells, MaxBytesPerCall: int(o.BatchBytes), RetryTimeout: o.RetryTimeout, MaxBufferedBytes: int(o.BufferBytes)}
 	if o.CallsPerServer > 0 {
 		cfg.InFlightPerServer = max(1, o.CallsPerServer/max(1, o.Workers))
 	}
-	return &Puts{client: client, table: []byte(table), cfg: cfg}
+	return &Sink{client: client, table: []byte(table), cfg: cfg}
 }
 
-// Name implements Sink.
-func (p *Puts) Name() string { return "puts" }
+// Name implements sink.Sink.
+func (p *Sink) Name() string { return "puts" }
 
-// Begin implements Sink.
-func (p *Puts) Begin(_ context.Context, s sink.SplitInfo) (sink.SplitSink, error) {
+// Begin implements sink.Sink.
+func (p *Sink) Begin(_ context.Context, s sink.SplitInfo) (sink.SplitSink, error) {
 	return &putsSplit{p: p, w: p.client.NewWriter(p.table, p.cfg), id: s.ID}, nil
 }
 
-// Finish implements Sink: puts are durable at each split's Commit.
-func (p *Puts) Finish(context.Context, sink.Reporter) error { return nil }
+// Finish implements sink.Sink: puts are durable at each split's Commit.
+func (p *Sink) Finish(context.Context, sink.Reporter) error { return nil }
 
-// Close implements Sink. The client belongs to the caller.
-func (p *Puts) Close() error { return nil }
+// Close implements sink.Sink. The client belongs to the caller.
+func (p *Sink) Close() error { return nil }
 
 // Retries implements sink.Retrier: the mutation retries so far of every
 // split's writer, brought up to date every 1024 cells and at the end of a
 // split.
-func (p *Puts) Retries() uint64 { return p.retries.Load() }
+func (p *Sink) Retries() uint64 { return p.retries.Load() }
 
 type putsSplit struct {
-	p       *Puts
+	p       *Sink
 	w       *hbase.Writer
 	id      string
 	cells   int64
