@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // A job in phases (hfiles.Phase): N spill tasks (Prepare and Start with
@@ -16,18 +18,6 @@ import (
 // one load task (RunTask with hfiles.PhaseLoad) bulk loads them. Each task
 // leases its own folder inside the staging folder, so tasks of one phase
 // run side by side while a second attempt of one task is refused.
-
-// spillTask is the stage task of a run: a spill shard, or the whole job.
-func (o Options) spillTask() hfiles.Task {
-	if o.Phase != hfiles.PhaseSpill {
-		return hfiles.Task{}
-	}
-	t := hfiles.Task{Phase: hfiles.PhaseSpill, Index: o.Shard.Index, Count: o.Shard.Count}
-	if t.Count < 1 {
-		t.Index, t.Count = 0, 1
-	}
-	return t
-}
 
 // checkPhase refuses a phase a run cannot be: the merge and load read no
 // snapshot (RunTask runs them), and only staged HFiles come in phases
@@ -40,7 +30,7 @@ func checkPhase(j *job.Job, o Options) error {
 	default:
 		return fmt.Errorf("%w: phase %q: a run is the spill phase or the whole job; the merge and the load are tasks of their own", ErrInvalid, o.Phase)
 	}
-	if o.Sink != nil || j.Sink.Kind != job.SinkHFiles {
+	if kind, ok := sink.Lookup(j.Sink.Kind); o.Sink != nil || !ok || !kind.Phases {
 		return fmt.Errorf("%w: phases need the hfiles sink (sink.type: hfiles); with puts, shards write the target directly (--shard I/N without --phase)", ErrInvalid)
 	}
 	return nil
@@ -89,8 +79,11 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if err != nil {
 		return nil, err
 	}
-	if j.Sink.Kind != job.SinkHFiles {
+	if kind, ok := sink.Lookup(j.Sink.Kind); !ok || !kind.Phases {
 		return nil, fmt.Errorf("%w: the %s phase needs the hfiles sink (sink.type: hfiles)", ErrInvalid, o.Phase)
+	}
+	if j.Sink.Offline && task.Phase == hfiles.PhaseLoad {
+		return nil, fmt.Errorf("%w: the job is offline (sink.offline); the load needs the target cluster", ErrInvalid)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -103,23 +96,16 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
-	st := j.StagingPath()
-	if err := hfiles.CheckKind(st, task); err != nil {
-		return nil, err
+	tl := taskLeases{ls: ls, o: leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = j.Run.WorkersOrDefault()
 	}
-	lopts := leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf}
-	if err := ls.take(stagingLeasePath(st, task), "staging folder "+st+" ("+task.String()+")", lopts); err != nil {
-		return nil, err
+	mem := o.Memory
+	if mem <= 0 {
+		mem = j.Run.MemoryOrDefault()
 	}
-	// The load also loads a one-process run's folder, whose run leases
-	// the whole folder: the load holds that lease too, so it never loads
-	// beside a live run (no task of a job in phases takes it).
-	if task.Phase == hfiles.PhaseLoad {
-		if err := ls.take(stagingLeasePath(st, hfiles.Task{}), "staging folder "+st, lopts); err != nil {
-			return nil, err
-		}
-	}
-	s, closeClient, err := o.openSink(ctx, j, task, ls)
+	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem}, tl)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +125,20 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	return sum, err
 }
 
+// taskLeases are a task's leases as the hfiles sink's task sees them
+// (hfiles.Leases), each taken with the task's lease options.
+type taskLeases struct {
+	ls *leases
+	o  leaseOptions
+}
+
+func (t taskLeases) Take(file, what string) error             { return t.ls.take(file, what, t.o) }
+func (t taskLeases) Check() error                             { return t.ls.check() }
+func (t taskLeases) Stamp(file string) func() (string, int64) { return t.ls.stamp(file) }
+func (t taskLeases) Holder(fsys vfs.FS, p string) (string, bool, error) {
+	return leaseHolder(fsys, p)
+}
+
 // task checks the options and names the task.
 func (o TaskOptions) task() (hfiles.Task, error) {
 	switch o.Phase {
@@ -151,46 +151,6 @@ func (o TaskOptions) task() (hfiles.Task, error) {
 		return hfiles.Task{Phase: hfiles.PhaseLoad}, nil
 	}
 	return hfiles.Task{}, fmt.Errorf("%w: phase %q is not a task of its own (merge or load)", ErrInvalid, o.Phase)
-}
-
-// openSink opens the staging folder for the task, with the target
-// cluster unless the job is offline (a merge may be; the load may not).
-// The caller closes the sink, then the client (closeClient). ls are the
-// task's leases: their check is the fence of every record the sink
-// writes, and the task's staging lease stamps its state.
-func (o TaskOptions) openSink(ctx context.Context, j *job.Job, task hfiles.Task, ls *leases) (_ *hfiles.Sink, closeClient func() error, err error) {
-	workers := o.Workers
-	if workers <= 0 {
-		workers = j.Run.WorkersOrDefault()
-	}
-	mem := o.Memory
-	if mem <= 0 {
-		mem = j.Run.MemoryOrDefault()
-	}
-	budget := job.NewBudget(mem, workers)
-	so := hfiles.Options{
-		Staging: j.StagingPath(), Table: j.Target.Table, Task: task, Workers: workers,
-		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Fence: ls.check, Lease: ls.stamp(stagingLeasePath(j.StagingPath(), task)), Holder: leaseHolder,
-	}
-	closeClient = func() error { return nil }
-	if j.Sink.Offline {
-		if task.Phase == hfiles.PhaseLoad {
-			return nil, nil, fmt.Errorf("%w: the job is offline (sink.offline); the load needs the target cluster", ErrInvalid)
-		}
-	} else {
-		c, _, err := connectTarget(j, ", or sink.offline for the merge")
-		if err != nil {
-			return nil, nil, err
-		}
-		so.Client, closeClient = c, c.Close
-	}
-	s, err := hfiles.New(ctx, so)
-	if err != nil {
-		closeClient()
-		return nil, nil, err
-	}
-	return s, closeClient, nil
 }
 
 // Phase is a phase of a job in phases (hfiles.Phase), named here so that

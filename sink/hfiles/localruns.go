@@ -8,6 +8,7 @@ import (
 	"path"
 	"sync/atomic"
 
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -152,11 +153,8 @@ func (s *Sink) dropLost(recs []*splitRecord) ([]*splitRecord, []LostSplit) {
 
 // LostSplit is a split whose record the sink dropped when it opened the
 // staging folder, because the record names runs that are not where it
-// says (Sink.Lost).
-type LostSplit struct {
-	ID  string
-	Why string
-}
+// says (Sink.Lost); it is the run's sink.Lost.
+type LostSplit = sink.Lost
 
 // Lost returns the splits whose records the sink dropped because their
 // runs, spilled to a local run folder, are not in this process's folder:
