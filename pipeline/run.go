@@ -40,26 +40,28 @@ var (
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
 type Run struct {
-	j          *job.Job
-	o          Options
-	budget     job.Budget
-	snap       *snapshot.Snapshot
-	mfs        *meteredFS
-	sink       sink.Sink
-	ctl        *Control
-	scan       snapshot.ScanOptions
-	ckpt       *checkpointStore
-	leases     *leases
-	rejects    *rejectDir
-	now        func() time.Time
-	logf       func(string, ...any)
-	collide    bool
-	inRow      bool // the splits may cut inside rows (cellLevel)
-	greedyCut  bool // in-row cuts by the earlier rule, for a checkpoint cut so
-	defaultCut bool // the split size is the snapshot's default, not the job's
-	maxTrack   int
-	closers    []func() error
-	seed       uint64
+	j       *job.Job
+	o       Options
+	budget  job.Budget
+	snap    *snapshot.Snapshot
+	mfs     *meteredFS
+	sink    sink.Sink
+	ctl     *Control
+	scan    snapshot.ScanOptions
+	ckpt    *checkpointStore
+	leases  *leases
+	rejects *rejectDir
+	now     func() time.Time
+	logf    func(string, ...any)
+	collide bool
+	// spillWarned: a phase task said once that it ignores sink.spill_dir.
+	spillWarned bool
+	inRow       bool // the splits may cut inside rows (cellLevel)
+	greedyCut   bool // in-row cuts by the earlier rule, for a checkpoint cut so
+	defaultCut  bool // the split size is the snapshot's default, not the job's
+	maxTrack    int
+	closers     []func() error
+	seed        uint64
 	// all is every split of the job's cut, in the order they are dealt;
 	// items this run's share of them.
 	all     []work
