@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -54,4 +55,12 @@ func leaseLive(fsys vfs.FS, p string) bool {
 func processAlive(pid int) bool {
 	err := unix.Kill(pid, 0)
 	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// Staged reports whether a job whose sink is k keeps a staging folder
+// whose tasks `rekey status` reads (a sink that runs in phases, hfiles);
+// the other sinks' state is the job record and the shards' commits.
+func Staged(k job.SinkKind) bool {
+	kind, ok := sink.Lookup(k)
+	return ok && kind.Phases
 }

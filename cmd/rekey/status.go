@@ -46,7 +46,7 @@ or dry-run job has started; 1 the state cannot be read.`,
 			if err != nil {
 				return err
 			}
-			if j.Sink.Kind != job.SinkHFiles {
+			if !pipeline.Staged(j.Sink.Kind) {
 				// Puts and dry-run jobs have no staging folder: the
 				// record and the shards' commits are the job's state.
 				if js == nil {
