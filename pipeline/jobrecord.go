@@ -14,7 +14,7 @@ import (
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// The job record (package record) holds the tasks of one job to one cut.
+// The job record (package state) holds the tasks of one job to one cut.
 // A run that is a task of a job (every run but a redo of some key ranges,
 // --only) finds the record before it reads a cell: when there is one it
 // takes the record's split size and cut rule, checks that it cuts the

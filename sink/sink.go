@@ -1,8 +1,17 @@
 // Package sink is the contract between a run and where it writes: the
 // runner in package pipeline drives a Sink split by split, and the sinks
-// (pipeline's puts and dry-run, the staged HFiles of pipeline/stage, or a
-// caller's own) implement it. It is a package of its own so that sinks
-// need not import the runner that drives them.
+// implement it: DryRun here, each other sink in a package of its own
+// under this one (sink/puts, sink/hfiles; sink/bigtable next), or a
+// caller's own given to the run as pipeline.Options.Sink. The sinks are
+// peers of the run, not parts of it: they import neither the run nor the
+// snapshot, and what a builder needs of the run comes in an Env.
+//
+// Each sink package registers how it is built from the job's sink
+// section (Register, from its init); the run builds the sink a job names
+// through Lookup. Package pipeline is the one that imports every sink
+// (pipeline/sinks.go), so that cmd/rekey and verify import none, and a
+// new sink touches the job's list of kinds (job.SinkKinds), its own
+// package and that one line.
 package sink
 
 import (

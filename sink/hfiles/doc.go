@@ -1,4 +1,4 @@
-// Package stage is the hfiles sink of a rekey run: the write path for large
+// Package hfiles is the hfiles sink of a rekey run: the write path for large
 // backfills, where no region server writes cells and HBase adopts finished
 // HFiles instead (a bulk load).
 //

@@ -29,7 +29,7 @@ import (
 // own folder with its own lease (_rekey.lease):
 //
 //	plan.json                             published once, by the first spill shard
-//	job.json                              the job record (package record), likewise
+//	job.json                              the job record (package state), likewise
 //	spill/shard-IIII-of-NNNN/             a spill shard: runs/, splits/ as above, task.json
 //	spill/shard-IIII-of-NNNN.json         the shard's committed output (its split records)
 //	parts/part-JJJJ-of-RRRR/state.json    a merge part's finished HFiles (as finish.json)
@@ -54,7 +54,7 @@ const (
 
 	// A job in phases (phases.go) shares the folder between its tasks.
 	spillRoot = "spill"
-	// JobRecordFile is the job record (package record) of a job in
+	// JobRecordFile is the job record (package state) of a job in
 	// phases, published by its first spill task, proven against by the
 	// merge and the load.
 	JobRecordFile = "job.json"

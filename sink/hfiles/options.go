@@ -44,7 +44,7 @@ type Options struct {
 	// In one process they are the run's splits, each of which the merge
 	// wants recorded (ErrSplitsMissing); nil checks nothing.
 	SplitIDs []string
-	// JobRecord is the Digest of the job record (package record) a spill
+	// JobRecord is the Digest of the job record (package state) a spill
 	// task runs under, kept in its commit: the merge takes only commits
 	// made under the folder's record.
 	JobRecord string
