@@ -17,7 +17,10 @@ import (
 // hfiles.PhaseMerge) each merge the partitions dealt to them into HFiles;
 // one load task (RunTask with hfiles.PhaseLoad) bulk loads them. Each task
 // leases its own folder inside the staging folder, so tasks of one phase
-// run side by side while a second attempt of one task is refused.
+// run side by side while a second attempt of one task is refused. The
+// protocol (which folders, which leases, what a task waits for) is the
+// hfiles sink's (sink/hfiles/phases.go, hfiles.OpenTask); the run keeps
+// the leases themselves (lease.go) and hands them over as hfiles.Leases.
 
 // checkPhase refuses a phase a run cannot be: the merge and load read no
 // snapshot (RunTask runs them), and only staged HFiles come in phases
