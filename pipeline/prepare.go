@@ -500,7 +500,7 @@ func (r *Run) checkLost(s sink.Sink) error {
 	if len(done) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s records %d splits done whose output the %s sink no longer holds (split %s: %s); resume on the machine that wrote them, or start over with --fresh", ErrCheckpointDamaged, r.o.Checkpoint, len(done), s.Name(), done[0].ID, done[0].Why)
+	return fmt.Errorf("%w: %s records %d splits done whose output the %s sink did not find in %s (split %s: %s); resume on the machine that wrote them, or start over with --fresh", ErrCheckpointDamaged, r.o.Checkpoint, len(done), s.Name(), done[0].Where, done[0].ID, done[0].Why)
 }
 
 // connect opens a client to the target cluster, found the one way every

@@ -91,6 +91,9 @@ type Lease struct {
 type Lost struct {
 	ID  string
 	Why string
+	// Where is where the sink looked for the split's output (the local
+	// spill folder), for the message that sends the user there.
+	Where string
 }
 
 // Forgetful is a Sink that may drop splits an earlier run committed.

@@ -143,7 +143,7 @@ func (s *Sink) dropLost(recs []*splitRecord) ([]*splitRecord, []LostSplit) {
 	var lost []LostSplit
 	for _, r := range recs {
 		if ok, why := s.runsHere(r); !ok {
-			lost = append(lost, LostSplit{ID: r.ID, Why: why})
+			lost = append(lost, LostSplit{ID: r.ID, Why: why, Where: s.o.LocalRuns})
 			continue
 		}
 		out = append(out, r)
