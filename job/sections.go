@@ -46,6 +46,37 @@ const (
 	SinkHFiles SinkKind = "hfiles"  // staged HFiles, then bulk load
 )
 
+// SinkKinds are the sinks a job may name, in the order messages list
+// them: a new sink adds its kind here and its package under sink/, which
+// registers how it is built.
+var SinkKinds = []SinkKind{SinkPuts, SinkHFiles, SinkDryRun}
+
+// Known reports whether k is one of SinkKinds.
+func (k SinkKind) Known() bool {
+	for _, s := range SinkKinds {
+		if k == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SinkKindList spells SinkKinds for a message: "puts, hfiles or dry-run".
+func SinkKindList() string {
+	out := ""
+	for i, k := range SinkKinds {
+		switch {
+		case i == 0:
+		case i == len(SinkKinds)-1:
+			out += " or "
+		default:
+			out += ", "
+		}
+		out += string(k)
+	}
+	return out
+}
+
 // Sink is the sink section.
 type Sink struct {
 	// Kind is puts (the default), dry-run or hfiles.
@@ -290,11 +321,10 @@ func ParseInstant(s string) (int64, error) {
 func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 	d.mapping(n, p, map[string]func(*yaml.Node, string){
 		"type": func(n *yaml.Node, p string) {
-			switch k := SinkKind(d.str(n, p)); k {
-			case SinkPuts, SinkDryRun, SinkHFiles:
+			if k := SinkKind(d.str(n, p)); k.Known() {
 				s.Kind = k
-			default:
-				d.errorf(n, p, "sink %q is not allowed (expected puts, hfiles or dry-run)", n.Value)
+			} else {
+				d.errorf(n, p, "sink %q is not allowed (expected %s)", n.Value, SinkKindList())
 			}
 		},
 		"batch_cells": func(n *yaml.Node, p string) { s.BatchCells = int(d.positive(n, p, 1<<24)) },

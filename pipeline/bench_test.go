@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // BenchmarkDryRunDemo runs the demo job over the bundled snapshot through
@@ -14,7 +15,7 @@ func BenchmarkDryRunDemo(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		j := demoJob(&testing.T{})
 		j.Run.Checkpoint = b.TempDir() + "/ck.json"
-		sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1})
+		sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1})
 		if err != nil || sum.Read != 31413 {
 			b.Fatal(err, sum.Read)
 		}

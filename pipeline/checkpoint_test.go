@@ -17,7 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // The checkpoint tests cut the demo snapshot into small splits, so a run
@@ -35,7 +35,7 @@ const (
 
 // stopAfter is a dry run that cancels the run once k splits committed.
 type stopAfter struct {
-	pipeline.DryRun
+	sink.DryRun
 	n      atomic.Int32
 	k      int32
 	cancel func()
@@ -86,7 +86,7 @@ func interrupted(t *testing.T, j *job.Job) {
 
 // resume prepares a resumed run of j.
 func resume(j *job.Job) (*pipeline.Run, error) {
-	return pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes, Resume: true})
+	return pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes, Resume: true})
 }
 
 // journalOf returns the path of the one journal beside j's checkpoint.
@@ -234,10 +234,10 @@ func TestCheckpointDamageRefused(t *testing.T) {
 				}
 			}
 			// Without --resume it is refused the same way, not as "exists".
-			if _, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, SplitBytes: testSplitBytes}); !errors.Is(err, pipeline.ErrCheckpointDamaged) {
+			if _, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, SplitBytes: testSplitBytes}); !errors.Is(err, pipeline.ErrCheckpointDamaged) {
 				t.Errorf("a run without --resume: %v, want ErrCheckpointDamaged", err)
 			}
-			sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, SplitBytes: testSplitBytes, Fresh: true})
+			sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, SplitBytes: testSplitBytes, Fresh: true})
 			if err != nil || sum.Skipped != 0 || sum.Done != testSplits {
 				t.Fatalf("--fresh over the damaged checkpoint: %v (skipped %d, done %d); want every split done afresh", err, sum.Skipped, sum.Done)
 			}
@@ -362,7 +362,7 @@ func sameCounts(t *testing.T, what string, got, want *entity.Sketch) {
 // done split's entities and none is lost with the base written rarely.
 func TestCheckpointResumeKeepsSketch(t *testing.T) {
 	whole := checkpointJob(t)
-	sum, err := pipeline.Execute(context.Background(), whole, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes})
+	sum, err := pipeline.Execute(context.Background(), whole, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes})
 	if err != nil || !sum.Finished {
 		t.Fatalf("uninterrupted run: %v", err)
 	}
@@ -452,7 +452,7 @@ func TestCheckpointVersion1Loads(t *testing.T) {
 		t.Fatalf("resumed run: %v (finished %v, skipped %d, want 5)", err, sum.Finished, sum.Skipped)
 	}
 	whole := checkpointJob(t)
-	if _, err := pipeline.Execute(context.Background(), whole, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes}); err != nil {
+	if _, err := pipeline.Execute(context.Background(), whole, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes}); err != nil {
 		t.Fatal(err)
 	}
 	// The uninterrupted run cuts inside rows, the resumed one at rows (its
@@ -516,7 +516,7 @@ func TestCompactionMidRun(t *testing.T) {
 func TestResumeKeepsTheSketchSizes(t *testing.T) {
 	j := checkpointJob(t)
 	interrupted(t, j)
-	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes, Resume: true, HeavyHitters: 7, SampleEntities: 9})
+	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes, Resume: true, HeavyHitters: 7, SampleEntities: 9})
 	if err != nil || !sum.Finished {
 		t.Fatalf("resume with other sketch sizes: %v", err)
 	}

@@ -21,7 +21,8 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/sink/puts"
 	"github.com/rekeyhq/rekey/snapshot"
 )
 
@@ -225,7 +226,7 @@ func runPuts(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, 
 	if cfg.Workers == 0 {
 		cfg.Workers = 2
 	}
-	return runPutsWith(t, ctx, j, newSplits, cfg, pipeline.PutsOptions{BatchCells: 500, Workers: 2})
+	return runPutsWith(t, ctx, j, newSplits, cfg, puts.Options{BatchCells: 500, Workers: 2})
 }
 
 func dumpTable(t *testing.T, table string, raw bool) []cell.Cell {
@@ -306,10 +307,10 @@ func targetClient(t *testing.T, ctx context.Context, j *job.Job, newSplits []str
 }
 
 // runPutsWith is runPuts with the puts sink's options given.
-func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po pipeline.PutsOptions) (*pipeline.Summary, error) {
+func runPutsWith(t *testing.T, ctx context.Context, j *job.Job, newSplits []string, cfg pipeline.Options, po puts.Options) (*pipeline.Summary, error) {
 	t.Helper()
 	client := targetClient(t, ctx, j, newSplits)
-	cfg.Sink = pipeline.NewPuts(client, j.Target.Table, po)
+	cfg.Sink = puts.New(client, j.Target.Table, po)
 	return pipeline.Execute(ctx, j, cfg)
 }
 
@@ -439,7 +440,7 @@ func TestPresetsThroughHFiles(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}
-			stats, _ := sum.SinkStats.(stage.Stats)
+			stats, _ := sum.SinkStats.(hfiles.Stats)
 			if !sum.Finished || sum.Written != int64(len(want)) || stats.Cells != int64(len(want)) || stats.RegionsLoaded == 0 {
 				t.Errorf("finished %v, written %d, staged %d, want %d; regions loaded %d", sum.Finished, sum.Written, stats.Cells, len(want), stats.RegionsLoaded)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 func demoJob(t *testing.T) *job.Job {
@@ -52,7 +53,7 @@ func TestControlPausesResumesAndChangesLimits(t *testing.T) {
 	}
 	done := make(chan *pipeline.Summary, 1)
 	go func() {
-		sum, err := pipeline.Execute(ctx, demoJob(t), pipeline.Options{Sink: pipeline.DryRun{}, Control: ctl, Workers: 2})
+		sum, err := pipeline.Execute(ctx, demoJob(t), pipeline.Options{Sink: sink.DryRun{}, Control: ctl, Workers: 2})
 		if err != nil {
 			t.Error(err)
 		}
@@ -111,14 +112,14 @@ func TestInterruptKeepsFinishedSplits(t *testing.T) {
 	j := demoJob(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(1500 * time.Millisecond); cancel() }()
-	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, Limits: pipeline.Limits{CellsPerSec: 10000}})
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, Limits: pipeline.Limits{CellsPerSec: 10000}})
 	if err != pipeline.ErrInterrupted || !sum.Interrupted {
 		t.Fatalf("interrupted run: %v, %+v", err, sum)
 	}
 	if sum.Done == sum.Splits {
 		t.Fatalf("every split finished before the interrupt; the test needs a slower run")
 	}
-	sum2, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 2, Resume: true})
+	sum2, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 2, Resume: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestControlTokenFile(t *testing.T) {
 	}
 	var logs strings.Builder
 	logf := func(f string, a ...any) { fmt.Fprintf(&logs, f+"\n", a...) }
-	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Logf: logf})
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Logf: logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestControlTokenFile(t *testing.T) {
 		t.Errorf("token file after the run: %v", err)
 	}
 
-	r, err = pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, ControlToken: "given", Fresh: true})
+	r, err = pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, ControlToken: "given", Fresh: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestMetricsEndpointOnlyReads(t *testing.T) {
 
 	j := demoJob(t)
 	j.Run.MetricsAddr = "127.0.0.1:0"
-	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}})
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}})
 	if err != nil {
 		t.Fatal(err)
 	}

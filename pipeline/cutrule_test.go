@@ -5,11 +5,12 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // putsNamed is a dry run that calls itself puts, so that the run takes the
 // puts sink's default cut without a cluster.
-type putsNamed struct{ pipeline.DryRun }
+type putsNamed struct{ sink.DryRun }
 
 func (putsNamed) Name() string { return "puts" }
 
@@ -54,7 +55,7 @@ func resumeEarlier(t *testing.T, name string, opts pipeline.Options, splits, don
 // an even cut's; the resume recognises the greedy rule's, cuts by it (the
 // done splits' IDs name its key ranges) and skips the 5.
 func TestResumeKeepsGreedyInRowCut(t *testing.T) {
-	resumeEarlier(t, "checkpoint-inrow-greedy.json", pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes}, testSplits, stoppedAfter)
+	resumeEarlier(t, "checkpoint-inrow-greedy.json", pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes}, testSplits, stoppedAfter)
 }
 
 // TestResumeKeepsEarlierPutsDefault: testdata/checkpoint-puts-default.json

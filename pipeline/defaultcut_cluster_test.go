@@ -11,6 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -132,7 +133,7 @@ func TestDefaultCutThroughPuts(t *testing.T) {
 	// A row-level transform over the same snapshot keeps whole rows.
 	jr := loadJob(t, p, st, snap, dst)
 	prog := jr.Program
-	rows, err := pipeline.Execute(ctx, jr, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 2, NewMapper: func() transform.Mapper {
+	rows, err := pipeline.Execute(ctx, jr, pipeline.Options{Sink: sink.DryRun{}, Workers: 2, NewMapper: func() transform.Mapper {
 		m := prog.New()
 		return &transform.RowBuffer{MaxBytes: 64 << 20, Fn: func(row []cell.Cell, emit func(cell.Cell)) error {
 			for _, c := range row {

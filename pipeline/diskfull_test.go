@@ -13,7 +13,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 )
 
 // incompressible makes sensors x per wide_to_bucketed cells with random
@@ -34,7 +34,7 @@ func incompressible(sensors, per int) []cell.Cell {
 
 // TestStagingFileSystemFills: the staging folder is a 256 KiB tmpfs and the
 // job's runs and HFiles need several times that. The run stops with an
-// error that matches stage.ErrStagingFull and names the folder, its free
+// error that matches hfiles.ErrStagingFull and names the folder, its free
 // space and what it needs; the target holds nothing (no partial load).
 // Once the tmpfs is grown, --resume finishes, and the target equals the
 // rule applied to the oracle's dump, each cell once.
@@ -57,9 +57,9 @@ func TestStagingFileSystemFills(t *testing.T) {
 	o := pipeline.Options{Workers: 2, Memory: 4 << 20}
 
 	_, err := pipeline.Execute(ctx, j, o)
-	var fe *stage.FullError
-	if !errors.Is(err, stage.ErrStagingFull) || !errors.As(err, &fe) {
-		t.Fatalf("run into a full staging folder: %v; want a stage.FullError", err)
+	var fe *hfiles.FullError
+	if !errors.Is(err, hfiles.ErrStagingFull) || !errors.As(err, &fe) {
+		t.Fatalf("run into a full staging folder: %v; want a hfiles.FullError", err)
 	}
 	t.Logf("first run: %v", err)
 	for _, want := range []string{disk, "free", "needs about", "--resume"} {

@@ -30,9 +30,11 @@
 //     ErrCheckpointDamaged). It is a base file rewritten now and then
 //     plus a journal that gains one checksummed record per split, so a
 //     split's record costs the same however many came before it.
-//  4. the sink, from the job's sink section unless Options.Sink gives one:
-//     DryRun; Puts, through a client to the cluster hbase.Locate finds;
-//     or the staged HFiles of package stage, against the live table or
+//  4. the sink, from the job's sink section unless Options.Sink gives one,
+//     built by the builder its package registered (sink.Register; the
+//     sinks this build offers are imported in sinks.go): sink.DryRun;
+//     package puts, through a client to the cluster hbase.Locate finds;
+//     or the staged HFiles of package hfiles, against the live table or
 //     offline from split keys. For both of the last the target table is
 //     checked, or created when the job says target.create, pre-split at
 //     keys planned from a sample of the snapshot (PlanSplitKeys, the same

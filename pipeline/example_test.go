@@ -9,6 +9,7 @@ import (
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // A dry run of the demo job over the bundled snapshot: Prepare assembles
@@ -57,7 +58,7 @@ func ExampleExecute() {
 	j.Run.Checkpoint = filepath.Join(dir, "checkpoint.json")
 	j.BadKeys.File = ""
 
-	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1})
+	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/sink/puts"
 )
 
 var (
@@ -292,7 +294,7 @@ func TestRegionServerStoppedAndTargetMoved(t *testing.T) {
 	var err2 error
 	go func() {
 		defer wg.Done()
-		sum2, err2 = runPutsWith(t, ctx, j2, p.newSplits, cfg2, pipeline.PutsOptions{BatchCells: 500, Workers: 2, RetryTimeout: 500 * time.Millisecond})
+		sum2, err2 = runPutsWith(t, ctx, j2, p.newSplits, cfg2, puts.Options{BatchCells: 500, Workers: 2, RetryTimeout: 500 * time.Millisecond})
 	}()
 	time.Sleep(1500 * time.Millisecond)
 	t.Log(control(t, st, "stop-regionserver 0"))
@@ -397,7 +399,7 @@ run: {checkpoint: %q, set_timestamp: 1767225600000}
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1})
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -52,7 +53,7 @@ func TestRunFencesItsCheckpoint(t *testing.T) {
 	}
 	dir := t.TempDir()
 	j.Run.Checkpoint, j.BadKeys.File = filepath.Join(dir, "checkpoint.json"), filepath.Join(dir, "rejects.tsv")
-	r, err := Prepare(context.Background(), j, Options{Fresh: true, Sink: DryRun{}, Workers: 1})
+	r, err := Prepare(context.Background(), j, Options{Fresh: true, Sink: sink.DryRun{}, Workers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

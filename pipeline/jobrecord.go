@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/record"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// The job record (package record) holds the tasks of one job to one cut.
+// The job record (package state) holds the tasks of one job to one cut.
 // A run that is a task of a job (every run but a redo of some key ranges,
 // --only) finds the record before it reads a cell: when there is one it
 // takes the record's split size and cut rule, checks that it cuts the
@@ -27,13 +27,13 @@ import (
 // durable, the last one proving coverage.
 
 // ErrJobMismatch is matched by the error of a task whose job differs
-// from the job record in its state folder (record.ErrMismatch): another
+// from the job record in its state folder (state.ErrMismatch): another
 // snapshot, layout, scan, sink, shard count or an explicit split size.
-var ErrJobMismatch = record.ErrMismatch
+var ErrJobMismatch = state.ErrMismatch
 
 // ErrCoverage is matched by the error of a job whose committed splits are
-// not the job record's, each exactly once (record.ErrCoverage).
-var ErrCoverage = record.ErrCoverage
+// not the job record's, each exactly once (state.ErrCoverage).
+var ErrCoverage = state.ErrCoverage
 
 // jobState is where a run's job record and its shards' commits live.
 type jobState struct {
@@ -50,8 +50,8 @@ func (r *Run) jobStatePath() string {
 	if len(r.o.Only) > 0 {
 		return ""
 	}
-	if r.o.Phase == stage.PhaseSpill {
-		return strings.TrimSuffix(r.j.StagingPath(), "/") + "/" + stage.JobRecordFile
+	if r.o.Phase == hfiles.PhaseSpill {
+		return strings.TrimSuffix(r.j.StagingPath(), "/") + "/" + hfiles.JobRecordFile
 	}
 	base := r.o.Checkpoint
 	if !r.ckptGiven {
@@ -85,7 +85,7 @@ func (r *Run) openJobState() (*jobState, error) {
 // identity is the run's job identity for the record: what decides which
 // cells it writes where, apart from the cut and the shard (fingerprint's
 // parts, each named so a refusal can say which differs).
-func (r *Run) identity(sinkName string) []record.Field {
+func (r *Run) identity(sinkName string) []state.Field {
 	j, info := r.j, r.snap.Info()
 	oldKey, newKey := "", ""
 	if j.Program != nil {
@@ -107,7 +107,7 @@ func (r *Run) identity(sinkName string) []record.Field {
 		}
 		return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(time.RFC3339))
 	}
-	return []record.Field{
+	return []state.Field{
 		{Name: "source snapshot", Value: info.Name},
 		{Name: "source table", Value: info.Table},
 		{Name: "snapshot creation time", Value: fmt.Sprint(info.CreationTime.UnixMilli())},
@@ -125,9 +125,9 @@ func (r *Run) identity(sinkName string) []record.Field {
 
 // recordSplits lists every split of the run's cut (all shards'), in the
 // order they are dealt, with the shard each is dealt to.
-func (r *Run) recordSplits() []record.Split {
+func (r *Run) recordSplits() []state.Split {
 	shards := max(1, r.o.Shard.Count)
-	out := make([]record.Split, 0, len(r.all))
+	out := make([]state.Split, 0, len(r.all))
 	dealt := map[string]int{}
 	for i := range shards {
 		for _, w := range shardOf(r.all, Shard{Index: i, Count: shards}) {
@@ -136,12 +136,12 @@ func (r *Run) recordSplits() []record.Split {
 	}
 	for _, w := range r.all {
 		sp := w.split
-		s := record.Split{ID: w.id, Region: sp.Region.EncodedName, StartRow: sp.StartRow, StopRow: sp.EndRow, Bytes: w.bytes, Shard: dealt[w.id]}
+		s := state.Split{ID: w.id, Region: sp.Region.EncodedName, StartRow: sp.StartRow, StopRow: sp.EndRow, Bytes: w.bytes, Shard: dealt[w.id]}
 		if c := sp.StartColumn; c != nil {
-			s.StartColumn = &record.Column{Family: c.Family, Qualifier: c.Qualifier}
+			s.StartColumn = &state.Column{Family: c.Family, Qualifier: c.Qualifier}
 		}
 		if c := sp.EndColumn; c != nil {
-			s.EndColumn = &record.Column{Family: c.Family, Qualifier: c.Qualifier}
+			s.EndColumn = &state.Column{Family: c.Family, Qualifier: c.Qualifier}
 		}
 		out = append(out, s)
 	}
@@ -157,7 +157,7 @@ func (r *Run) findJob() error {
 		return err
 	}
 	r.jobs = js
-	rec, found, err := record.Read(js.fs, js.file)
+	rec, found, err := state.ReadJob(js.fs, js.file)
 	if err != nil {
 		if !r.o.Fresh {
 			return fmt.Errorf("%w (--fresh on every task starts the job over)", err)
@@ -168,11 +168,11 @@ func (r *Run) findJob() error {
 	if !found {
 		return nil
 	}
-	if r.o.Fresh && r.o.Phase != stage.PhaseSpill {
+	if r.o.Fresh && r.o.Phase != hfiles.PhaseSpill {
 		// This shard starts over: its earlier commit no longer stands
 		// for its splits (a spill shard's commit is the stage's, which
 		// its attempt rewrites).
-		if err := record.RemoveShard(js.fs, js.commits, max(0, r.o.Shard.Index), max(1, r.o.Shard.Count)); err != nil {
+		if err := state.RemoveShard(js.fs, js.commits, max(0, r.o.Shard.Index), max(1, r.o.Shard.Count)); err != nil {
 			return err
 		}
 	}
@@ -194,7 +194,7 @@ func (r *Run) findJob() error {
 // discardJob removes the job record and the shards' commits.
 func (r *Run) discardJob() error {
 	js := r.jobs
-	if err := record.Remove(js.fs, js.file); err != nil {
+	if err := state.RemoveJob(js.fs, js.file); err != nil {
 		return err
 	}
 	if err := js.fs.RemoveAll(js.commits); err != nil {
@@ -208,7 +208,7 @@ func (r *Run) discardJob() error {
 // default that changed between builds is not, the record's is taken) and
 // cut rule, then the same splits, of which the run keeps those the
 // record deals to its shard.
-func (r *Run) matchJob(rec *record.Job) error {
+func (r *Run) matchJob(rec *state.Job) error {
 	name, err := r.sinkName()
 	if err != nil {
 		return err
@@ -272,19 +272,19 @@ func (r *Run) publishJob() error {
 	}
 	shards := max(1, r.o.Shard.Count)
 	task := fmt.Sprintf("%s shard %d/%d", name, max(0, r.o.Shard.Index), shards)
-	if r.o.Phase == stage.PhaseSpill {
+	if r.o.Phase == hfiles.PhaseSpill {
 		task = fmt.Sprintf("spill shard %d/%d", max(0, r.o.Shard.Index), shards)
 	}
-	mine := &record.Job{
+	mine := &state.Job{
 		JobFile: r.j.Path, Build: buildVersion(), Task: task, Published: time.Now().UTC(),
 		Identity: r.identity(name), SplitBytes: r.o.SplitBytes, DefaultSize: r.defaultCut, CutRule: r.cutRule().String(),
 		Shards: shards, Splits: r.recordSplits(),
 	}
-	rec, won, err := record.Publish(r.jobs.fs, r.jobs.file, mine)
+	rec, won, err := state.PublishJob(r.jobs.fs, r.jobs.file, mine)
 	if err != nil {
 		return err
 	}
-	if s, ok := r.sink.(*stage.Sink); ok {
+	if s, ok := r.sink.(*hfiles.Sink); ok {
 		s.SetJobRecord(rec.Digest())
 	}
 	if won {
@@ -326,7 +326,7 @@ type JobCoverage struct {
 // every shard has committed.
 func (r *Run) commitToJob(sum *Summary) error {
 	js, rec := r.jobs, r.job
-	if js == nil || rec == nil || r.o.Phase == stage.PhaseSpill {
+	if js == nil || rec == nil || r.o.Phase == hfiles.PhaseSpill {
 		return nil // a spill task's coverage is the merge's to prove
 	}
 	ids := make([]string, 0, len(r.items))
@@ -334,10 +334,10 @@ func (r *Run) commitToJob(sum *Summary) error {
 		ids = append(ids, w.id)
 	}
 	shard := max(0, r.o.Shard.Index)
-	if err := record.CommitShard(js.fs, js.commits, record.ShardCommit{Shard: shard, Count: rec.Shards, Record: rec.Digest(), Splits: ids, Committed: time.Now().UTC()}); err != nil {
+	if err := state.CommitShard(js.fs, js.commits, state.ShardCommit{Shard: shard, Count: rec.Shards, Record: rec.Digest(), Splits: ids, Committed: time.Now().UTC()}); err != nil {
 		return err
 	}
-	commits, err := record.ReadShardCommits(js.fs, js.commits, rec.Digest(), rec.Shards)
+	commits, err := state.ReadShardCommits(js.fs, js.commits, rec.Digest(), rec.Shards)
 	if err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func (r *Run) commitToJob(sum *Summary) error {
 		r.logf("shard %d/%d committed; %d of %d shards have; the last to finish proves the job's coverage", shard, rec.Shards, len(commits), rec.Shards)
 		return nil
 	}
-	if err := rec.Cover(record.Commits(commits)); err != nil {
+	if err := rec.Cover(state.Commits(commits)); err != nil {
 		return fmt.Errorf("job %s: %w", js.loc.URL, err)
 	}
 	cov.Proven = true
@@ -385,12 +385,12 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 		staging = j.StagingPath()
 	}
 	if j.Sink.Kind == job.SinkHFiles {
-		rec, committed, coverage, err := stage.SpillCoverage(staging, vfs.Options{Kerberos: Identity(j, nil)})
+		rec, committed, coverage, err := hfiles.SpillCoverage(staging, vfs.Options{Kerberos: Identity(j, nil)})
 		if err != nil {
 			return nil, err
 		}
 		if rec != nil {
-			return jobStatus(strings.TrimSuffix(staging, "/")+"/"+stage.JobRecordFile, rec, committed, coverage), nil
+			return jobStatus(strings.TrimSuffix(staging, "/")+"/"+hfiles.JobRecordFile, rec, committed, coverage), nil
 		}
 	}
 	where := strings.TrimSuffix(checkpointPath(j, Shard{}, nil), ".json") + ".job.json"
@@ -399,22 +399,22 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 		return nil, fmt.Errorf("job record: %w", err)
 	}
 	defer loc.Close()
-	rec, found, err := record.Read(loc.FS, loc.Path)
+	rec, found, err := state.ReadJob(loc.FS, loc.Path)
 	if err != nil || !found {
 		return nil, err
 	}
-	commits, err := record.ReadShardCommits(loc.FS, strings.TrimSuffix(loc.Path, ".job.json")+".shards", rec.Digest(), rec.Shards)
+	commits, err := state.ReadShardCommits(loc.FS, strings.TrimSuffix(loc.Path, ".job.json")+".shards", rec.Digest(), rec.Shards)
 	if err != nil {
 		return nil, err
 	}
 	var coverage error
 	if len(commits) >= rec.Shards {
-		coverage = rec.Cover(record.Commits(commits))
+		coverage = rec.Cover(state.Commits(commits))
 	}
 	return jobStatus(loc.URL, rec, len(commits), coverage), nil
 }
 
-func jobStatus(url string, rec *record.Job, committed int, coverage error) *JobStatus {
+func jobStatus(url string, rec *state.Job, committed int, coverage error) *JobStatus {
 	st := &JobStatus{
 		Record: url, Published: rec.Published, PublishedBy: rec.Task, Shards: rec.Shards, Splits: len(rec.Splits),
 		SplitBytes: rec.SplitBytes, CutRule: rec.CutRule, Committed: committed,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // runShard runs shard i of n of the demo job through the dry-run sink
@@ -19,7 +20,7 @@ func runShard(t *testing.T, ckpt string, i, n int, splitBytes int64, logs *[]str
 	j := demoJob(t)
 	j.Run.Checkpoint = ckpt
 	j.Run.SplitBytes = splitBytes
-	o := pipeline.Options{Sink: pipeline.DryRun{}, Shard: pipeline.Shard{Index: i, Count: n}}
+	o := pipeline.Options{Sink: sink.DryRun{}, Shard: pipeline.Shard{Index: i, Count: n}}
 	if logs != nil {
 		o.Logf = func(f string, a ...any) { *logs = append(*logs, f) }
 	}
@@ -151,7 +152,7 @@ func TestJobRecordFreshStartsOver(t *testing.T) {
 	}
 	j := demoJob(t)
 	j.Run.Checkpoint, j.Run.SplitBytes = ckpt, 40000
-	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Fresh: true})
+	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Fresh: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/internal/krb"
-	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -53,11 +52,6 @@ import (
 // it, when Options.LeaseTTL is zero: after a crash the next run waits at
 // most this long (or is told --force-takeover).
 const DefaultLeaseTTL = time.Minute
-
-// stagingLeaseName is the lease file inside a staging folder; the
-// underscore makes bulk load tools and OpenStaging pass over it, as they
-// pass over Hadoop's _SUCCESS.
-const stagingLeaseName = "_rekey.lease"
 
 // ErrLeased is matched by the error (a *LeasedError) of a run refused
 // because another run holds its state.
@@ -194,31 +188,26 @@ func newLeases() *leases {
 }
 
 // takeLeases leases the run's state before anything reads or writes it:
-// the checkpoint, and the staging folder when the run builds the hfiles
-// sink itself (a given sink owns its own output). The leases are released
-// when the run is closed.
+// the checkpoint, and the state the sink writes (sink.Kind.State: the
+// hfiles sink's staging folder) when the run builds the sink itself (a
+// given sink owns its own output). The leases are released when the run
+// is closed.
 func (r *Run) takeLeases() error {
 	r.leases = newLeases()
 	r.closers = append(r.closers, r.leases.release)
-	type state struct{ what, where, lease string }
-	todo := []state{{"checkpoint", r.o.Checkpoint, checkpointLeasePath(r.o.Checkpoint)}}
-	if name, err := r.sinkName(); err == nil && r.o.Sink == nil && name == string(job.SinkHFiles) {
-		st := r.j.StagingPath()
-		if err := stage.CheckKind(st, r.o.spillTask(), vfs.Options{Kerberos: r.o.Kerberos}); err != nil {
+	todo := []sink.Lease{{What: "checkpoint", Where: r.o.Checkpoint, File: checkpointLeasePath(r.o.Checkpoint)}}
+	if kind, err := r.sinkKind(); err == nil && r.o.Sink == nil && kind.State != nil {
+		more, err := kind.State(r.sinkEnv())
+		if err != nil {
 			return err
 		}
-		todo = append(todo, state{"staging folder", st, stagingLeasePath(st, r.o.spillTask())})
-		if d := r.spillDir(); d != "" {
-			// Two jobs given one spill_dir would remove each other's runs
-			// as strays.
-			todo = append(todo, state{"spill folder", d, path.Join(d, stagingLeaseName)})
-		}
+		todo = append(todo, more...)
 	}
 	for _, s := range todo {
-		err := r.leases.take(s.lease, s.what+" "+s.where, r.leaseOptions())
+		err := r.leases.take(s.File, s.What+" "+s.Where, r.leaseOptions())
 		var le *LeasedError
-		if errors.As(err, &le) && s.what == "staging folder" && r.o.Shard.Count > 1 && r.o.Phase == stage.PhaseAll {
-			le.Hint = "every shard of a job needs its own --staging folder"
+		if errors.As(err, &le) && s.Hint != "" {
+			le.Hint = s.Hint
 		}
 		if err != nil {
 			return err
@@ -233,17 +222,6 @@ func (r *Run) leaseOptions() leaseOptions {
 		ttl = DefaultLeaseTTL
 	}
 	return leaseOptions{ttl: ttl, force: r.o.ForceTakeover, logf: r.logf, kerberos: r.o.Kerberos}
-}
-
-// stagingLeasePath is the lease file of a task's share of the staging
-// folder st: the whole folder in one process, the task's own folder in a
-// job in phases (each spill shard and merge part holds its own).
-func stagingLeasePath(st string, t stage.Task) string {
-	p := strings.TrimSuffix(st, "/")
-	if d := t.Dir(); d != "" {
-		p += "/" + d
-	}
-	return p + "/" + stagingLeaseName
 }
 
 // checkpointLeasePath is the lease file of a checkpoint: beside it, named
@@ -328,7 +306,7 @@ func (s *leases) stamp(where string) func() (string, int64) {
 // leaseHolder reads the token of the current generation of the remote
 // lease folder p: who holds the state, or last held it (a released
 // generation names its giver). It reports false where there is no lease
-// folder (a local lock file, or no lease yet). It is stage.Options.Holder.
+// folder (a local lock file, or no lease yet). It is hfiles.Options.Holder.
 func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
 	fi, err := fsys.Stat(p)
 	if errors.Is(err, iofs.ErrNotExist) {

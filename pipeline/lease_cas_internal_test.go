@@ -323,7 +323,7 @@ func TestLeaseCASForceTakesOnlyFromTheHolderSeen(t *testing.T) {
 }
 
 // TestLeaseHolderNamesTheLastHolder: the holder a reader of the staging
-// folder is told (stage.Options.Holder) is the current generation's
+// folder is told (hfiles.Options.Holder) is the current generation's
 // token: the holder's, the taker's after a takeover, and the giver's
 // after a release; a single file (a local lock) is no lease folder.
 func TestLeaseHolderNamesTheLastHolder(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -39,7 +40,7 @@ func demoRun(t *testing.T, s state) (*job.Job, pipeline.Options) {
 	if s.Staging != "" {
 		j.Sink.Kind, j.Sink.Offline, j.Sink.Staging = job.SinkHFiles, true, s.Staging
 	} else {
-		o.Sink = pipeline.DryRun{}
+		o.Sink = sink.DryRun{}
 	}
 	return j, o
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 )
 
 // TestLocalSpillLostThenFound: a one-process staged run with its
@@ -48,7 +48,7 @@ func TestLocalSpillLostThenFound(t *testing.T) {
 	o := pipeline.Options{Workers: 2, Memory: 4 << 20, SplitBytes: 64 << 10}
 
 	sum, err := pipeline.Execute(ctx, j, o)
-	if !errors.Is(err, stage.ErrStagingFull) {
+	if !errors.Is(err, hfiles.ErrStagingFull) {
 		t.Fatalf("first run: %v; want the staging bound met in the merge", err)
 	}
 	if sum == nil || sum.Done != sum.Splits {

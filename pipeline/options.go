@@ -7,8 +7,8 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/sink"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )
@@ -71,12 +71,12 @@ type Options struct {
 	// afterDone, when set, is called once a split's done record is
 	// written (the schedule test kills a run there).
 	afterDone func()
-	// Phase, when stage.PhaseSpill, makes the run the spill task of Shard
+	// Phase, when hfiles.PhaseSpill, makes the run the spill task of Shard
 	// (0/1 without one) in a job in phases: its sorted runs go to its own
 	// folder inside the shared staging folder, and its Finish commits them
 	// for the merge (RunTask runs the merge and the load). It needs the
 	// hfiles sink. The zero Phase is the whole job in one process.
-	Phase stage.Phase
+	Phase hfiles.Phase
 	// LoadCommand is how the caller's user loads staged HFiles later
 	// ("rekey load JOB"), said with NoLoad or offline beside HBase's own
 	// bulk load tool.

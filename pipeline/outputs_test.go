@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -31,7 +32,7 @@ func TestUnwritableRejectFileFailsFirst(t *testing.T) {
 		j := demoJob(t)
 		j.BadKeys.File = bad
 		fsys := vfs.NewFaulty(vfs.Local{}, vfs.Fault{PathContains: "/data/", Op: "read"})
-		_, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Open: snapshot.OpenOptions{FS: fsys}})
+		_, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Open: snapshot.OpenOptions{FS: fsys}})
 		if !errors.Is(err, pipeline.ErrInvalid) || !errors.Is(err, vfs.ErrNotWritable) || !strings.Contains(err.Error(), bad) {
 			t.Errorf("reject file %s: Prepare said %v; want ErrInvalid and ErrNotWritable naming the path", bad, err)
 		}

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/hbase"
-	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/sink"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
@@ -352,14 +351,24 @@ func (r *Run) sinkName() (string, error) {
 	if r.o.Sink != nil {
 		return r.o.Sink.Name(), nil
 	}
-	switch k := r.j.Sink.Kind; k {
-	case "":
-		return string(job.SinkPuts), nil
-	case job.SinkPuts, job.SinkDryRun, job.SinkHFiles:
-		return string(k), nil
-	default:
+	k := r.j.Sink.Kind
+	if k == "" {
+		k = job.SinkPuts
+	}
+	if _, ok := sink.Lookup(k); !ok {
 		return "", fmt.Errorf("%w: sink %q is not available in this build", ErrInvalid, k)
 	}
+	return string(k), nil
+}
+
+// sinkKind is how the job's sink is built (sink.Register).
+func (r *Run) sinkKind() (sink.Kind, error) {
+	name, err := r.sinkName()
+	if err != nil {
+		return sink.Kind{}, err
+	}
+	kind, _ := sink.Lookup(job.SinkKind(name))
+	return kind, nil
 }
 
 // checkCheckpoint loads an existing checkpoint and holds it to Resume,
@@ -386,7 +395,7 @@ func (r *Run) checkCheckpoint() error {
 	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects"), kerberos: o.Kerberos}
 
 	fpScan := r.fpScan()
-	if o.Phase != stage.PhaseAll {
+	if o.Phase != hfiles.PhaseAll {
 		// A spill task's checkpoint is not a one-process shard's: their
 		// runs live in different folders.
 		name += "/" + string(o.Phase)
@@ -438,92 +447,22 @@ func (r *Run) fpScan() snapshot.ScanOptions {
 	return s
 }
 
-// buildSink builds the sink the job's sink section describes and readies
-// its target.
+// buildSink builds the sink the job's sink section describes, through
+// the builder its package registered, and readies its target.
 func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
-	j := r.j
-	switch name, _ := r.sinkName(); job.SinkKind(name) {
-	case job.SinkDryRun:
-		return DryRun{}, nil
-	case job.SinkPuts:
-		c, err := r.connect(ctx, "")
-		if err != nil {
-			return nil, err
-		}
-		if err := r.readyTarget(ctx, c); err != nil {
-			return nil, err
-		}
-		return NewPuts(c, j.Target.Table, PutsOptions{
-			BatchCells: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
-			CallsPerServer: j.Run.MaxCallsPerServer, Workers: r.o.Workers,
-			BufferBytes: min(r.budget.SinkPerWorker(), maxPutsBufferBytes),
-		}), nil
-	default:
-		return r.buildStaged(ctx)
+	kind, err := r.sinkKind()
+	if err != nil {
+		return nil, err
 	}
-}
-
-// maxPutsBufferBytes caps what one worker's puts writer holds unacknowledged
-// (hbase.WriterConfig.MaxBufferedBytes, in memory held): enough for the
-// calls in flight to a dozen region servers (a 5,000-cell call of small
-// cells holds about 1.1 MB, 219 bytes a cell in TestWriterHoldsWhatItCounts,
-// and each server has a few in flight and one filling), while more only
-// queues cells behind a busy server, which speeds nothing and, at 1 GiB
-// with 2 workers, pushed the live heap to the budget and the GC into
-// thrashing (issue 28).
-const maxPutsBufferBytes = 64 << 20
-
-// buildStaged builds the staged-HFiles sink: against the live table, or
-// offline from split keys (the job's, or planned from a sample of the
-// snapshot).
-func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
-	j := r.j
-	o := stage.Options{
-		Staging: j.StagingPath(), Table: j.Target.Table, NoLoad: j.Sink.NoLoad, LoadCommand: r.o.LoadCommand,
-		Memory: r.budget.Sink, MergeMemory: r.budget.Merge(), Workers: r.o.Workers, MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Task: r.o.spillTask(), Splits: len(r.items), NoDirect: j.Sink.NoDirect, Kerberos: r.o.Kerberos,
-		OneToOne: !r.collide && !r.o.ownMapper,
+	e := r.sinkEnv()
+	e.Splits = make([]sink.SplitInfo, 0, len(r.items)) // a shard may have none
+	for _, w := range r.items {
+		e.Splits = append(e.Splits, sink.SplitInfo{ID: w.id, Bytes: w.bytes})
 	}
 	if r.job != nil {
-		o.JobRecord = r.job.Digest()
+		e.JobRecord = r.job.Digest()
 	}
-	// A spill task commits exactly its splits; one process checks that
-	// each has its record before it merges.
-	o.SplitIDs = make([]string, 0, len(r.items)) // a shard may have none
-	for _, w := range r.items {
-		o.SourceBytes += w.bytes // what a full staging folder's estimate scales to
-		o.SplitIDs = append(o.SplitIDs, w.id)
-	}
-	o.LocalRuns = r.spillDir()
-	o.Fence = r.leases.check // every record under the run's leases
-	o.Lease = r.leases.stamp(stagingLeasePath(o.Staging, o.Task))
-	o.Holder = leaseHolder
-	if j.Sink.Offline {
-		keys := j.Target.Create.SplitKeys
-		from := "target.create.split_keys"
-		if len(keys) == 0 {
-			var err error
-			if keys, err = r.planSplitKeys(ctx); err != nil {
-				return nil, err
-			}
-			from = "the plan's split keys"
-		}
-		o.SplitKeys = keys
-		r.logf("hfiles sink offline: %d target regions from %s; the staged files are not loaded", len(keys)+1, from)
-	} else {
-		c, err := r.connect(ctx, ", or --offline")
-		if err != nil {
-			return nil, err
-		}
-		if err := r.readyTarget(ctx, c); err != nil {
-			return nil, err
-		}
-		o.Client = c
-		r.warnStaging(o.Staging) // (an offline run names no cluster to compare with)
-	}
-	// Not `return stage.New(ctx, o)`: a nil *stage.Sink in the sink.Sink
-	// interface is not a nil interface, and the run would close it.
-	s, err := stage.New(ctx, o)
+	s, err := kind.Build(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -534,28 +473,31 @@ func (r *Run) buildStaged(ctx context.Context) (sink.Sink, error) {
 	return s, nil
 }
 
-// spillDir is the local folder the hfiles sink spills its runs to, "" for
-// the staging folder (job.Job.SpillDirFor): a job in phases always keeps
-// them in the staging folder, which every merge part reads.
-func (r *Run) spillDir() string {
-	if t := r.o.spillTask(); t.Phase != stage.PhaseAll {
-		if d := r.j.Sink.SpillDir; d != "" && d != job.SpillStaging && !r.spillWarned {
-			r.spillWarned = true
-			r.logf("sink.spill_dir %s is for a run in one process: a %s task keeps its runs in the staging folder, which the merge parts read", d, t)
-		}
-		return ""
+// sinkEnv is what the run gives a sink's builder (sink.Env); buildSink
+// adds the splits and the job record once they are known.
+func (r *Run) sinkEnv() sink.Env {
+	return sink.Env{
+		Job: r.j, Workers: r.o.Workers, Budget: r.budget,
+		Phase: string(r.o.Phase), Index: r.o.Shard.Index, Count: r.o.Shard.Count,
+		Checkpoint: r.o.Checkpoint, LoadCommand: r.o.LoadCommand, Logf: r.logf,
+		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
+		Fence: r.leases.check, Stamp: r.leases.stamp, Holder: leaseHolder,
+		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,
 	}
-	return r.j.SpillDirFor(r.o.Checkpoint)
 }
 
-// checkLost refuses to go on when the sink dropped the record of a split
-// this run's checkpoint counts done, because the split's runs are not in
-// the local spill folder (another machine's, or removed): the run would
-// skip the split and the merge miss its cells. A dropped split the
+// checkLost refuses to go on when the sink dropped the output of a split
+// this run's checkpoint counts done (the hfiles sink: its runs are not in
+// the local spill folder, another machine's, or removed): the run would
+// skip the split and the sink miss its cells. A dropped split the
 // checkpoint does not count done is simply redone.
-func (r *Run) checkLost(s *stage.Sink) error {
-	var done []stage.LostSplit
-	for _, l := range s.Lost() {
+func (r *Run) checkLost(s sink.Sink) error {
+	f, ok := s.(sink.Forgetful)
+	if !ok {
+		return nil
+	}
+	var done []sink.Lost
+	for _, l := range f.Lost() {
 		if st := r.state.Splits[l.ID]; st != nil && st.Done {
 			done = append(done, l)
 		} else {
@@ -565,40 +507,20 @@ func (r *Run) checkLost(s *stage.Sink) error {
 	if len(done) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s records %d splits done whose runs are not in the spill folder %s (split %s: %s); resume on the machine that spilled them, or start over with --fresh", ErrCheckpointDamaged, r.o.Checkpoint, len(done), r.spillDir(), done[0].ID, done[0].Why)
+	return fmt.Errorf("%w: %s records %d splits done whose output the %s sink did not find in %s (split %s: %s); resume on the machine that wrote them, or start over with --fresh", ErrCheckpointDamaged, r.o.Checkpoint, len(done), s.Name(), done[0].Where, done[0].ID, done[0].Why)
 }
 
 // connect opens a client to the target cluster, found the one way every
 // subcommand finds it (hbase.Locate); the run closes it. hint ends the
 // message when no cluster is named.
 func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
-	c, where, err := connectTarget(r.j, r.o.Kerberos, hint)
+	c, where, err := sink.ConnectTarget(r.j, r.o.Kerberos, hint)
 	if err != nil {
 		return nil, err
 	}
 	r.closers = append(r.closers, c.Close)
 	r.cluster = where
 	return c, nil
-}
-
-// connectTarget opens a client to the job's target cluster and says
-// where it was found; the caller closes it.
-func connectTarget(j *job.Job, id *krb.Identity, hint string) (*hbase.Client, string, error) {
-	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
-	}
-	if j.Target.Timeout > 0 {
-		cfg.OperationTimeout = j.Target.Timeout
-	}
-	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
-		cfg.Kerberos.Identity = id
-	}
-	c, err := hbase.NewClient(cfg)
-	if err != nil {
-		return nil, "", fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)
-	}
-	return c, fmt.Sprintf("%s (from %s)", cfg.ZKQuorum, from), nil
 }
 
 // readyTarget checks the target table, or creates it when the job says

@@ -13,13 +13,13 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // concurrency is a dry-run sink that records how many splits were open in
 // it at once.
 type concurrency struct {
-	pipeline.DryRun
+	sink.DryRun
 	mu         sync.Mutex
 	open, most int
 }
@@ -85,7 +85,7 @@ func TestDefaultWorkersFollowGOMAXPROCS(t *testing.T) {
 func TestBudgetDividedOnce(t *testing.T) {
 	j := demoJob(t)
 	j.Run.Memory, j.Run.Workers = 64<<20, 4
-	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}})
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestBudgetDividedOnce(t *testing.T) {
 // looked for), and a given sink is closed.
 func TestPrepareTouchesNothingOnError(t *testing.T) {
 	j := demoJob(t)
-	if _, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}}); err != nil {
+	if _, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("REKEY_ZK", "")
@@ -142,7 +142,7 @@ func TestPrepareTouchesNothingOnError(t *testing.T) {
 }
 
 type closeCounter struct {
-	pipeline.DryRun
+	sink.DryRun
 	n int
 }
 
@@ -151,7 +151,7 @@ func (c *closeCounter) Close() error { c.n++; return nil }
 // TestRunStartsOnce: Start twice, or Wait before Start, is an error, not a
 // second set of workers on the same checkpoint.
 func TestRunStartsOnce(t *testing.T) {
-	r, err := pipeline.Prepare(context.Background(), demoJob(t), pipeline.Options{Sink: pipeline.DryRun{}})
+	r, err := pipeline.Prepare(context.Background(), demoJob(t), pipeline.Options{Sink: sink.DryRun{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestRunStartsOnce(t *testing.T) {
 // checkpoint's journal, as another run's compaction does after it took
 // the state over.
 type journalRemover struct {
-	pipeline.DryRun
+	sink.DryRun
 	dir  string
 	once sync.Once
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/record"
-	"github.com/rekeyhq/rekey/pipeline/sink"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/state"
 )
 
 // Errors a caller maps to exit codes.
@@ -80,7 +80,7 @@ type Run struct {
 	// ranges); job the record the run is a task of, once found or
 	// published; recordKept says it was found, so its cut is the run's.
 	jobs       *jobState
-	job        *record.Job
+	job        *state.Job
 	recordKept bool
 
 	cluster, controlAddr, metricsAddr string
@@ -408,8 +408,8 @@ func (r *Run) finishSink(ctx context.Context) error {
 
 // Staged returns the hfiles sink's account of the run (runs, HFiles,
 // collisions across splits, regions loaded), when the run staged HFiles.
-func (s *Summary) Staged() (stage.Stats, bool) {
-	st, ok := s.SinkStats.(stage.Stats)
+func (s *Summary) Staged() (hfiles.Stats, bool) {
+	st, ok := s.SinkStats.(hfiles.Stats)
 	return st, ok
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/transform"
 )

@@ -6,6 +6,7 @@ import (
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink"
 )
 
 // TestSummarySplitTimes checks the summary's split times against the rule
@@ -13,7 +14,7 @@ import (
 // largest Seconds of the finished splits, and their ratio.
 func TestSummarySplitTimes(t *testing.T) {
 	j := checkpointJob(t)
-	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: testSplitBytes})
+	sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: testSplitBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestSplitBytesDefaultAndOff(t *testing.T) {
 	} {
 		j := checkpointJob(t)
 		j.Run.SplitBytes = tc.file
-		sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: pipeline.DryRun{}, Workers: 1, SplitBytes: tc.opt})
+		sum, err := pipeline.Execute(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Workers: 1, SplitBytes: tc.opt})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

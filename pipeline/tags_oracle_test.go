@@ -13,7 +13,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/stage"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 )
 
 // sourceTags gives cell i of the tags test its tags (u16 length, type,
@@ -44,7 +44,7 @@ func sourceTags(i int) []byte {
 func runHFiles(t *testing.T, ctx context.Context, st *testenv.State, j *job.Job, newSplits []string) (*pipeline.Summary, error) {
 	t.Helper()
 	client := targetClient(t, ctx, j, newSplits)
-	sink, err := stage.New(ctx, stage.Options{Staging: "hdfs://" + st.NameNode + "/tmp/" + j.Target.Table, Table: j.Target.Table, Client: client, Memory: 4 << 20, Workers: 2})
+	sink, err := hfiles.New(ctx, hfiles.Options{Staging: "hdfs://" + st.NameNode + "/tmp/" + j.Target.Table, Table: j.Target.Table, Client: client, Memory: 4 << 20, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func openStagingRun(staging string, vo vfs.Options) (*StagingReader, error) {
 
 // stagedRecord is the part of a staging folder's record of its HFiles that
 // verify reads: finish.json of a run in one process, load/state.json of a
-// load task, parts/PART/state.json of a merge task (pipeline/stage writes
+// load task, parts/PART/state.json of a merge task (sink/hfiles writes
 // them; its manifest.go is the format's owner). Each file's name is
 // relative to the staging folder.
 type stagedRecord struct {

@@ -34,7 +34,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
-	"github.com/rekeyhq/rekey/pipeline/sink"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/snapshot/manifest"
 	"github.com/rekeyhq/rekey/transform"
@@ -298,7 +298,7 @@ func stopAtHalf(j *job.Job, n int) (int, error) {
 
 // halfway is a dry run that cancels its run after k commits.
 type halfway struct {
-	pipeline.DryRun
+	sink.DryRun
 	k      int64
 	done   atomic.Int64
 	cancel func()

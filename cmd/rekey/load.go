@@ -92,7 +92,7 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		// printed this very command.
 		j.Sink.Kind = job.SinkHFiles
 	}
-	if j.Sink.Kind != job.SinkHFiles {
+	if !pipeline.Staged(j.Sink.Kind) {
 		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}
 	}
 	o := pipeline.TaskOptions{Phase: phase, Workers: j.Run.Workers, Memory: j.Run.Memory, ForceTakeover: f.forceTakeover, Kerberos: runIdentity}

@@ -304,12 +304,11 @@ func runOptions(f runFlags, stderr io.Writer, logf func(string, ...any)) (pipeli
 // applyRunFlags overrides the job file with the flags given.
 func applyRunFlags(j *job.Job, f runFlags) error {
 	if f.sink != "" {
-		switch k := job.SinkKind(f.sink); k {
-		case job.SinkPuts, job.SinkDryRun, job.SinkHFiles:
-			j.Sink.Kind = k
-		default:
-			return fmt.Errorf("--sink %q: expected puts, hfiles or dry-run", f.sink)
+		k := job.SinkKind(f.sink)
+		if !k.Known() {
+			return fmt.Errorf("--sink %q: expected %s", f.sink, job.SinkKindList())
 		}
+		j.Sink.Kind = k
 	}
 	if f.workers < 0 || f.workersSet && f.workers == 0 {
 		return fmt.Errorf("--workers %d: expected 1 or more", f.workers)

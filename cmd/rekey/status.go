@@ -50,7 +50,7 @@ run it as often as you like.
 			if err != nil {
 				return err
 			}
-			if j.Sink.Kind != job.SinkHFiles && staging == "" {
+			if !pipeline.Staged(j.Sink.Kind) && staging == "" {
 				// Puts and dry-run jobs have no staging folder: the
 				// record and the shards' commits are the job's state.
 				if js == nil {

@@ -23,13 +23,15 @@ const module = "github.com/rekeyhq/rekey/"
 // out of the unit's own folder. The packages of one unit may otherwise
 // always import each other.
 //
-// Dependencies point one way, down DESIGN.md's table; cell is the only
-// package everyone shares. internal/writable holds the Hadoop
+// Dependencies point one way, down docs/architecture.md's package table;
+// cell is the only package everyone shares. internal/writable holds the Hadoop
 // variable-length integers the HFile reader and the snapshot manifest
 // decoder share; internal/human the one way sizes and rates are printed;
 // internal/pause the wait between a retried operation's attempts.
 // cmd/rekey turns flags into a job and prints what pipeline
-// and verify return: it reaches no sink internals.
+// and verify return: it imports no sink, so it reaches no sink internals
+// and makes no choice between sinks. The sinks sit below the run and
+// above the clients; the job's durable state sits below both.
 //
 // vfs is a core (interfaces, local and in-memory file systems, Open and
 // its scheme registry) with one package per storage backend on top of it:
@@ -63,8 +65,17 @@ var rules = map[string][]string{
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
-	"pipeline":  append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
-	"verify":    append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/krb"}, noBackends...),
+	// A job's durable state shared across machines (the job record): below
+	// the run and the sinks, which both write it.
+	"state": {"vfs"},
+	// The sinks are peers of the run, not parts of it: the contract and
+	// dry-run at sink/, each sink in its own package under it, built from
+	// its job section through sink.Register. They read no snapshot and
+	// know no run; what a builder needs of the run comes in sink.Env.
+	"sink": append([]string{"cell", "vfs", "hfile", "hbase", "job", "state", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
+	// The run: it imports every sink the build offers (pipeline/sinks.go).
+	"pipeline": append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "state", "sink", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
+	"verify":   append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/krb"}, noBackends...),
 
 	"internal/writable": {},
 	"internal/human":    {},
@@ -86,8 +97,10 @@ var rules = map[string][]string{
 	"internal/lint": {},
 
 	"cmd/rekey": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/krb",
-		"pipeline", "!pipeline/stage", "!pipeline/sink", "verify", "internal/human"},
-	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "job", "pipeline", "!pipeline/stage", "verify"},
+		"pipeline", "verify", "internal/human"},
+	// It builds runs through a given dry-run sink (sink.DryRun), and
+	// reaches no sink's internals.
+	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "job", "pipeline", "sink", "!sink/hfiles", "!sink/puts", "verify"},
 
 	// Programs written as a user of the library would: no internal/.
 	"examples": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "pipeline", "verify"},

@@ -1,0 +1,180 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"github.com/rekeyhq/rekey/internal/krb"
+	"sort"
+	"sync"
+
+	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// Kind is how a sink of one kind (the job's sink.type) is built. A sink
+// package registers its Kind from init, so that adding a sink touches the
+// job's list of sections and the sink's own package, not the run.
+type Kind struct {
+	// Build builds the sink from the job's sink section and readies its
+	// target. It runs after the run's state is leased and its splits are
+	// chosen, and before any cell is read.
+	Build func(ctx context.Context, e Env) (Sink, error)
+	// State names what the sink writes durable state in (a staging
+	// folder), for the run to lease before it reads or writes anything;
+	// nil when it writes none of its own.
+	State func(e Env) ([]Lease, error)
+	// Phases says the sink can run as a job in phases (a spill run, then
+	// tasks of their own); a sink without writes its target directly from
+	// each shard.
+	Phases bool
+}
+
+// Env is what a sink's builder gets from the run that builds it.
+type Env struct {
+	// Job is the job; its sink section says how to build the sink.
+	Job *job.Job
+	// Workers is how many splits the run writes at once; Budget is the
+	// run's memory, divided (job.NewBudget).
+	Workers int
+	Budget  job.Budget
+	// Phase and Shard say which task of a job in phases the run is:
+	// Phase "" (the whole job, or a shard of it) or "spill", with its
+	// shard Index of Count.
+	Phase        string
+	Index, Count int
+	// Splits are the splits this run reads, largest first.
+	Splits []SplitInfo
+	// JobRecord is the digest of the job record the run runs under
+	// (state.Job.Digest), "" with none.
+	JobRecord string
+	// Checkpoint is where the run keeps its checkpoint; state a sink keeps
+	// per run may live beside it.
+	Checkpoint string
+	// LoadCommand is how the caller's user loads staged output later.
+	LoadCommand string
+	// Logf receives notable events.
+	Logf func(format string, args ...any)
+	// Kerberos is who the run logs in to Kerberos as (its state folders
+	// may be on a kerberized HDFS).
+	Kerberos *krb.Identity
+	// OneToOne says the run maps distinct old cells to distinct new cells
+	// (the job's layouts drop no field and merge no families, no timestamp
+	// is set, no mapper of the caller's own): two equal new cells can only
+	// be one cell written twice.
+	OneToOne bool
+
+	// Connect opens a client to the target cluster (ConnectTarget); the
+	// run closes it. hint ends the message when no cluster is named.
+	Connect func(ctx context.Context, hint string) (*hbase.Client, error)
+	// ReadyTarget checks the target table, or creates it as the job says.
+	ReadyTarget func(ctx context.Context, c *hbase.Client) error
+	// PlanSplitKeys plans the target's split keys from a sample of the
+	// source, for a sink that writes for regions not yet made.
+	PlanSplitKeys func(ctx context.Context) ([][]byte, error)
+	// WarnStaging checks a staging folder against the cluster the run
+	// writes to, and warns of a mismatch.
+	WarnStaging func(staging string)
+
+	// Fence is the check every durable write of the sink's state is made
+	// after (the run's leases all still held); Stamp returns what records
+	// made under the lease taken at where are stamped with, or nil;
+	// Holder reads who holds the lease folder p.
+	Fence  func() error
+	Stamp  func(where string) func() (string, int64)
+	Holder func(fsys vfs.FS, p string) (string, bool, error)
+}
+
+// Lease is one piece of a sink's durable state the run must hold a lease
+// on: What and Where name it in messages, File is the lease itself.
+type Lease struct {
+	What, Where, File string
+	// Hint ends the message when another run holds it.
+	Hint string
+}
+
+// Lost is a split whose output a sink dropped when it was built, because
+// it could not keep it (the hfiles sink's runs in a local spill folder
+// not on this machine): the run redoes it, or refuses to go on when its
+// checkpoint counts it done.
+type Lost struct {
+	ID  string
+	Why string
+	// Where is where the sink looked for the split's output (the local
+	// spill folder), for the message that sends the user there.
+	Where string
+}
+
+// Forgetful is a Sink that may drop splits an earlier run committed.
+type Forgetful interface {
+	Sink
+	// Lost names the splits dropped when the sink was built.
+	Lost() []Lost
+}
+
+var (
+	mu    sync.RWMutex
+	kinds = map[job.SinkKind]Kind{}
+)
+
+// Register makes the sink kind k buildable. It panics when k is
+// registered twice, which is a mistake of the build, not of a job.
+func Register(k job.SinkKind, kind Kind) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := kinds[k]; dup {
+		panic(fmt.Sprintf("sink: %q registered twice", k))
+	}
+	kinds[k] = kind
+}
+
+// Lookup returns how the sink kind k is built, and false when this build
+// has no such sink. The empty kind is puts, the job's default.
+func Lookup(k job.SinkKind) (Kind, bool) {
+	if k == "" {
+		k = job.SinkPuts
+	}
+	mu.RLock()
+	defer mu.RUnlock()
+	kind, ok := kinds[k]
+	return kind, ok
+}
+
+// Kinds lists the registered sink kinds, sorted.
+func Kinds() []job.SinkKind {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]job.SinkKind, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+func init() {
+	Register(job.SinkDryRun, Kind{Build: func(context.Context, Env) (Sink, error) { return DryRun{}, nil }})
+}
+
+// ConnectTarget opens a client to the job's target cluster, found the one
+// way every subcommand finds it (hbase.Locate), and says where it was
+// found; the caller closes it. id is who to log in to Kerberos as when the
+// cluster's configuration does not say. hint ends the message when no
+// cluster is named.
+func ConnectTarget(j *job.Job, id *krb.Identity, hint string) (*hbase.Client, string, error) {
+	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
+	}
+	if j.Target.Timeout > 0 {
+		cfg.OperationTimeout = j.Target.Timeout
+	}
+	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
+		cfg.Kerberos.Identity = id
+	}
+	c, err := hbase.NewClient(cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)
+	}
+	return c, fmt.Sprintf("%s (from %s)", cfg.ZKQuorum, from), nil
+}
