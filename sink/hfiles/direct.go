@@ -160,7 +160,7 @@ func (w *splitSink) goDirect(ctx context.Context) error {
 		}
 		if !ok {
 			// trackOrder found them in order: the two checks disagree.
-			return fmt.Errorf("stage: split %s: buffered cell %s is out of order, though the buffer was checked in order", w.info.ID, &c)
+			return fmt.Errorf("hfiles: split %s: buffered cell %s is out of order, though the buffer was checked in order", w.info.ID, &c)
 		}
 	}
 	w.release()
@@ -214,7 +214,7 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 		}
 		if o.out == nil {
 			if err := w.s.fs.MkdirAll(path.Join(w.s.root, o.rel)); err != nil {
-				return false, fmt.Errorf("stage: split %s: create %s: %w", w.info.ID, o.rel, err)
+				return false, fmt.Errorf("hfiles: split %s: create %s: %w", w.info.ID, o.rel, err)
 			}
 			out, err := w.s.createHFile(o.rel, w.s.familyOptions(string(o.family)))
 			if err != nil {
@@ -228,7 +228,7 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 		if errors.Is(err, hfile.ErrOutOfOrder) {
 			return false, nil
 		}
-		return false, fmt.Errorf("stage: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
+		return false, fmt.Errorf("hfiles: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
 	}
 	w.directN++
 	if w.directN%4096 == 0 {
@@ -252,7 +252,7 @@ func (w *splitSink) closeSegment(o *directOut) error {
 	o.reps = repeats{}
 	w.segs = append(w.segs, seg)
 	if err := w.s.addStaged(info.Size); err != nil {
-		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		return fmt.Errorf("hfiles: split %s: %w", w.info.ID, err)
 	}
 	return nil
 }
@@ -328,17 +328,17 @@ func removeStraySegments(fsys vfs.WriteFS, root, spill string, recs []*splitReco
 		return held, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("stage: list %s: %w", dir, err)
+		return 0, fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	for _, sd := range splits {
 		attempts, err := fsys.ReadDir(path.Join(dir, sd.Name()))
 		if err != nil {
-			return 0, fmt.Errorf("stage: list %s: %w", path.Join(dir, sd.Name()), err)
+			return 0, fmt.Errorf("hfiles: list %s: %w", path.Join(dir, sd.Name()), err)
 		}
 		for _, a := range attempts {
 			if !keep[path.Join(sd.Name(), a.Name())] {
 				if err := fsys.RemoveAll(path.Join(dir, sd.Name(), a.Name())); err != nil {
-					return 0, fmt.Errorf("stage: remove stray segments %s: %w", path.Join(dir, sd.Name(), a.Name()), err)
+					return 0, fmt.Errorf("hfiles: remove stray segments %s: %w", path.Join(dir, sd.Name(), a.Name()), err)
 				}
 			}
 		}
@@ -395,7 +395,7 @@ func (s *Sink) adoptable(p *partition) bool {
 func (s *Sink) adopt(ps *partState, p *partition) error {
 	dir := path.Join(s.root, hfilesDir, s.plan.Regions[p.region].Dir, p.family)
 	if err := s.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("stage: create %s: %w", dir, err)
+		return fmt.Errorf("hfiles: create %s: %w", dir, err)
 	}
 	files := make([]hfileInfo, 0, len(p.segs))
 	var dups, colls int64
@@ -431,16 +431,16 @@ func (s *Sink) moveChecked(from, to string, size int64) error {
 		if ti, terr := s.fs.Stat(to); terr == nil && ti.Size() == size {
 			return nil
 		}
-		return fmt.Errorf("stage: segment %s is gone, and not at %s either (removed under the run?)", from, to)
+		return fmt.Errorf("hfiles: segment %s is gone, and not at %s either (removed under the run?)", from, to)
 	}
 	if err != nil {
-		return fmt.Errorf("stage: segment %s: %w", from, err)
+		return fmt.Errorf("hfiles: segment %s: %w", from, err)
 	}
 	if fi.Size() != size {
-		return fmt.Errorf("stage: segment %s holds %d bytes, its record says %d (torn or overwritten?)", from, fi.Size(), size)
+		return fmt.Errorf("hfiles: segment %s holds %d bytes, its record says %d (torn or overwritten?)", from, fi.Size(), size)
 	}
 	if err := s.fs.Rename(from, to); err != nil {
-		return fmt.Errorf("stage: move segment %s to %s: %w", from, to, err)
+		return fmt.Errorf("hfiles: move segment %s to %s: %w", from, to, err)
 	}
 	return nil
 }
@@ -480,7 +480,7 @@ func (s *Sink) restoreSegments(segs []*segmentFile) error {
 			continue // not adopted: the merge finds it missing and says so
 		}
 		if err := s.fs.Rename(to, from); err != nil {
-			return fmt.Errorf("stage: move adopted segment %s back to %s: %w", to, from, err)
+			return fmt.Errorf("hfiles: move adopted segment %s back to %s: %w", to, from, err)
 		}
 	}
 	return nil
@@ -502,16 +502,16 @@ func openSegCursor(fsys vfs.FS, root string, seg *segmentFile) (*segCursor, erro
 	name := path.Join(root, seg.Name)
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("stage: open segment %s: %w", name, err)
+		return nil, fmt.Errorf("hfiles: open segment %s: %w", name, err)
 	}
 	if f.Size() != seg.Size {
 		f.Close()
-		return nil, fmt.Errorf("stage: segment %s holds %d bytes, its record says %d (torn or overwritten?)", name, f.Size(), seg.Size)
+		return nil, fmt.Errorf("hfiles: segment %s holds %d bytes, its record says %d (torn or overwritten?)", name, f.Size(), seg.Size)
 	}
 	rd, err := hfile.Open(f, f.Size(), name)
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("stage: segment %s: %w", name, err)
+		return nil, fmt.Errorf("hfiles: segment %s: %w", name, err)
 	}
 	return &segCursor{f: f, it: rd.NewIterator(), name: name, want: seg.Cells}, nil
 }
@@ -529,9 +529,9 @@ func (c *segCursor) next() bool {
 		return true
 	}
 	if err := c.it.Err(); err != nil {
-		c.err = fmt.Errorf("stage: segment %s: %w", c.name, err)
+		c.err = fmt.Errorf("hfiles: segment %s: %w", c.name, err)
 	} else if c.n != c.want {
-		c.err = fmt.Errorf("stage: segment %s: read %d cells, its record says %d", c.name, c.n, c.want)
+		c.err = fmt.Errorf("hfiles: segment %s: read %d cells, its record says %d", c.name, c.n, c.want)
 	}
 	return false
 }

@@ -28,7 +28,7 @@ func FamilyOptions(attrs map[string]string) (hfile.WriterOptions, error) {
 				}
 			}
 			if !found {
-				return o, fmt.Errorf("stage: DATA_BLOCK_ENCODING %q cannot be written", v)
+				return o, fmt.Errorf("hfiles: DATA_BLOCK_ENCODING %q cannot be written", v)
 			}
 		case "COMPRESSION":
 			found := false
@@ -38,7 +38,7 @@ func FamilyOptions(attrs map[string]string) (hfile.WriterOptions, error) {
 				}
 			}
 			if !found {
-				return o, fmt.Errorf("stage: COMPRESSION %q cannot be written", v)
+				return o, fmt.Errorf("hfiles: COMPRESSION %q cannot be written", v)
 			}
 		case "BLOOMFILTER":
 			switch v {
@@ -49,12 +49,12 @@ func FamilyOptions(attrs map[string]string) (hfile.WriterOptions, error) {
 			case "ROWCOL":
 				o.Bloom = hfile.BloomRowCol
 			default:
-				return o, fmt.Errorf("stage: BLOOMFILTER %q cannot be written", v)
+				return o, fmt.Errorf("hfiles: BLOOMFILTER %q cannot be written", v)
 			}
 		case "BLOCKSIZE":
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
-				return o, fmt.Errorf("stage: BLOCKSIZE %q is not a size in bytes", v)
+				return o, fmt.Errorf("hfiles: BLOCKSIZE %q is not a size in bytes", v)
 			}
 			o.BlockSize = n
 		}
@@ -67,13 +67,13 @@ func FamilyOptions(attrs map[string]string) (hfile.WriterOptions, error) {
 func tableFamilies(ctx context.Context, c *hbase.Client, table string) (map[string]hfile.WriterOptions, error) {
 	desc, err := c.DescribeTable(ctx, table)
 	if err != nil {
-		return nil, fmt.Errorf("stage: describe %s: %w", table, err)
+		return nil, fmt.Errorf("hfiles: describe %s: %w", table, err)
 	}
 	out := map[string]hfile.WriterOptions{}
 	for _, f := range desc.Families {
 		o, err := FamilyOptions(f.Attributes)
 		if err != nil {
-			return nil, fmt.Errorf("stage: %s family %s: %w", table, f.Name, err)
+			return nil, fmt.Errorf("hfiles: %s family %s: %w", table, f.Name, err)
 		}
 		out[f.Name] = o
 	}

@@ -95,7 +95,7 @@ func (s *Sink) mergeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 // ErrRepeatedCells is matched by the error of a merge or load that found
 // equal cells under a job that maps old cells one to one
 // (Options.OneToOne).
-var ErrRepeatedCells = errors.New("stage: cells staged twice")
+var ErrRepeatedCells = errors.New("hfiles: cells staged twice")
 
 // checkRepeats fails a one-to-one job whose merge collapsed cells: no two
 // old cells become one new cell, and the snapshot reader yields each old
@@ -139,7 +139,7 @@ func (s *Sink) checkStaged(recs []*splitRecord) error {
 
 // ErrSplitsMissing is matched by the error of a merge that finds splits
 // the run counts done without a record in the staging folder.
-var ErrSplitsMissing = errors.New("stage: splits missing from the staging folder")
+var ErrSplitsMissing = errors.New("hfiles: splits missing from the staging folder")
 
 // account sets the spill and merge figures of Stats from the records (a
 // resumed process staged only part of the job itself).
@@ -258,17 +258,17 @@ func (s *Sink) dropStale(st *finishState) error {
 	if s.task.Phase == PhaseMerge {
 		for _, f := range allFiles(st) {
 			if err := s.fs.Remove(path.Join(s.root, f.Name)); err != nil && !notExist(err) {
-				return fmt.Errorf("stage: remove stale HFile %s: %w", f.Name, err)
+				return fmt.Errorf("hfiles: remove stale HFile %s: %w", f.Name, err)
 			}
 		}
 		return nil
 	}
 	if len(st.Loaded) > 0 || len(st.Sent) > 0 || st.Written {
-		return fmt.Errorf("stage: staging folder %s: splits were staged again after their HFiles were written or loaded; stage into a fresh folder", s.loc.URL)
+		return fmt.Errorf("hfiles: staging folder %s: splits were staged again after their HFiles were written or loaded; stage into a fresh folder", s.loc.URL)
 	}
 	// HFiles of an earlier set of runs are stale: start the merge over.
 	if err := s.fs.RemoveAll(path.Join(s.root, hfilesDir)); err != nil {
-		return fmt.Errorf("stage: remove stale HFiles: %w", err)
+		return fmt.Errorf("hfiles: remove stale HFiles: %w", err)
 	}
 	return nil
 }
@@ -331,12 +331,12 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 		for i, f := range r.Runs {
 			for _, p := range f.Parts {
 				if p.Region < 0 || p.Region >= len(s.plan.Regions) {
-					return nil, fmt.Errorf("stage: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
+					return nil, fmt.Errorf("hfiles: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
 				}
 				pt := get(p.Region, p.Family)
 				fsys, name := s.runFS(&r.Runs[i])
 				if fsys == nil {
-					return nil, fmt.Errorf("stage: split %s: run %s is in another local run folder (ID %s) than this process's", r.ID, f.Name, f.Local)
+					return nil, fmt.Errorf("hfiles: split %s: run %s is in another local run folder (ID %s) than this process's", r.ID, f.Name, f.Local)
 				}
 				pt.runs = append(pt.runs, partRun{fs: fsys, name: name, size: f.Size, part: p, order: fmt.Sprintf("%s\x00%06d", r.ID, i)})
 				pt.bytes += p.Bytes
@@ -347,7 +347,7 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 		for i := range r.Segments {
 			seg := &r.Segments[i]
 			if seg.Region < 0 || seg.Region >= len(s.plan.Regions) {
-				return nil, fmt.Errorf("stage: segment %s names region %d, but the plan has %d", seg.Name, seg.Region, len(s.plan.Regions))
+				return nil, fmt.Errorf("hfiles: segment %s names region %d, but the plan has %d", seg.Name, seg.Region, len(s.plan.Regions))
 			}
 			pt := get(seg.Region, seg.Family)
 			pt.segs = append(pt.segs, partSeg{seg: seg, order: fmt.Sprintf("%s\x00s%06d", r.ID, i)})
@@ -425,7 +425,7 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 		return err
 	}
 	if err := s.fs.RemoveAll(path.Join(s.root, runsDir)); err != nil {
-		return fmt.Errorf("stage: remove merged runs: %w", err)
+		return fmt.Errorf("hfiles: remove merged runs: %w", err)
 	}
 	// What is left of the segments was merged again (the adopted ones
 	// were moved out).
@@ -437,11 +437,11 @@ func (s *Sink) writeAll(ctx context.Context, rep sink.Reporter, recs []*splitRec
 		}
 	}
 	if err := s.fs.RemoveAll(path.Join(s.root, segmentsDir)); err != nil {
-		return fmt.Errorf("stage: remove merged segments: %w", err)
+		return fmt.Errorf("hfiles: remove merged segments: %w", err)
 	}
 	if s.local != nil {
 		if err := s.local.fs.RemoveAll(path.Join(s.local.root, runsDir)); err != nil {
-			return fmt.Errorf("stage: remove merged runs: %w", err)
+			return fmt.Errorf("hfiles: remove merged runs: %w", err)
 		}
 		s.local.held.Store(0)
 	}
@@ -616,7 +616,7 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 	}
 	f, err := s.fs.Create(out.tmp)
 	if err != nil {
-		return nil, fmt.Errorf("stage: create HFile %s: %w", out.tmp, err)
+		return nil, fmt.Errorf("hfiles: create HFile %s: %w", out.tmp, err)
 	}
 	out.f = f
 	out.cw = &countingWriter{w: f, total: &s.openHFiles}
@@ -634,7 +634,7 @@ func (s *Sink) createHFile(dir string, opts hfile.WriterOptions) (*hfileOut, err
 	if err != nil {
 		f.Close()
 		s.fs.Remove(out.tmp)
-		return nil, fmt.Errorf("stage: HFile %s: %w", out.final, err)
+		return nil, fmt.Errorf("hfiles: HFile %s: %w", out.final, err)
 	}
 	out.w = w
 	return out, nil
@@ -671,7 +671,7 @@ func (s *Sink) finishHFile(o *hfileOut) (hfileInfo, error) {
 	}
 	if err != nil {
 		s.fs.Remove(o.tmp)
-		return hfileInfo{}, fmt.Errorf("stage: write HFile %s: %w", o.final, err)
+		return hfileInfo{}, fmt.Errorf("hfiles: write HFile %s: %w", o.final, err)
 	}
 	size := o.w.Stats().Written
 	return hfileInfo{Name: o.rel, Size: size, Cells: st.Entries, FirstRow: st.FirstRow, LastRow: st.LastRow, ID: o.id}, nil

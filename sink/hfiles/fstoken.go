@@ -54,7 +54,7 @@ func (s *Sink) fsToken(ctx context.Context, rep sink.Reporter) (lt *loadToken, d
 	}
 	dt, err := src.DelegationToken(ctx, "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("stage: bulk load: %w", err)
+		return nil, nil, fmt.Errorf("hfiles: bulk load: %w", err)
 	}
 	if dt == nil {
 		return nil, func() {}, nil

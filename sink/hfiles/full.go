@@ -44,7 +44,7 @@ func (e *FullError) Error() string {
 	if e.Need > 0 {
 		need = fmt.Sprintf("; the job needs about %s there at its peak, %s more than it holds (%s)", human.Bytes(e.Need), human.Bytes(max(e.Need-e.Held, 0)), e.Basis)
 	}
-	return fmt.Sprintf("stage: staging folder %s is full while %s: it holds %s of this job's files, with %s%s; nothing was loaded: free space there (or stage elsewhere), then run again with --resume: %v",
+	return fmt.Sprintf("hfiles: staging folder %s is full while %s: it holds %s of this job's files, with %s%s; nothing was loaded: free space there (or stage elsewhere), then run again with --resume: %v",
 		e.Folder, e.While, human.Bytes(e.Held), free, need, e.Err)
 }
 

@@ -68,7 +68,7 @@ func (w *splitSink) keep() (sink.Ack, error) {
 			return sink.Ack{}, err
 		}
 		if err := w.s.fs.Remove(name); err != nil && !notExist(err) {
-			return sink.Ack{}, fmt.Errorf("stage: split %s: remove the record of attempt %s: %w", w.info.ID, old.Attempt, err)
+			return sink.Ack{}, fmt.Errorf("hfiles: split %s: remove the record of attempt %s: %w", w.info.ID, old.Attempt, err)
 		}
 		w.s.removeRuns(&old)
 	}
@@ -156,7 +156,7 @@ func (s *Sink) spillKept(ctx context.Context, w *splitSink) error {
 		return s.full(err, "spilling split "+w.info.ID)
 	}
 	if err := s.onDurable([]string{w.info.ID}); err != nil {
-		return fmt.Errorf("stage: split %s spilled, but the run could not record it: %w", w.info.ID, err)
+		return fmt.Errorf("hfiles: split %s spilled, but the run could not record it: %w", w.info.ID, err)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (s *Sink) keptDurable(ks []*splitSink) error {
 		ids = append(ids, w.info.ID)
 	}
 	if err := s.onDurable(ids); err != nil {
-		return fmt.Errorf("stage: %d splits written to HFiles, but the run could not record them: %w", len(ids), err)
+		return fmt.Errorf("hfiles: %d splits written to HFiles, but the run could not record them: %w", len(ids), err)
 	}
 	return nil
 }
@@ -360,7 +360,7 @@ func (w *writtenSplit) Write(_ context.Context, c *cell.Cell) error {
 
 func (w *writtenSplit) Commit(context.Context) (sink.Ack, error) {
 	if w.cells != w.rec.Cells || w.bytes != w.rec.Bytes {
-		return sink.Ack{}, fmt.Errorf("stage: split %s redone with %d cells (%d bytes), but the HFiles written for it hold %d (%d bytes): the source or the job changed since; stage into a fresh folder", w.rec.ID, w.cells, w.bytes, w.rec.Cells, w.rec.Bytes)
+		return sink.Ack{}, fmt.Errorf("hfiles: split %s redone with %d cells (%d bytes), but the HFiles written for it hold %d (%d bytes): the source or the job changed since; stage into a fresh folder", w.rec.ID, w.cells, w.bytes, w.rec.Cells, w.rec.Bytes)
 	}
 	return sink.Ack{Cells: w.cells, Bytes: w.bytes}, nil
 }

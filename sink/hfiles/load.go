@@ -78,7 +78,7 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 			return
 		}
 		if serr := s.saveFinish(st); serr != nil {
-			err = errors.Join(err, fmt.Errorf("stage: record the regions loaded: %w", serr))
+			err = errors.Join(err, fmt.Errorf("hfiles: record the regions loaded: %w", serr))
 		}
 	}()
 	var g errgroup.Group
@@ -174,17 +174,17 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 		var se *hbase.SpanError
 		var le *hbase.BulkLoadError
 		if !errors.As(err, &se) && !errors.As(err, &le) {
-			return fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+			return fmt.Errorf("hfiles: load region %s: %w", reg.Dir, err)
 		}
 		if attempt >= maxLoadAttempts {
 			if le != nil {
-				return fmt.Errorf("stage: load region %s: refused %d times: %w", reg.Dir, attempt, err)
+				return fmt.Errorf("hfiles: load region %s: refused %d times: %w", reg.Dir, attempt, err)
 			}
-			return fmt.Errorf("stage: load region %s: target regions kept changing (%d attempts): %w", reg.Dir, attempt, err)
+			return fmt.Errorf("hfiles: load region %s: target regions kept changing (%d attempts): %w", reg.Dir, attempt, err)
 		}
 		n, rerr := s.resplitRegion(ctx, st, parts)
 		if rerr != nil {
-			return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, rerr, err)
+			return fmt.Errorf("hfiles: load region %s: %w (after: %v)", reg.Dir, rerr, err)
 		}
 		if n == 0 && le != nil {
 			// Nothing spans a region, yet the region server answered
@@ -196,7 +196,7 @@ func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishStat
 			// staging directory (reclaim), and loads nothing twice.
 			rep.Printf("warning: hfiles: region %s: the region server refused the load (loaded=false, attempt %d of %d); loading again: %v", reg.Dir, attempt, maxLoadAttempts, err)
 			if err := pause.For(ctx, time.Duration(attempt)*refusedLoadPause); err != nil {
-				return fmt.Errorf("stage: load region %s: %w (after: %v)", reg.Dir, err, le)
+				return fmt.Errorf("hfiles: load region %s: %w (after: %v)", reg.Dir, err, le)
 			}
 		}
 	}
@@ -223,14 +223,14 @@ func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, r
 			present := true
 			if _, err := s.fs.Stat(p); err != nil {
 				if !notExist(err) {
-					return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+					return nil, nil, nil, fmt.Errorf("hfiles: load region %s: %w", reg.Dir, err)
 				}
 				if !sent {
-					return nil, nil, nil, fmt.Errorf("stage: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
+					return nil, nil, nil, fmt.Errorf("hfiles: load region %s: %s is recorded as written but is missing, and no load of this region was ever sent: the staging folder was changed behind the run (rerun the merge with --fresh): %w", reg.Dir, s.url(p), ErrMissingHFile)
 				}
 				back, err := s.reclaim(rep, st, reg, ps.Family, p)
 				if err != nil {
-					return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+					return nil, nil, nil, fmt.Errorf("hfiles: load region %s: %w", reg.Dir, err)
 				}
 				present = back
 			}
@@ -243,7 +243,7 @@ func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, r
 				if landed == nil {
 					first, last := partRows(ps)
 					if landed, err = s.lookupLanded(ctx, ps.Family, first, last); err != nil {
-						return nil, nil, nil, fmt.Errorf("stage: load region %s: a load of it was sent before, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+						return nil, nil, nil, fmt.Errorf("hfiles: load region %s: a load of it was sent before, and looking for its files among the region's store files failed: %w", reg.Dir, err)
 					}
 				}
 				if f.ID != "" && landed[f.ID] != "" {
@@ -258,7 +258,7 @@ func (s *Sink) toSend(ctx context.Context, rep sink.Reporter, st *finishState, r
 			}
 			bf, err := s.validate(p, ps.Family, f)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("stage: load region %s: %w", reg.Dir, err)
+				return nil, nil, nil, fmt.Errorf("hfiles: load region %s: %w", reg.Dir, err)
 			}
 			ids[bf.Path] = f.ID
 			files = append(files, bf)
@@ -281,9 +281,9 @@ func (s *Sink) copiedByServers() bool {
 // was sent, whose id no store file of the target region carries.
 func (s *Sink) missingError(reg *Region, p string, f hfileInfo) error {
 	if f.ID == "" {
-		return fmt.Errorf("stage: load region %s: %s is missing; a load of this region was sent before, but the file was staged without a file id (by an earlier rekey), so whether the region holds it cannot be told: put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept): %w", reg.Dir, s.url(p), ErrMissingHFile)
+		return fmt.Errorf("hfiles: load region %s: %s is missing; a load of this region was sent before, but the file was staged without a file id (by an earlier rekey), so whether the region holds it cannot be told: put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept): %w", reg.Dir, s.url(p), ErrMissingHFile)
 	}
-	return fmt.Errorf("stage: load region %s: %s is missing, and no store file of the region carries its id %s (nor is it in HBase's staging directory of an earlier load): a load of the region was sent, but HBase did not take this file, so its cells are in no region; the staging folder was changed behind the run (cleaned, or another loader). Put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept). (A region that split, or compacted the file away, since the load also hides the id.): %w", reg.Dir, s.url(p), f.ID, ErrMissingHFile)
+	return fmt.Errorf("hfiles: load region %s: %s is missing, and no store file of the region carries its id %s (nor is it in HBase's staging directory of an earlier load): a load of the region was sent, but HBase did not take this file, so its cells are in no region; the staging folder was changed behind the run (cleaned, or another loader). Put the file back and load again, or stage again into a fresh folder (--fresh; loading the same cells twice is harmless, their timestamps are kept). (A region that split, or compacted the file away, since the load also hides the id.): %w", reg.Dir, s.url(p), f.ID, ErrMissingHFile)
 }
 
 // partRows returns the first and last rows of the files of ps.
@@ -332,7 +332,7 @@ func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFil
 			}
 			landed, err := s.lookupLanded(ctx, family, first, last)
 			if err != nil {
-				return false, fmt.Errorf("stage: load region %s: a load went unanswered, and looking for its files among the region's store files failed: %w", reg.Dir, err)
+				return false, fmt.Errorf("hfiles: load region %s: a load went unanswered, and looking for its files among the region's store files failed: %w", reg.Dir, err)
 			}
 			for _, f := range fs {
 				if id := ids[f.Path]; id != "" && landed[id] != "" {
@@ -354,13 +354,13 @@ func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFil
 				u := hbase.BulkStagedPath(token, f.Family, f.Path)
 				fsys, p, err := fss.open(u)
 				if err != nil {
-					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+					return false, fmt.Errorf("hfiles: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
 				}
 				if _, err := fsys.Stat(p); err == nil {
 					busy = u
 					break
 				} else if !notExist(err) {
-					return false, fmt.Errorf("stage: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
+					return false, fmt.Errorf("hfiles: load region %s: a load went unanswered: %s: %w", reg.Dir, u, err)
 				}
 			}
 		}
@@ -368,10 +368,10 @@ func (s *Sink) sentLanded(ctx context.Context, reg *Region, sent []hbase.BulkFil
 			if len(in) == 0 {
 				return false, nil
 			}
-			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and the region holds %d of its files (%s) but not %d (%s); loading again would load the first twice: %w", reg.Dir, len(in), in[0], len(out), out[0], ErrPartialLoad)
+			return false, fmt.Errorf("hfiles: load region %s: a load went unanswered, and the region holds %d of its files (%s) but not %d (%s); loading again would load the first twice: %w", reg.Dir, len(in), in[0], len(out), out[0], ErrPartialLoad)
 		}
 		if time.Now().After(deadline) {
-			return false, fmt.Errorf("stage: load region %s: a load went unanswered, and after %v its file %s is still in HBase's staging directory: the region server may still be loading it; resume the load later: %w", reg.Dir, inFlightWait, busy, ErrPartialLoad)
+			return false, fmt.Errorf("hfiles: load region %s: a load went unanswered, and after %v its file %s is still in HBase's staging directory: the region server may still be loading it; resume the load later: %w", reg.Dir, inFlightWait, busy, ErrPartialLoad)
 		}
 		if err := pause.For(ctx, inFlightPoll); err != nil {
 			return false, err
@@ -389,7 +389,7 @@ const (
 
 // ErrPartialLoad is matched by the error of a load that finds part of an
 // unanswered bulk load's files in the region and part not.
-var ErrPartialLoad = errors.New("stage: a bulk load landed in part")
+var ErrPartialLoad = errors.New("hfiles: a bulk load landed in part")
 
 // markLoaded marks reg loaded. When copied names staged files still in the
 // folder though the region holds them (the region servers copied them from
@@ -403,7 +403,7 @@ func (s *Sink) markLoaded(rep sink.Reporter, st *finishState, reg *Region, copie
 		return nil
 	}
 	if err := s.saveLoaded(st, reg); err != nil {
-		return fmt.Errorf("stage: load region %s: loaded, but recording it failed: %w", reg.Dir, err)
+		return fmt.Errorf("hfiles: load region %s: loaded, but recording it failed: %w", reg.Dir, err)
 	}
 	for _, p := range copied {
 		if err := s.fs.Remove(p); err != nil && !notExist(err) {
@@ -507,7 +507,7 @@ const refusedLoadPause = 200 * time.Millisecond
 // ErrMissingHFile is matched by the error of a load that finds a staged
 // HFile missing that no earlier load could have moved into HBase: its
 // cells would be lost without a word.
-var ErrMissingHFile = errors.New("stage: a staged HFile is missing")
+var ErrMissingHFile = errors.New("hfiles: a staged HFile is missing")
 
 // markSent records, before the first request of a bulk load for reg, that
 // its files may from now on be in HBase rather than in the folder, and the
@@ -665,12 +665,12 @@ func (s *Sink) resplitFile(f hfileInfo, rel, family string, regions []*hbase.Reg
 	p := path.Join(s.root, f.Name)
 	in, err := s.fs.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("stage: re-split %s: %w", p, err)
+		return nil, fmt.Errorf("hfiles: re-split %s: %w", p, err)
 	}
 	defer in.Close()
 	rd, err := hfile.Open(in, in.Size(), s.url(p))
 	if err != nil {
-		return nil, fmt.Errorf("stage: re-split: %w", err)
+		return nil, fmt.Errorf("hfiles: re-split: %w", err)
 	}
 	defer rd.Close()
 	it := rd.NewIterator()
@@ -706,7 +706,7 @@ func (s *Sink) resplitFile(f hfileInfo, rel, family string, regions []*hbase.Reg
 				return len(regions[i].EndKey) == 0 || bytes.Compare(c.Row, regions[i].EndKey) < 0
 			})
 			if i == len(regions) {
-				return fail(fmt.Errorf("stage: re-split %s: no region of %s holds row %q", p, s.o.Table, c.Row))
+				return fail(fmt.Errorf("hfiles: re-split %s: no region of %s holds row %q", p, s.o.Table, c.Row))
 			}
 			curReg = regions[i]
 			o, err := s.createHFile(rel, opts)
@@ -716,12 +716,12 @@ func (s *Sink) resplitFile(f hfileInfo, rel, family string, regions []*hbase.Reg
 			cur = o
 		}
 		if err := cur.append(c); err != nil {
-			return fail(fmt.Errorf("stage: re-split %s: %w", p, err))
+			return fail(fmt.Errorf("hfiles: re-split %s: %w", p, err))
 		}
 		cells++
 	}
 	if err := it.Err(); err != nil {
-		return fail(fmt.Errorf("stage: re-split %s: %w", p, err))
+		return fail(fmt.Errorf("hfiles: re-split %s: %w", p, err))
 	}
 	if cur != nil {
 		info, err := s.finishHFile(cur)
@@ -731,7 +731,7 @@ func (s *Sink) resplitFile(f hfileInfo, rel, family string, regions []*hbase.Reg
 		out = append(out, info)
 	}
 	if cells != f.Cells {
-		return fail(fmt.Errorf("stage: re-split %s: read %d cells, the file was written with %d", p, cells, f.Cells))
+		return fail(fmt.Errorf("hfiles: re-split %s: read %d cells, the file was written with %d", p, cells, f.Cells))
 	}
 	return out, nil
 }

@@ -52,7 +52,7 @@ const localFolderFile = "folder.json"
 func openLocalRuns(dir string) (_ *localRuns, err error) {
 	loc, err := vfs.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("stage: local run folder: %w", err)
+		return nil, fmt.Errorf("hfiles: local run folder: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -60,12 +60,12 @@ func openLocalRuns(dir string) (_ *localRuns, err error) {
 		}
 	}()
 	if _, ok := loc.FS.(vfs.Local); !ok {
-		return nil, fmt.Errorf("stage: local run folder %s is not on a local disk", dir)
+		return nil, fmt.Errorf("hfiles: local run folder %s is not on a local disk", dir)
 	}
 	fsys := loc.FS.(vfs.WriteFS)
 	l := &localRuns{loc: loc, fs: fsys, root: loc.Path}
 	if err := fsys.MkdirAll(path.Join(l.root, runsDir)); err != nil {
-		return nil, fmt.Errorf("stage: create %s: %w", dir, err)
+		return nil, fmt.Errorf("hfiles: create %s: %w", dir, err)
 	}
 	var f localFolder
 	found, err := readJSON(fsys, path.Join(l.root, localFolderFile), &f)
@@ -86,7 +86,7 @@ func openLocalRuns(dir string) (_ *localRuns, err error) {
 	l.id = f.ID
 	// Merge passes of a process that died are of no use to anyone.
 	if err := fsys.RemoveAll(path.Join(l.root, mergeDir)); err != nil {
-		return nil, fmt.Errorf("stage: remove old merge passes in %s: %w", dir, err)
+		return nil, fmt.Errorf("hfiles: remove old merge passes in %s: %w", dir, err)
 	}
 	return l, nil
 }

@@ -172,7 +172,7 @@ type badRecordError struct {
 }
 
 func (e *badRecordError) Error() string {
-	return fmt.Sprintf("stage: %s is not valid (%v); the staging folder is damaged", e.name, e.err)
+	return fmt.Sprintf("hfiles: %s is not valid (%v); the staging folder is damaged", e.name, e.err)
 }
 
 func (e *badRecordError) Unwrap() error { return e.err }
@@ -183,7 +183,7 @@ func readJSON(fsys vfs.FS, name string, v any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("stage: read %s: %w", name, err)
+		return false, fmt.Errorf("hfiles: read %s: %w", name, err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return false, &badRecordError{name, err}
@@ -223,7 +223,7 @@ func (s *Sink) fenced(what string) error {
 		return nil
 	}
 	if err := s.o.Fence(); err != nil {
-		return fmt.Errorf("stage: %s refused: %w", what, err)
+		return fmt.Errorf("hfiles: %s refused: %w", what, err)
 	}
 	return nil
 }
@@ -234,7 +234,7 @@ func writeJSON(fsys vfs.WriteFS, name string, v any) error {
 		return err
 	}
 	if err := vfs.WriteFileAtomic(fsys, name, b); err != nil {
-		return fmt.Errorf("stage: record %s: %w", name, err)
+		return fmt.Errorf("hfiles: record %s: %w", name, err)
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func readSplits(fsys vfs.FS, root string) ([]*splitRecord, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stage: list %s: %w", dir, err)
+		return nil, fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	var out []*splitRecord
 	for _, e := range ents {
@@ -301,7 +301,7 @@ func removeUnnamed(fsys vfs.WriteFS, dir string, keep map[string]bool) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("stage: list %s: %w", dir, err)
+		return fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	for _, s := range splits {
 		if !s.IsDir() {
@@ -310,13 +310,13 @@ func removeUnnamed(fsys vfs.WriteFS, dir string, keep map[string]bool) error {
 		sd := path.Join(dir, s.Name())
 		files, err := fsys.ReadDir(sd)
 		if err != nil {
-			return fmt.Errorf("stage: list %s: %w", sd, err)
+			return fmt.Errorf("hfiles: list %s: %w", sd, err)
 		}
 		for _, f := range files {
 			p := path.Join(sd, f.Name())
 			if !keep[p] {
 				if err := fsys.Remove(p); err != nil {
-					return fmt.Errorf("stage: remove stray run %s: %w", p, err)
+					return fmt.Errorf("hfiles: remove stray run %s: %w", p, err)
 				}
 			}
 		}

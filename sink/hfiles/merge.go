@@ -193,7 +193,7 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 			if s.local != nil {
 				s.local.held.Add(size)
 			} else if err := s.addStaged(size); err != nil {
-				return nil, made, fmt.Errorf("stage: merge pass for region %s family %s: %w", s.plan.Regions[region].Dir, family, err)
+				return nil, made, fmt.Errorf("hfiles: merge pass for region %s family %s: %w", s.plan.Regions[region].Dir, family, err)
 			}
 			next = append(next, pr)
 		}
@@ -209,7 +209,7 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 // mergeToRun merges runs into one run file holding one partition.
 func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region int) (partRun, int64, error) {
 	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
-		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", path.Dir(name), err)
+		return partRun{}, 0, fmt.Errorf("hfiles: create %s: %w", path.Dir(name), err)
 	}
 	m, err := newMerger(s.fs, s.root, runs, nil, nil)
 	if err != nil {
@@ -223,7 +223,7 @@ func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region 
 	}
 	f, err := fsys.Create(name)
 	if err != nil {
-		return partRun{}, 0, fmt.Errorf("stage: create %s: %w", name, err)
+		return partRun{}, 0, fmt.Errorf("hfiles: create %s: %w", name, err)
 	}
 	rw, err := newRunWriter(f, s.o.RunCompression, s.o.BatchBytes)
 	if err != nil {
@@ -242,7 +242,7 @@ func (s *Sink) mergeToRun(fsys vfs.WriteFS, runs []partRun, name string, region 
 		return partRun{}, 0, err
 	}
 	if len(parts) != 1 {
-		return partRun{}, 0, fmt.Errorf("stage: merge pass %s: wrote %d partitions, want 1", name, len(parts))
+		return partRun{}, 0, fmt.Errorf("hfiles: merge pass %s: wrote %d partitions, want 1", name, len(parts))
 	}
 	return partRun{fs: fsys, name: name, size: size, part: parts[0]}, size, nil
 }

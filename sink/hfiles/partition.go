@@ -115,7 +115,7 @@ func (s *Sink) newPartWriter(st *finishState, ps *partState, total int64) (*part
 // files does not name: the partial HFiles of a merge that crashed.
 func (s *Sink) clearUnrecorded(dir string, files []hfileInfo) error {
 	if err := s.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("stage: create %s: %w", dir, err)
+		return fmt.Errorf("hfiles: create %s: %w", dir, err)
 	}
 	recorded := map[string]bool{}
 	for _, f := range files {
@@ -149,7 +149,7 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 	if w.out == nil || w.out.w.StartsRow(c) {
 		// A new row, or one out of order, which the writer refuses below.
 		if !w.reg.Contains(c.Row) {
-			return fmt.Errorf("stage: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
+			return fmt.Errorf("hfiles: run cell %s lies outside its partition's region %s (runs and plan disagree)", c, w.reg)
 		}
 		if w.resume != nil && bytes.Compare(c.Row, w.resume) <= 0 {
 			return nil
@@ -172,9 +172,9 @@ func (w *partWriter) add(ctx context.Context, c *cell.Cell) error {
 	}
 	if _, err := w.out.add(w.s, c, &w.reps); err != nil {
 		if errors.Is(err, hfile.ErrOutOfOrder) {
-			return fmt.Errorf("stage: region %s family %s: merged cell out of order (runs out of order): %w", w.reg.Dir, w.ps.Family, err)
+			return fmt.Errorf("hfiles: region %s family %s: merged cell out of order (runs out of order): %w", w.reg.Dir, w.ps.Family, err)
 		}
-		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
+		return fmt.Errorf("hfiles: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
 	}
 	w.n++
 	if w.n%4096 == 0 {
@@ -235,7 +235,7 @@ func (w *partWriter) closeOut() error {
 		return err
 	}
 	if err := w.s.addStaged(info.Size); err != nil {
-		return fmt.Errorf("stage: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
+		return fmt.Errorf("hfiles: region %s family %s: %w", w.reg.Dir, w.ps.Family, err)
 	}
 	return w.record(&info, false)
 }

@@ -33,7 +33,7 @@ const (
 // committed, the load before every merge part wrote its HFiles. Running
 // it again changes nothing until the earlier phase is done, so a
 // scheduler must not retry it blindly.
-var ErrNotReady = errors.New("stage: the phase before this task's has not finished")
+var ErrNotReady = errors.New("hfiles: the phase before this task's has not finished")
 
 // Task is one task of a job in phases: spill shard Index of Count, merge
 // part Index of Count, or the load (Index and Count zero).
@@ -57,14 +57,14 @@ func (t Task) check() error {
 	switch t.Phase {
 	case PhaseAll, PhaseLoad:
 		if t.Index != 0 || t.Count != 0 {
-			return fmt.Errorf("stage: task %s takes no index", t)
+			return fmt.Errorf("hfiles: task %s takes no index", t)
 		}
 	case PhaseSpill, PhaseMerge:
 		if t.Count < 1 || t.Index < 0 || t.Index >= t.Count {
-			return fmt.Errorf("stage: task %s: the index must be in [0, %d)", t, t.Count)
+			return fmt.Errorf("hfiles: task %s: the index must be in [0, %d)", t, t.Count)
 		}
 	default:
-		return fmt.Errorf("stage: unknown phase %q", t.Phase)
+		return fmt.Errorf("hfiles: unknown phase %q", t.Phase)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (s *Sink) recordTask(rec taskRecord) error {
 	rec.Phase, rec.Index, rec.Count, rec.Started = s.task.Phase, s.task.Index, s.task.Count, time.Now().UTC()
 	dir := path.Join(s.root, s.task.Dir())
 	if err := s.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("stage: create %s: %w", dir, err)
+		return fmt.Errorf("hfiles: create %s: %w", dir, err)
 	}
 	return s.record(path.Join(dir, taskFile), &rec)
 }
@@ -179,7 +179,7 @@ func (p *Plan) digest() (string, error) {
 func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 	ex, ok := fsys.(vfs.ExclusiveFS)
 	if !ok {
-		return nil, fmt.Errorf("stage: %s cannot create a file exclusively, so spill shards cannot agree on one plan", fsys)
+		return nil, fmt.Errorf("hfiles: %s cannot create a file exclusively, so spill shards cannot agree on one plan", fsys)
 	}
 	b, err := json.MarshalIndent(p, "", " ")
 	if err != nil {
@@ -187,7 +187,7 @@ func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 	}
 	won, err := vfs.WriteExclusive(ex, name, b)
 	if err != nil {
-		return nil, fmt.Errorf("stage: record %s: %w", name, err)
+		return nil, fmt.Errorf("hfiles: record %s: %w", name, err)
 	}
 	if won {
 		return p, nil
@@ -204,10 +204,10 @@ func readPublishedPlan(fsys vfs.FS, name, table string) (*Plan, error) {
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("stage: %s was created by another spill task and then removed; rerun the shards", name)
+		return nil, fmt.Errorf("hfiles: %s was created by another spill task and then removed; rerun the shards", name)
 	}
 	if q.Table != table {
-		return nil, fmt.Errorf("stage: %s is the plan of table %s, not %s; use another staging folder", name, q.Table, table)
+		return nil, fmt.Errorf("hfiles: %s is the plan of table %s, not %s; use another staging folder", name, q.Table, table)
 	}
 	if err := q.check(); err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (s *Sink) openLater(ctx context.Context) error {
 		return fmt.Errorf("%w: %s holds no plan.json: no spill shard has started there", ErrNotReady, s.loc.URL)
 	}
 	if p.Table != s.o.Table {
-		return fmt.Errorf("stage: staging folder %s holds files for table %s, not %s; use another folder", s.loc.URL, p.Table, s.o.Table)
+		return fmt.Errorf("hfiles: staging folder %s holds files for table %s, not %s; use another folder", s.loc.URL, p.Table, s.o.Table)
 	}
 	if err := p.check(); err != nil {
 		return err
@@ -263,7 +263,7 @@ func (s *Sink) openLater(ctx context.Context) error {
 	}
 	if dir := path.Join(s.root, s.task.Dir()); s.task.Phase != PhaseAll {
 		if err := s.fs.MkdirAll(dir); err != nil {
-			return fmt.Errorf("stage: create %s: %w", dir, err)
+			return fmt.Errorf("hfiles: create %s: %w", dir, err)
 		}
 	}
 	return s.readFamilies(ctx)
@@ -318,7 +318,7 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 	for _, id := range s.o.SplitIDs {
 		r := byID[id]
 		if r == nil {
-			return nil, fmt.Errorf("stage: spill shard %s: split %s is done in the checkpoint but has no record in %s; rerun the shard with --fresh", s.task, id, s.url(path.Join(s.root, s.spill)))
+			return nil, fmt.Errorf("hfiles: spill shard %s: split %s is done in the checkpoint but has no record in %s; rerun the shard with --fresh", s.task, id, s.url(path.Join(s.root, s.spill)))
 		}
 		out = append(out, r)
 	}
@@ -362,7 +362,7 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 			lease := path.Join(root, Task{PhaseSpill, c.Shard, c.Count}.Dir(), "_rekey.lease")
 			tok, ok, err := holder(fsys, lease)
 			if err != nil {
-				return nil, 0, fmt.Errorf("stage: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
+				return nil, 0, fmt.Errorf("hfiles: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
 			}
 			if ok && tok != c.LeaseToken {
 				superseded = append(superseded, fmt.Sprintf("%d (its commit is of lease generation %d, which another attempt took over)", c.Shard, c.LeaseGeneration))
@@ -381,10 +381,10 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 	have := map[int]*spillCommit{}
 	for _, c := range shards {
 		if c.Count != n {
-			return nil, 0, fmt.Errorf("stage: %s holds spill shards of %d and of %d; the shards of a job must agree on the count (rerun with one, into a fresh folder)", root, n, c.Count)
+			return nil, 0, fmt.Errorf("hfiles: %s holds spill shards of %d and of %d; the shards of a job must agree on the count (rerun with one, into a fresh folder)", root, n, c.Count)
 		}
 		if c.Plan != digest {
-			return nil, 0, fmt.Errorf("stage: spill shard %d/%d partitioned by plan %s, the folder's plan.json is %s; rerun that shard with --fresh", c.Shard, c.Count, c.Plan, digest)
+			return nil, 0, fmt.Errorf("hfiles: spill shard %d/%d partitioned by plan %s, the folder's plan.json is %s; rerun that shard with --fresh", c.Shard, c.Count, c.Plan, digest)
 		}
 		have[c.Shard] = c
 	}
@@ -419,7 +419,7 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 	for i := range n {
 		for _, r := range have[i].Splits {
 			if j, ok := seen[r.ID]; ok {
-				return nil, n, fmt.Errorf("stage: split %s is committed by spill shards %d and %d; the staging folder is damaged", r.ID, j, i)
+				return nil, n, fmt.Errorf("hfiles: split %s is committed by spill shards %d and %d; the staging folder is damaged", r.ID, j, i)
 			}
 			seen[r.ID] = i
 			recs = append(recs, r)
@@ -437,7 +437,7 @@ func readSpillCommits(fsys vfs.FS, root string) ([]*spillCommit, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("stage: list %s: %w", dir, err)
+		return nil, fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	var out []*spillCommit
 	for _, e := range ents {
@@ -453,7 +453,7 @@ func readSpillCommits(fsys vfs.FS, root string) ([]*spillCommit, error) {
 			return nil, err
 		}
 		if c.Shard != i || c.Count != n {
-			return nil, fmt.Errorf("stage: %s records shard %d/%d; the staging folder is damaged", path.Join(dir, e.Name()), c.Shard, c.Count)
+			return nil, fmt.Errorf("hfiles: %s records shard %d/%d; the staging folder is damaged", path.Join(dir, e.Name()), c.Shard, c.Count)
 		}
 		out = append(out, &c)
 	}
@@ -519,7 +519,7 @@ func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
 // region, resumable like the one-process load.
 func (s *Sink) loadPhase(ctx context.Context, rep sink.Reporter) error {
 	if s.o.Client == nil {
-		return errors.New("stage: the load needs the target cluster")
+		return errors.New("hfiles: the load needs the target cluster")
 	}
 	recs, st, err := s.loadState()
 	if err != nil {
@@ -576,7 +576,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 		return recs, &st, nil
 	}
 	if found && (len(st.Loaded) > 0 || len(st.Sent) > 0) {
-		return nil, nil, fmt.Errorf("stage: staging folder %s: splits were spilled again after the load began; stage into a fresh folder", s.loc.URL)
+		return nil, nil, fmt.Errorf("hfiles: staging folder %s: splits were spilled again after the load began; stage into a fresh folder", s.loc.URL)
 	}
 	merged, err := s.mergedParts(fp)
 	if err != nil {
@@ -594,7 +594,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 	dir := path.Join(s.root, partsRoot)
 	ents, err := s.fs.ReadDir(dir)
 	if err != nil && !notExist(err) {
-		return nil, fmt.Errorf("stage: list %s: %w", dir, err)
+		return nil, fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	out := &finishState{Splits: fp, Written: true, Parts: map[string]*partState{}, Loaded: map[string]bool{}}
 	count, done := 0, map[int]bool{}
@@ -608,7 +608,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 			continue
 		}
 		if count != 0 && r != count {
-			return nil, fmt.Errorf("stage: %s holds merge parts of %d and of %d; rerun the merge with one count", dir, count, r)
+			return nil, fmt.Errorf("hfiles: %s holds merge parts of %d and of %d; rerun the merge with one count", dir, count, r)
 		}
 		count = r
 		var st finishState
@@ -624,7 +624,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 			// landing after the takeover): the holder merges it again.
 			tok, ok, err := s.o.Holder(s.fs, path.Join(dir, e.Name(), "_rekey.lease"))
 			if err != nil {
-				return nil, fmt.Errorf("stage: merge part %d/%d: reading its lease: %w", j, r, err)
+				return nil, fmt.Errorf("hfiles: merge part %d/%d: reading its lease: %w", j, r, err)
 			}
 			if ok && tok != st.LeaseToken {
 				superseded = append(superseded, fmt.Sprintf("%d (its state is of lease generation %d, which another attempt took over)", j, st.LeaseGeneration))
@@ -634,7 +634,7 @@ func (s *Sink) mergedParts(fp string) (*finishState, error) {
 		done[j] = true
 		for k, ps := range st.Parts {
 			if out.Parts[k] != nil {
-				return nil, fmt.Errorf("stage: partition %s is merged by two parts; the staging folder is damaged", k)
+				return nil, fmt.Errorf("hfiles: partition %s is merged by two parts; the staging folder is damaged", k)
 			}
 			out.Parts[k] = ps
 		}
@@ -683,7 +683,7 @@ func (s *Sink) removeSpilledRuns() {
 func SpillCoverage(staging string, vo vfs.Options) (rec *state.Job, committed int, coverage error, err error) {
 	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
-		return nil, 0, nil, fmt.Errorf("stage: staging folder: %w", err)
+		return nil, 0, nil, fmt.Errorf("hfiles: staging folder: %w", err)
 	}
 	defer loc.Close()
 	rec, found, err := state.ReadJob(loc.FS, path.Join(loc.Path, JobRecordFile))

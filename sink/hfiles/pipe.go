@@ -83,7 +83,7 @@ func (b *cellBatch) copy(p []byte) []byte {
 }
 
 // errPipeStopped ends the reading side when the writing side failed.
-var errPipeStopped = errors.New("stage: merge pipe stopped")
+var errPipeStopped = errors.New("hfiles: merge pipe stopped")
 
 // pipeCells calls fn with every cell of m in order, as m.each does, but
 // reads the merge on another goroutine, ahead of fn by up to pipeBatches

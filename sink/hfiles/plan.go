@@ -46,10 +46,10 @@ func PlanFromSplitKeys(table string, keys [][]byte) (*Plan, error) {
 	var start []byte
 	for i, k := range ks {
 		if len(k) == 0 {
-			return nil, fmt.Errorf("stage: plan for %s: split key %d is empty", table, i)
+			return nil, fmt.Errorf("hfiles: plan for %s: split key %d is empty", table, i)
 		}
 		if i > 0 && bytes.Equal(k, ks[i-1]) {
-			return nil, fmt.Errorf("stage: plan for %s: split key %q given twice", table, k)
+			return nil, fmt.Errorf("hfiles: plan for %s: split key %q given twice", table, k)
 		}
 		p.Regions = append(p.Regions, Region{Start: start, End: bytes.Clone(k)})
 		start = bytes.Clone(k)
@@ -65,10 +65,10 @@ func PlanFromSplitKeys(table string, keys [][]byte) (*Plan, error) {
 func PlanFromTable(ctx context.Context, c *hbase.Client, table string) (*Plan, error) {
 	rs, err := c.Regions(ctx, table)
 	if err != nil {
-		return nil, fmt.Errorf("stage: regions of %s: %w", table, err)
+		return nil, fmt.Errorf("hfiles: regions of %s: %w", table, err)
 	}
 	if len(rs) == 0 {
-		return nil, fmt.Errorf("stage: table %s has no regions in hbase:meta", table)
+		return nil, fmt.Errorf("hfiles: table %s has no regions in hbase:meta", table)
 	}
 	p := &Plan{Table: table}
 	for i, r := range rs {
@@ -93,19 +93,19 @@ func regionDir(name []byte, i int) string {
 // each starts where the previous ended, the last ends at "".
 func (p *Plan) check() error {
 	if len(p.Regions) == 0 {
-		return fmt.Errorf("stage: plan for %s has no regions", p.Table)
+		return fmt.Errorf("hfiles: plan for %s has no regions", p.Table)
 	}
 	if len(p.Regions[0].Start) != 0 {
-		return fmt.Errorf("stage: plan for %s: first region starts at %q, not at the beginning of the table", p.Table, p.Regions[0].Start)
+		return fmt.Errorf("hfiles: plan for %s: first region starts at %q, not at the beginning of the table", p.Table, p.Regions[0].Start)
 	}
 	for i := 1; i < len(p.Regions); i++ {
 		if !bytes.Equal(p.Regions[i].Start, p.Regions[i-1].End) {
-			return fmt.Errorf("stage: plan for %s: region %d starts at %q but region %d ends at %q (a hole or overlap; is a split under way?)",
+			return fmt.Errorf("hfiles: plan for %s: region %d starts at %q but region %d ends at %q (a hole or overlap; is a split under way?)",
 				p.Table, i, p.Regions[i].Start, i-1, p.Regions[i-1].End)
 		}
 	}
 	if last := p.Regions[len(p.Regions)-1]; len(last.End) != 0 {
-		return fmt.Errorf("stage: plan for %s: last region ends at %q, not at the end of the table", p.Table, last.End)
+		return fmt.Errorf("hfiles: plan for %s: last region ends at %q, not at the end of the table", p.Table, last.End)
 	}
 	return nil
 }

@@ -79,7 +79,7 @@ func runCodec(name string) (byte, error) {
 	case "none":
 		return codecNone, nil
 	}
-	return 0, fmt.Errorf("stage: run compression %q: want s2, lz4, zstd or none", name)
+	return 0, fmt.Errorf("hfiles: run compression %q: want s2, lz4, zstd or none", name)
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -168,7 +168,7 @@ func newRunWriter(f vfs.WriteFile, codec string, batchBytes int64) (*runWriter, 
 	copy(head[:], runMagic)
 	head[len(runMagic)] = cb
 	if _, err := rw.count.Write(head[:]); err != nil {
-		return nil, fmt.Errorf("stage: run file %s: write header: %w", f.Name(), err)
+		return nil, fmt.Errorf("hfiles: run file %s: write header: %w", f.Name(), err)
 	}
 	return rw, nil
 }
@@ -228,7 +228,7 @@ func (rw *runWriter) flush() error {
 	}
 	raw := rw.raw
 	if len(raw) > maxRunBlockRaw {
-		return fmt.Errorf("stage: run file %s: a block of %d bytes (one cell larger than %d?)", rw.f.Name(), len(raw), maxRunBlockRaw)
+		return fmt.Errorf("hfiles: run file %s: a block of %d bytes (one cell larger than %d?)", rw.f.Name(), len(raw), maxRunBlockRaw)
 	}
 	out := rw.out[:0]
 	if need := blockHeadSize + s2.MaxEncodedLen(len(raw)); cap(out) < need {
@@ -242,7 +242,7 @@ func (rw *runWriter) flush() error {
 	case codecLZ4:
 		n, err := rw.lz4.CompressBlock(raw, out[blockHeadSize:cap(out)])
 		if err != nil {
-			return fmt.Errorf("stage: run file %s: lz4: %w", rw.f.Name(), err)
+			return fmt.Errorf("hfiles: run file %s: lz4: %w", rw.f.Name(), err)
 		}
 		if n > 0 && n < len(raw) {
 			payload = out[blockHeadSize : blockHeadSize+n]
@@ -268,7 +268,7 @@ func (rw *runWriter) flush() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("stage: run file %s: write block %d: %w", rw.f.Name(), rw.cur.Batches, err)
+		return fmt.Errorf("hfiles: run file %s: write block %d: %w", rw.f.Name(), rw.cur.Batches, err)
 	}
 	rw.out = out
 	rw.cur.Batches++
@@ -287,10 +287,10 @@ func (rw *runWriter) close() ([]RunPart, int64, error) {
 	}
 	if err := rw.f.Sync(); err != nil {
 		vfs.Abort(rw.f)
-		return nil, 0, fmt.Errorf("stage: run file %s: sync: %w", rw.f.Name(), err)
+		return nil, 0, fmt.Errorf("hfiles: run file %s: sync: %w", rw.f.Name(), err)
 	}
 	if err := rw.publish(); err != nil {
-		return nil, 0, fmt.Errorf("stage: run file %s: close: %w", rw.f.Name(), err)
+		return nil, 0, fmt.Errorf("hfiles: run file %s: close: %w", rw.f.Name(), err)
 	}
 	return rw.parts, rw.count.n, nil
 }
@@ -331,14 +331,14 @@ type runCursor struct {
 }
 
 // errRunFormat is a run file written by an earlier rekey (Arrow IPC).
-var errRunFormat = errors.New("stage: run file in an earlier rekey's format")
+var errRunFormat = errors.New("hfiles: run file in an earlier rekey's format")
 
 // openCursor opens partition part of the run file name, whose record says
 // it holds size bytes (0: not recorded, a merge pass's own output).
 func openCursor(fsys vfs.FS, name string, size int64, part RunPart, seq int) (*runCursor, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("stage: open run %s: %w", name, err)
+		return nil, fmt.Errorf("hfiles: open run %s: %w", name, err)
 	}
 	rc, err := startCursor(f, name, size, part, seq)
 	if err != nil {
@@ -350,20 +350,20 @@ func openCursor(fsys vfs.FS, name string, size int64, part RunPart, seq int) (*r
 
 func startCursor(f vfs.File, name string, size int64, part RunPart, seq int) (*runCursor, error) {
 	if size > 0 && f.Size() != size {
-		return nil, fmt.Errorf("stage: run %s holds %d bytes, its record says %d (torn or overwritten?)", name, f.Size(), size)
+		return nil, fmt.Errorf("hfiles: run %s holds %d bytes, its record says %d (torn or overwritten?)", name, f.Size(), size)
 	}
 	var head [runHeaderSize]byte
 	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return nil, fmt.Errorf("stage: run %s: read header: %w (torn?)", name, err)
+		return nil, fmt.Errorf("hfiles: run %s: read header: %w (torn?)", name, err)
 	}
 	if bytes.HasPrefix(head[:], []byte(arrowMagic)) {
 		return nil, fmt.Errorf("%w: %s is an Arrow IPC run, which this rekey no longer reads; stage into a fresh folder (or finish the job with the rekey that staged it)", errRunFormat, name)
 	}
 	if string(head[:len(runMagic)]) != runMagic || head[len(runMagic)] > codecZstd || !allZero(head[len(runMagic)+1:]) {
-		return nil, fmt.Errorf("stage: run %s is not a run file (header %q)", name, head[:])
+		return nil, fmt.Errorf("hfiles: run %s is not a run file (header %q)", name, head[:])
 	}
 	if part.Offset < runHeaderSize || part.Length < 0 || part.Offset+part.Length > f.Size() || (part.Cells > 0) != (part.Length > 0) {
-		return nil, fmt.Errorf("stage: run %s: partition %d/%s at %d+%d (%d cells), but the file has %d bytes (record and file disagree)",
+		return nil, fmt.Errorf("hfiles: run %s: partition %d/%s at %d+%d (%d cells), but the file has %d bytes (record and file disagree)",
 			name, part.Region, part.Family, part.Offset, part.Length, part.Cells, f.Size())
 	}
 	return &runCursor{name: name, file: f, codec: head[len(runMagic)], part: part, family: []byte(part.Family),
@@ -401,14 +401,14 @@ func (rc *runCursor) next() bool {
 // finish checks the partition read in full against its record.
 func (rc *runCursor) finish() error {
 	if rc.cells != rc.part.Cells || rc.bytes != rc.part.Bytes || rc.blocks != rc.part.Batches {
-		return fmt.Errorf("stage: run %s: partition %d/%s gave %d cells (%d bytes) in %d blocks, its record says %d (%d bytes) in %d (damaged run or record)",
+		return fmt.Errorf("hfiles: run %s: partition %d/%s gave %d cells (%d bytes) in %d blocks, its record says %d (%d bytes) in %d (damaged run or record)",
 			rc.name, rc.part.Region, rc.part.Family, rc.cells, rc.bytes, rc.blocks, rc.part.Cells, rc.part.Bytes, rc.part.Batches)
 	}
 	return nil
 }
 
 func (rc *runCursor) fault(format string, args ...any) error {
-	return fmt.Errorf("stage: run %s: partition %d/%s, block at %d: %s (damaged run)", rc.name, rc.part.Region, rc.part.Family, rc.pos, fmt.Sprintf(format, args...))
+	return fmt.Errorf("hfiles: run %s: partition %d/%s, block at %d: %s (damaged run)", rc.name, rc.part.Region, rc.part.Family, rc.pos, fmt.Sprintf(format, args...))
 }
 
 // load reads and checks the block at pos, with the next block's header

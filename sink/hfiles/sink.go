@@ -23,7 +23,7 @@ import (
 // ErrStagingFull is matched by the error of a split or merge that would
 // take the staging folder past Options.MaxStagingBytes, or that found its
 // file system full (a *FullError).
-var ErrStagingFull = errors.New("stage: staging folder over its size bound")
+var ErrStagingFull = errors.New("hfiles: staging folder over its size bound")
 
 // Sink is the hfiles sink: it partitions every split's cells by target
 // region and family, sorts them in memory within a budget, spills sorted
@@ -98,14 +98,14 @@ var _ sink.Sink = (*Sink)(nil)
 func New(ctx context.Context, o Options) (*Sink, error) {
 	o.fill()
 	if o.Staging == "" {
-		return nil, errors.New("stage: no staging folder given")
+		return nil, errors.New("hfiles: no staging folder given")
 	}
 	if o.Table == "" {
-		return nil, errors.New("stage: no target table given")
+		return nil, errors.New("hfiles: no target table given")
 	}
 	loc, err := vfs.OpenWith(o.Staging, vfs.Options{Kerberos: o.Kerberos})
 	if err != nil {
-		return nil, fmt.Errorf("stage: staging folder: %w", err)
+		return nil, fmt.Errorf("hfiles: staging folder: %w", err)
 	}
 	if err := o.Task.check(); err != nil {
 		loc.Close()
@@ -117,7 +117,7 @@ func New(ctx context.Context, o Options) (*Sink, error) {
 	if o.LocalRuns != "" {
 		if o.Task.Phase != PhaseAll {
 			loc.Close()
-			return nil, fmt.Errorf("stage: a %s task keeps its runs in the staging folder, which every task reads; a local run folder is for one process", o.Task)
+			return nil, fmt.Errorf("hfiles: a %s task keeps its runs in the staging folder, which every task reads; a local run folder is for one process", o.Task)
 		}
 		if s.local, err = openLocalRuns(o.LocalRuns); err != nil {
 			loc.Close()
@@ -141,7 +141,7 @@ func (s *Sink) open(ctx context.Context) error {
 	}
 	for _, d := range []string{s.root, path.Join(s.root, s.spill, runsDir), path.Join(s.root, s.spill, splitsDir)} {
 		if err := s.fs.MkdirAll(d); err != nil {
-			return fmt.Errorf("stage: create %s: %w", d, err)
+			return fmt.Errorf("hfiles: create %s: %w", d, err)
 		}
 	}
 	if err := s.choosePlan(ctx); err != nil {
@@ -198,7 +198,7 @@ func (s *Sink) open(ctx context.Context) error {
 // under a spill or merge task, or a job in phases' folder under a
 // one-process run. Each kind leases other files of the folder (the whole
 // folder, or each task's own), so neither lease would keep the other out.
-var ErrOtherKind = errors.New("stage: the staging folder holds another kind of job")
+var ErrOtherKind = errors.New("hfiles: the staging folder holds another kind of job")
 
 // CheckKind opens the staging folder and refuses it (ErrOtherKind) if it
 // holds the other kind of job than task's; a folder not there yet holds
@@ -209,7 +209,7 @@ var ErrOtherKind = errors.New("stage: the staging folder holds another kind of j
 func CheckKind(staging string, task Task, vo vfs.Options) error {
 	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
-		return fmt.Errorf("stage: staging folder: %w", err)
+		return fmt.Errorf("hfiles: staging folder: %w", err)
 	}
 	defer loc.Close()
 	s := &Sink{loc: loc, fs: loc.FS, root: loc.Path, task: task, whole: vfs.WritesWhole(loc.FS)}
@@ -243,7 +243,7 @@ func (s *Sink) checkKind() error {
 	}
 	claimed, err := claimKind(s.fs, s.root, mine)
 	if err != nil {
-		return fmt.Errorf("stage: staging folder %s: %w", s.loc.URL, err)
+		return fmt.Errorf("hfiles: staging folder %s: %w", s.loc.URL, err)
 	}
 	if claimed != mine {
 		return fmt.Errorf("%w: %s %s (%s says %q)", ErrOtherKind, s.loc.URL, how, kindFile, claimed)
@@ -254,7 +254,7 @@ func (s *Sink) checkKind() error {
 			return fmt.Errorf("%w: %s %s (found %s)", ErrOtherKind, s.loc.URL, how, name)
 		}
 		if !notExist(err) {
-			return fmt.Errorf("stage: staging folder %s: %w", s.loc.URL, err)
+			return fmt.Errorf("hfiles: staging folder %s: %w", s.loc.URL, err)
 		}
 	}
 	return nil
@@ -319,7 +319,7 @@ func (s *Sink) choosePlan(ctx context.Context) error {
 	switch {
 	case found:
 		if p.Table != s.o.Table {
-			return fmt.Errorf("stage: staging folder %s holds files for table %s, not %s; use another folder", s.loc.URL, p.Table, s.o.Table)
+			return fmt.Errorf("hfiles: staging folder %s holds files for table %s, not %s; use another folder", s.loc.URL, p.Table, s.o.Table)
 		}
 		if err := p.check(); err != nil {
 			return err
@@ -459,7 +459,7 @@ func (s *Sink) url(p string) string {
 // Begin implements sink.Sink.
 func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, error) {
 	if !s.task.spills() {
-		return nil, fmt.Errorf("stage: split %s: a %s task reads no splits", si.ID, s.task)
+		return nil, fmt.Errorf("hfiles: split %s: a %s task reads no splits", si.ID, s.task)
 	}
 	if rec := s.written[si.ID]; rec != nil {
 		return &writtenSplit{rec: rec}, nil
@@ -470,7 +470,7 @@ func (s *Sink) Begin(ctx context.Context, si sink.SplitInfo) (sink.SplitSink, er
 		fsys, dir = s.local.fs, path.Join(s.local.root, runsDir, key)
 	}
 	if err := fsys.MkdirAll(dir); err != nil {
-		return nil, s.full(fmt.Errorf("stage: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
+		return nil, s.full(fmt.Errorf("hfiles: split %s: create %s: %w", si.ID, dir, err), "spilling split "+si.ID)
 	}
 	attempt := fmt.Sprintf("%x%04x", time.Now().UnixNano(), s.attempts.Add(1)&0xffff)
 	return &splitSink{s: s, info: si, key: key, dir: dir, attempt: attempt, budget: s.o.splitBudget(),
@@ -586,10 +586,10 @@ func (w *splitSink) sharedRow(c *cell.Cell, rest int) bool {
 // and spills a run when the split's share of the memory budget is full.
 func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	if w.done {
-		return fmt.Errorf("stage: split %s: Write after Commit or Abort", w.info.ID)
+		return fmt.Errorf("hfiles: split %s: Write after Commit or Abort", w.info.ID)
 	}
 	if len(c.Row) > math.MaxUint16 || len(c.Family) > math.MaxUint8 || len(c.Tags) > math.MaxUint16 || int64(len(c.Qualifier)) > math.MaxUint32 || int64(len(c.Value)) > math.MaxUint32 {
-		return fmt.Errorf("stage: split %s: cell %s: row %d, family %d, qualifier %d, value %d or tags %d bytes: more than an HFile cell can hold", w.info.ID, c, len(c.Row), len(c.Family), len(c.Qualifier), len(c.Value), len(c.Tags))
+		return fmt.Errorf("hfiles: split %s: cell %s: row %d, family %d, qualifier %d, value %d or tags %d bytes: more than an HFile cell can hold", w.info.ID, c, len(c.Row), len(c.Family), len(c.Qualifier), len(c.Value), len(c.Tags))
 	}
 	if w.direct {
 		ok, err := w.writeDirect(ctx, c)
@@ -642,7 +642,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 		chunk, next, grow = w.needs(n)
 	}
 	if chunk > 0 && len(w.chunks) >= maxChunks {
-		return fmt.Errorf("stage: split %s: more than %d arena chunks (the split's share of the memory budget is too small for its cells)", w.info.ID, maxChunks)
+		return fmt.Errorf("hfiles: split %s: more than %d arena chunks (the split's share of the memory budget is too small for its cells)", w.info.ID, maxChunks)
 	}
 	// The memory is taken here, as one reservation (reserve), so that the
 	// buffers of all splits, kept ones included, stay within the budget.
@@ -778,7 +778,7 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 	}
 	f, err := fsys.Create(name)
 	if err != nil {
-		return fmt.Errorf("stage: split %s: create run %s: %w", w.info.ID, name, err)
+		return fmt.Errorf("hfiles: split %s: create run %s: %w", w.info.ID, name, err)
 	}
 	rw, err := newRunWriter(f, w.s.o.RunCompression, w.s.o.BatchBytes)
 	if err != nil {
@@ -795,13 +795,13 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		if err := rw.add(int(w.ents[i].region), &c); err != nil {
 			rw.abort()
 			fsys.Remove(name)
-			return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+			return fmt.Errorf("hfiles: split %s: %w", w.info.ID, err)
 		}
 	}
 	parts, size, err := rw.close()
 	if err != nil {
 		fsys.Remove(name)
-		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		return fmt.Errorf("hfiles: split %s: %w", w.info.ID, err)
 	}
 	rf.Size, rf.Parts = size, parts
 	w.runs = append(w.runs, rf)
@@ -811,7 +811,7 @@ func (w *splitSink) spillRun(ctx context.Context) error {
 		return nil
 	}
 	if err := w.s.addStaged(size); err != nil {
-		return fmt.Errorf("stage: split %s: after spilling %s: %w", w.info.ID, rf.Name, err)
+		return fmt.Errorf("hfiles: split %s: after spilling %s: %w", w.info.ID, rf.Name, err)
 	}
 	return nil
 }
@@ -876,7 +876,7 @@ func (w *splitSink) Commit(ctx context.Context) (sink.Ack, error) {
 
 func (w *splitSink) commit(ctx context.Context) (sink.Ack, error) {
 	if w.done {
-		return sink.Ack{}, fmt.Errorf("stage: split %s: Commit after Commit or Abort", w.info.ID)
+		return sink.Ack{}, fmt.Errorf("hfiles: split %s: Commit after Commit or Abort", w.info.ID)
 	}
 	if w.direct || (w.inOrder && len(w.ents) > 0) {
 		// In order to the end: the rest goes into the split's HFiles too.
@@ -915,7 +915,7 @@ func (w *splitSink) record() error {
 		}
 		fsys, final := w.s.runFS(r)
 		if err := fsys.Rename(final+tmpSuffix, final); err != nil {
-			return fmt.Errorf("stage: split %s: rename run %s: %w", w.info.ID, final, err)
+			return fmt.Errorf("hfiles: split %s: rename run %s: %w", w.info.ID, final, err)
 		}
 	}
 	recName := w.recordName()
@@ -929,7 +929,7 @@ func (w *splitSink) record() error {
 		rec.Runs = []runFile{}
 	}
 	if err := w.s.record(recName, &rec); err != nil {
-		return fmt.Errorf("stage: split %s: %w", w.info.ID, err)
+		return fmt.Errorf("hfiles: split %s: %w", w.info.ID, err)
 	}
 	w.done = true
 	if hadOld && old.Attempt != w.attempt {

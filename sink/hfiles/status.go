@@ -126,7 +126,7 @@ func (p *PhaseStatus) add(t TaskStatus) {
 func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holder func(vfs.FS, string) (string, bool, error), now time.Time, vo vfs.Options) (*Status, error) {
 	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
-		return nil, fmt.Errorf("stage: staging folder: %w", err)
+		return nil, fmt.Errorf("hfiles: staging folder: %w", err)
 	}
 	defer loc.Close()
 	r := &statusReader{url: loc.URL, fs: loc.FS, root: loc.Path, live: live, holder: holder, now: now}
@@ -166,7 +166,7 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 // ErrNoStaging is matched by ReadStatus's error for a folder that does not
 // exist, or holds no staged job (no kind, plan, split record or task of
 // rekey's): a wrong path, not a job that has not started.
-var ErrNoStaging = errors.New("stage: no staged job in the folder")
+var ErrNoStaging = errors.New("hfiles: no staged job in the folder")
 
 // kind tells which kind of job the folder holds: its kind file, else (a
 // folder staged before kind files) the files each kind writes. A folder
@@ -177,7 +177,7 @@ func (r *statusReader) kind(planFound bool) (string, error) {
 		if notExist(err) {
 			return "", fmt.Errorf("%w: %s does not exist", ErrNoStaging, r.url)
 		}
-		return "", fmt.Errorf("stage: staging folder %s: %w", r.url, err)
+		return "", fmt.Errorf("hfiles: staging folder %s: %w", r.url, err)
 	}
 	b, err := vfs.ReadFile(r.fs, path.Join(r.root, kindFile))
 	switch {
@@ -187,7 +187,7 @@ func (r *statusReader) kind(planFound bool) (string, error) {
 			return k, nil
 		}
 	case !notExist(err):
-		return "", fmt.Errorf("stage: staging folder %s: %w", r.url, err)
+		return "", fmt.Errorf("hfiles: staging folder %s: %w", r.url, err)
 	}
 	has := func(name string) bool {
 		_, err := r.fs.Stat(path.Join(r.root, name))
@@ -259,7 +259,7 @@ func (r *statusReader) taskDirs(dir, format string, want int) (map[int]bool, int
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("stage: list %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("hfiles: list %s: %w", dir, err)
 	}
 	have, count := map[int]bool{}, 0
 	for _, e := range ents {
@@ -329,7 +329,7 @@ func (r *statusReader) spill(st *Status) error {
 			lease := path.Join(r.root, Task{PhaseSpill, c.Shard, c.Count}.Dir(), "_rekey.lease")
 			tok, ok, err := r.holder(r.fs, lease)
 			if err != nil {
-				return fmt.Errorf("stage: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
+				return fmt.Errorf("hfiles: spill shard %d/%d: reading its lease: %w", c.Shard, c.Count, err)
 			}
 			if ok && tok != c.LeaseToken {
 				superseded[c.Shard] = true
