@@ -1,8 +1,10 @@
 package verify
 
 import (
+	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // chartRows is how many of the worst entities the HTML chart draws.
@@ -24,13 +26,73 @@ type htmlData struct {
 	Bars     []bar
 	Height   int
 	Entities []Result
+	// Verdict is PASS or FAIL, Exit the exit status rekey verify ends
+	// with for it, Why what failed.
+	Verdict string
+	Exit    int
+	Why     string
+	// Coverage says which entities were checked and why they were chosen.
+	Coverage string
+	// Most is the largest cell count the chart draws (its scale's end);
+	// AxisY is where its axis runs.
+	Most  int64
+	AxisY int
+	// RedoRun and RedoVerify are the commands that redo the failed
+	// entities' ranges and check them again, on a failure.
+	RedoRun, RedoVerify string
+}
+
+// coverage says how many entities were checked and why each was chosen.
+func (r *Report) coverage() string {
+	order := []string{ByAll, ByHeaviestCells, ByHeaviestBytes, BySample, ByName, ByOnly}
+	words := map[string]string{ByAll: "every entity", ByHeaviestCells: "heaviest by cells", ByHeaviestBytes: "heaviest by bytes",
+		BySample: "sampled", ByName: "named", ByOnly: "from an earlier report's redo list"}
+	n := map[string]int{}
+	for _, e := range r.Entities {
+		for _, c := range e.ChosenBy {
+			n[c]++
+		}
+	}
+	var parts []string
+	for _, c := range order {
+		if n[c] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[c], words[c]))
+		}
+	}
+	s := fmt.Sprintf("%d entities checked", len(r.Entities))
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ") + " (an entity may be chosen for more than one reason)"
+	}
+	return s
 }
 
 // WriteHTML writes the report as one self-contained page: inline styles, an
 // inline SVG bar chart of the worst entities (old cells against new, each
 // mismatch marked), the table and the differences. It fetches nothing.
 func (r *Report) WriteHTML(w io.Writer) error {
-	d := htmlData{R: r, Summary: r.SummaryLine(), Entities: r.Entities}
+	d := htmlData{R: r, Summary: r.SummaryLine(), Entities: r.Entities, Verdict: "PASS", Coverage: r.coverage()}
+	if !r.OK() {
+		d.Verdict, d.Exit = "FAIL", 1
+		var why []string
+		if r.Summary.Mismatched > 0 {
+			why = append(why, fmt.Sprintf("%d of %d entities mismatched", r.Summary.Mismatched, r.Summary.Entities))
+		}
+		if r.Rejected != nil && r.Rejected.Unaccounted > 0 {
+			why = append(why, fmt.Sprintf("%d old cells whose keys do not fit are in no reject file", r.Rejected.Unaccounted))
+		}
+		d.Why = strings.Join(why, "; ")
+		job, rep := r.Job, r.File
+		if job == "" {
+			job = "JOB"
+		}
+		if rep == "" {
+			rep = "REPORT.json" // this report as JSON: rekey verify --out
+		}
+		if len(r.Redo) > 0 {
+			d.RedoRun = fmt.Sprintf("rekey run %s --only %s", job, rep)
+			d.RedoVerify = fmt.Sprintf("rekey verify %s --only %s", job, rep)
+		}
+	}
 	var most int64 = 1
 	n := min(len(r.Entities), chartRows)
 	for _, e := range r.Entities[:n] {
@@ -44,6 +106,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		})
 	}
 	d.Height = 20 + n*30
+	d.Most, d.AxisY = most, d.Height-4
+	d.Height += 20 // the axis and its labels
 	return pageTmpl.Execute(w, d)
 }
 
@@ -62,17 +126,27 @@ tr.bad td { background: #fde2e1; }
 .ok { color: #1b7f3b; }
 pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 .legend span { display: inline-block; width: 12px; height: 12px; margin: 0 4px 0 12px; }
+.banner { font-size: 1.4em; font-weight: bold; padding: 8px 12px; border-radius: 4px; }
+.banner.pass { background: #e3f4e8; color: #1b7f3b; }
+.banner.fail { background: #fde2e1; color: #b00020; }
 </style>
 </head>
 <body>
 {{$both := eq .R.Method "both"}}<h1>rekey verify</h1>
+<p id="verdict" class="banner {{if eq .Verdict "PASS"}}pass{{else}}fail{{end}}">{{.Verdict}} (exit {{.Exit}}){{if .Why}}: {{.Why}}{{end}}</p>
 <p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
 {{if .R.Method}}<p id="method">{{.R.MethodLine}}</p>
 {{end}}<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
+<p id="coverage">{{.Coverage}}.{{if .R.Build}} Written by {{.R.Build}}.{{end}}</p>
+{{if .RedoRun}}<h2>Redo and check again</h2>
+<p>Redo the failed entities' old key ranges into the target, then check just them:</p>
+<pre id="redo">{{.RedoRun}}
+{{.RedoVerify}}</pre>
+{{end}}
 {{with .R.Rejected}}<h2>Rejected keys</h2>
 <p id="rejected"{{if .Unaccounted}} class="verdict-bad"{{end}}>{{.Line}}</p>
 {{range .Examples}}<pre>{{.}}</pre>
-{{end}}{{end}}<h2>Worst entities, cells old against new</h2>
+{{end}}{{end}}<h2>The {{len .Bars}} largest entities checked: cells in the old snapshot against the new side</h2>
 <p class="legend"><span style="background:#5b8def"></span>old<span style="background:#f0a030"></span>new<span style="background:#b00020"></span>mismatch</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="900" height="{{.Height}}" role="img" aria-label="cells per entity, old against new">
 {{range .Bars}}<g>
@@ -81,7 +155,11 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 <rect x="300" y="{{.NewY}}" width="{{.NewW}}" height="11" fill="{{if .Match}}#f0a030{{else}}#b00020{{end}}"><title>new {{.New}} cells</title></rect>
 {{if not .Match}}<text x="290" y="{{.Y}}" dy="18" font-size="14" fill="#b00020" text-anchor="end">&#x2716;</text>{{end}}
 </g>
-{{end}}</svg>
+{{end}}<line x1="300" y1="{{.AxisY}}" x2="860" y2="{{.AxisY}}" stroke="#888"/>
+<text x="300" y="{{.AxisY}}" dy="14" font-size="11">0</text>
+<text x="860" y="{{.AxisY}}" dy="14" font-size="11" text-anchor="end">{{.Most}} cells</text>
+<text x="0" y="{{.AxisY}}" dy="14" font-size="11">entity</text>
+</svg>
 <h2>Entities</h2>
 <table>
 <thead><tr><th>entity</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>

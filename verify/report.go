@@ -28,6 +28,9 @@ type Report struct {
 	// Build names the program that wrote the report (the rekey command
 	// puts what `rekey version` prints); empty when the caller says none.
 	Build string `json:"rekey,omitempty"`
+	// File is where the caller writes this report as JSON (rekey verify
+	// --out), for the redo commands the HTML page prints; not written.
+	File string `json:"-"`
 	// Old and New name the two sides.
 	Old string `json:"old"`
 	New string `json:"new"`

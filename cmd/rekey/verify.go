@@ -157,6 +157,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		return failed{err}
 	}
 	rep.Build = currentBuild().String()
+	rep.File = f.out
 	if err := writeReport(w, rep, f); err != nil {
 		return failed{err}
 	}

@@ -120,6 +120,9 @@ func TestVerifyCountsRejectedCells(t *testing.T) {
 		if err != nil || !strings.Contains(string(page), `id="rejected"`) {
 			t.Errorf("verify %v: the HTML report has no rejected section (%v)", extra, err)
 		}
+		if verdict := map[int]string{exitOK: "PASS (exit 0)", exitProblems: "FAIL (exit 1)"}[want]; !strings.Contains(string(page), verdict) {
+			t.Errorf("verify %v: the HTML report does not say %q", extra, verdict)
+		}
 		return r
 	}
 	r := verify(exitOK, "--all")

@@ -201,6 +201,18 @@ func TestVerifyMismatchReportAndOnly(t *testing.T) {
 	}
 
 	checkHTML(t, page, r.Summary.Entities)
+	// The page people send around: the verdict with the exit status, what
+	// was checked and why, and on a failure the commands that redo and
+	// re-check.
+	b, err = os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`id="verdict"`, "FAIL (exit 1)", "entities checked: ", "rekey run " + job + " --only " + rep, "rekey verify " + job + " --only " + rep, "cells</text>"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("the HTML page lacks %q", want)
+		}
+	}
 	checkRendered(t, page)
 }
 
