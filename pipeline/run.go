@@ -17,7 +17,7 @@ import (
 	"github.com/rekeyhq/rekey/pipeline/record"
 	"github.com/rekeyhq/rekey/pipeline/sink"
 	"github.com/rekeyhq/rekey/pipeline/stage"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 )
 
 // Errors a caller maps to exit codes.
@@ -35,7 +35,7 @@ var (
 	ErrBadKeyFatal = errors.New("pipeline: a key does not fit the layout and the job says bad_keys: fail")
 )
 
-// Run is one run of a job, assembled by Prepare: the snapshot open, the
+// Run is one run of a job, assembled by Prepare: the source open, the
 // splits chosen, the checkpoint checked, the sink built and its target
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
@@ -43,11 +43,11 @@ type Run struct {
 	j       *job.Job
 	o       Options
 	budget  job.Budget
-	snap    *snapshot.Snapshot
+	src     source.Source
 	mfs     *meteredFS
 	sink    sink.Sink
 	ctl     *Control
-	scan    snapshot.ScanOptions
+	scan    source.ScanOptions
 	ckpt    *checkpointStore
 	leases  *leases
 	rejects *rejectDir
@@ -221,8 +221,8 @@ func (r *Run) close() {
 	if r.sink != nil {
 		r.sink.Close()
 	}
-	if r.snap != nil {
-		r.snap.Close()
+	if r.src != nil {
+		r.src.Close()
 	}
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
@@ -353,8 +353,8 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		// A worker took w. The split likely next has its store files
 		// opened while the workers read, so whichever takes it starts
 		// reading at once.
-		if nx, ok := q.peek(); ok && nx.split.Region.EncodedName != w.split.Region.EncodedName {
-			r.snap.Prepare(nx.split, r.scan)
+		if nx, ok := q.peek(); ok && nx.split.Region != w.split.Region {
+			r.src.Prepare(nx.split, r.scan)
 		}
 	}
 	werr := g.Wait()

@@ -27,6 +27,8 @@ const module = "github.com/rekeyhq/rekey/"
 // variable-length integers the HFile reader and the snapshot manifest
 // decoder share; internal/human the one way sizes and rates are printed;
 // internal/pause the wait between a retried operation's attempts.
+// source, what a run reads, sits above the readers its sources are made of
+// (the snapshot first) and below the run, which plans and reads through it.
 // cmd/rekey turns flags into a job and prints what pipeline
 // and verify return: it reaches no sink internals.
 var rules = map[string][]string{
@@ -38,7 +40,8 @@ var rules = map[string][]string{
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
-	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/pause"},
+	"source":    {"cell", "snapshot"},
+	"pipeline":  {"cell", "vfs", "hfile", "snapshot", "source", "hbase", "transform", "entity", "job", "internal/human", "internal/pause"},
 	"verify":    {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human"},
 
 	"internal/writable": {},
