@@ -16,7 +16,7 @@ import (
 
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -367,7 +367,7 @@ func (c cutRule) String() string {
 // fingerprint hashes the parts of a run that decide which cells it writes
 // where; anything else (workers, limits, progress) may change between a run
 // and its resume.
-func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, splitBytes int64, cut cutRule, setTS int64, sink string, only []KeyRange, shard Shard) string {
+func fingerprint(j *job.Job, id source.Identity, scan source.ScanOptions, splitBytes int64, cut cutRule, setTS int64, sink string, only []KeyRange, shard Shard) string {
 	oldKey, newKey := j.Program.Describe()
 	fams := make([]string, 0, len(j.Spec.Families))
 	for o, n := range j.Spec.Families {
@@ -381,7 +381,7 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		Families        []string
 		Entity          []string
 		Target          string
-		Scan            snapshot.ScanOptions
+		Scan            source.ScanOptions
 		SplitBytes      int64
 		SetTimestamp    int64
 		Sink            string
@@ -396,7 +396,15 @@ func fingerprint(j *job.Job, info snapshot.Info, scan snapshot.ScanOptions, spli
 		// fingerprints of its runs are those of the builds before even
 		// cuts.
 		EvenCut bool `json:",omitempty"`
-	}{info.Name, info.Table, info.CreationTime.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, cut != cutRows, cut == cutInRowEven}
+		// Kind and More are left out for a snapshot, so its fingerprints
+		// are those of the builds before sources; another source's
+		// differ from any snapshot's.
+		Kind string         `json:",omitempty"`
+		More []source.Field `json:",omitempty"`
+	}{id.Name, id.Table, id.Created.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, cut != cutRows, cut == cutInRowEven, "", id.More}
+	if id.Kind != source.KindSnapshot {
+		doc.Kind = id.Kind
+	}
 	b, _ := json.Marshal(doc)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])

@@ -86,7 +86,7 @@ func (r *Run) openJobState() (*jobState, error) {
 // cells it writes where, apart from the cut and the shard (fingerprint's
 // parts, each named so a refusal can say which differs).
 func (r *Run) identity(sinkName string) []state.Field {
-	j, info := r.j, r.snap.Info()
+	j := r.j
 	oldKey, newKey := "", ""
 	if j.Program != nil {
 		oldKey, newKey = j.Program.Describe()
@@ -107,10 +107,11 @@ func (r *Run) identity(sinkName string) []state.Field {
 		}
 		return fmt.Sprintf("%d (%s)", ms, time.UnixMilli(ms).UTC().Format(time.RFC3339))
 	}
-	return []state.Field{
-		{Name: "source snapshot", Value: info.Name},
-		{Name: "source table", Value: info.Table},
-		{Name: "snapshot creation time", Value: fmt.Sprint(info.CreationTime.UnixMilli())},
+	var out []state.Field
+	for _, f := range r.src.Describe().Fields() {
+		out = append(out, state.Field{Name: f.Name, Value: f.Value})
+	}
+	return append(out, []state.Field{
 		{Name: "old key layout", Value: oldKey},
 		{Name: "new key layout", Value: newKey},
 		{Name: "family mapping", Value: "[" + strings.Join(fams, ", ") + "]"},
@@ -120,7 +121,7 @@ func (r *Run) identity(sinkName string) []state.Field {
 		{Name: "scan options", Value: string(scanJSON)},
 		{Name: "set_timestamp", Value: fmt.Sprint(r.o.SetTimestamp)},
 		{Name: "sink", Value: sinkName},
-	}
+	}...)
 }
 
 // recordSplits lists every split of the run's cut (all shards'), in the
@@ -136,7 +137,7 @@ func (r *Run) recordSplits() []state.Split {
 	}
 	for _, w := range r.all {
 		sp := w.split
-		s := state.Split{ID: w.id, Region: sp.Region.EncodedName, StartRow: sp.StartRow, StopRow: sp.EndRow, Bytes: w.bytes, Shard: dealt[w.id]}
+		s := state.Split{ID: w.id, Region: sp.Region, StartRow: sp.StartRow, StopRow: sp.EndRow, Bytes: w.bytes, Shard: dealt[w.id]}
 		if c := sp.StartColumn; c != nil {
 			s.StartColumn = &state.Column{Family: c.Family, Qualifier: c.Qualifier}
 		}

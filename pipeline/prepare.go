@@ -14,6 +14,7 @@ import (
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -173,9 +174,11 @@ func checkpointPath(j *job.Job, sh Shard, only []KeyRange) string {
 	return p
 }
 
-// openSource opens the snapshot through a metered file system (bytes read
-// feed the progress and the read cap) with the read-ahead share of the
-// budget, once for the whole run.
+// openSource opens the run's source, the job's snapshot, through a
+// metered file system (bytes read feed the progress and the read cap)
+// with the read-ahead share of the budget, once for the whole run. It is
+// the one place the run knows what its source is: everything after reads
+// it as a source.Source.
 func (r *Run) openSource(ctx context.Context) error {
 	j, o := r.j, r.o
 	fsys, root := o.Open.FS, j.Source.Root
@@ -195,12 +198,12 @@ func (r *Run) openSource(ctx context.Context) error {
 	if ra.Budget == nil {
 		ra.Budget = vfs.NewBudget(r.budget.ReadAhead)
 	}
-	snap, err := snapshot.Open(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
+	src, err := source.OpenSnapshot(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
 	if err != nil {
 		return fmt.Errorf("source snapshot: %w", err)
 	}
-	r.snap = snap
-	r.scan = ScanOptions(j, snap.Info())
+	r.src = src
+	r.scan = scanOptions(j, src.Describe().Created)
 	return nil
 }
 
@@ -210,14 +213,14 @@ func (r *Run) chooseWork() error {
 	switch {
 	case r.o.SplitBytes == 0:
 		// Settled before the checkpoint's fingerprint is taken, from the
-		// snapshot and the sink alone, so a resume and every shard cut
+		// source and the sink alone, so a resume and every shard cut
 		// alike.
 		r.defaultCut = true
 		floor := int64(snapshot.MinDefaultSplitBytes)
 		if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkPuts {
-			floor = putsFloor(r.snap.Bytes())
+			floor = putsFloor(r.src.Bytes())
 		}
-		r.o.SplitBytes = r.choices().splitBytes(r.snap, floor)
+		r.o.SplitBytes = r.choices().splitBytes(r.src, floor)
 	case r.o.SplitBytes < 0:
 		r.o.SplitBytes = 0 // off: one split per region
 	}
@@ -232,12 +235,12 @@ func (r *Run) chooseWork() error {
 // others, which is why the job record holds the ones a job was started
 // with; the schedule test plays such builds (Options.build).
 type buildChoices struct {
-	splitBytes  func(s *snapshot.Snapshot, floor int64) int64
+	splitBytes  func(src source.Source, floor int64) int64
 	greedyInRow bool
 }
 
 // thisBuild are this build's choices.
-var thisBuild = buildChoices{splitBytes: (*snapshot.Snapshot).DefaultSplitBytes}
+var thisBuild = buildChoices{splitBytes: source.Source.DefaultSplitBytes}
 
 // choices are the build choices the run makes.
 func (r *Run) choices() buildChoices {
@@ -262,7 +265,7 @@ func putsFloor(total int64) int64 {
 // cutWork cuts the splits by the settled size, r.inRow and r.greedyCut,
 // clips them to Only, orders them largest first and keeps this shard's.
 func (r *Run) cutWork() error {
-	splits, err := r.snap.Splits(snapshot.SplitOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow, GreedyInRow: r.greedyCut})
+	splits, err := r.src.Splits(source.CutOptions{TargetBytes: r.o.SplitBytes, InRow: r.inRow, GreedyInRow: r.greedyCut})
 	if err != nil {
 		return err
 	}
@@ -294,7 +297,7 @@ func (r *Run) cutWork() error {
 func (r *Run) keepEarlierCut(prevFP string, fpOf func(int64, cutRule) string) (string, error) {
 	sizes := []int64{r.o.SplitBytes}
 	if r.defaultCut {
-		if old := r.snap.DefaultSplitBytes(snapshot.MinDefaultSplitBytes); old != r.o.SplitBytes {
+		if old := r.src.DefaultSplitBytes(snapshot.MinDefaultSplitBytes); old != r.o.SplitBytes {
 			sizes = append(sizes, old)
 		}
 	}
@@ -400,7 +403,7 @@ func (r *Run) checkCheckpoint() error {
 		// runs live in different folders.
 		name += "/" + string(o.Phase)
 	}
-	fp := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, o.Only, o.Shard)
+	fp := fingerprint(j, r.src.Describe(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, o.Only, o.Shard)
 	var prev *loadedCheckpoint
 	if o.Fresh {
 		// Not read: --fresh is also the way out of a damaged checkpoint.
@@ -414,7 +417,7 @@ func (r *Run) checkCheckpoint() error {
 		// (With a job record the cut is the record's: a checkpoint cut
 		// otherwise is of another job.)
 		matched, err := r.keepEarlierCut(prev.Fingerprint, func(splitBytes int64, cut cutRule) string {
-			return fingerprint(j, r.snap.Info(), fpScan, splitBytes, cut, o.SetTimestamp, name, o.Only, o.Shard)
+			return fingerprint(j, r.src.Describe(), fpScan, splitBytes, cut, o.SetTimestamp, name, o.Only, o.Shard)
 		})
 		if err != nil {
 			return err
@@ -432,14 +435,14 @@ func (r *Run) checkCheckpoint() error {
 	}
 	// The sketch's seed leaves the shard and --only out, so the sketches of
 	// a job's shards sample the same hashes and merge exactly.
-	seedFP := fingerprint(j, r.snap.Info(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, nil, Shard{})
+	seedFP := fingerprint(j, r.src.Describe(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, nil, Shard{})
 	return r.adoptCheckpoint(prev, fp, seedFP)
 }
 
 // fpScan is the run's scan as fingerprints and the job record hold it:
 // without "now" unless the job fixes the TTL time, since "now" differs
 // between a run and its resume.
-func (r *Run) fpScan() snapshot.ScanOptions {
+func (r *Run) fpScan() source.ScanOptions {
 	s := r.scan
 	if !r.j.Source.Scan.TTLAtSnapshot && r.j.Source.Scan.TTLAt.IsZero() {
 		s.Now = time.Time{}
@@ -540,7 +543,7 @@ func (r *Run) readyTarget(ctx context.Context, c *hbase.Client) error {
 			}
 		}
 	}
-	created, err := PrepareTarget(ctx, c, j, r.snap, keys)
+	created, err := prepareTarget(ctx, c, j, r.src.Table(), keys)
 	if err != nil {
 		return err
 	}
@@ -550,11 +553,11 @@ func (r *Run) readyTarget(ctx context.Context, c *hbase.Client) error {
 	return nil
 }
 
-// planSplitKeys samples the run's snapshot and returns the plan's split
+// planSplitKeys samples the run's source and returns the plan's split
 // keys for target.create.regions regions (default: as many as the source
 // has). The sample's reads are not the run's: Start counts bytes afresh.
 func (r *Run) planSplitKeys(ctx context.Context) ([][]byte, error) {
-	keys, err := PlanSplitKeys(ctx, r.j, r.snap)
+	keys, err := planSplitKeys(ctx, r.j, r.src)
 	if err != nil {
 		return nil, fmt.Errorf("planning split keys: %w", err)
 	}

@@ -5,11 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 )
 
 func queued(id, region string) work {
-	return work{id: id, split: snapshot.Split{ID: id, Region: snapshot.Region{EncodedName: region}}}
+	return work{id: id, split: source.Split{ID: id, Region: region}}
 }
 
 // TestQueueSpreadsRegions: with spread, a free worker takes the largest

@@ -16,7 +16,7 @@ import (
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/state"
 )
 
@@ -35,33 +35,31 @@ var (
 	ErrBadKeyFatal = errors.New("pipeline: a key does not fit the layout and the job says bad_keys: fail")
 )
 
-// Run is one run of a job, assembled by Prepare: the snapshot open, the
+// Run is one run of a job, assembled by Prepare: the source open, the
 // splits chosen, the checkpoint checked, the sink built and its target
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
 type Run struct {
-	j       *job.Job
-	o       Options
-	budget  job.Budget
-	snap    *snapshot.Snapshot
-	mfs     *meteredFS
-	sink    sink.Sink
-	ctl     *Control
-	scan    snapshot.ScanOptions
-	ckpt    *checkpointStore
-	leases  *leases
-	rejects *rejectDir
-	now     func() time.Time
-	logf    func(string, ...any)
-	collide bool
-	// spillWarned: a phase task said once that it ignores sink.spill_dir.
-	spillWarned bool
-	inRow       bool // the splits may cut inside rows (cellLevel)
-	greedyCut   bool // in-row cuts by the earlier rule, for a checkpoint cut so
-	defaultCut  bool // the split size is the snapshot's default, not the job's
-	maxTrack    int
-	closers     []func() error
-	seed        uint64
+	j          *job.Job
+	o          Options
+	budget     job.Budget
+	src        source.Source
+	mfs        *meteredFS
+	sink       sink.Sink
+	ctl        *Control
+	scan       source.ScanOptions
+	ckpt       *checkpointStore
+	leases     *leases
+	rejects    *rejectDir
+	now        func() time.Time
+	logf       func(string, ...any)
+	collide    bool
+	inRow      bool // the splits may cut inside rows (cellLevel)
+	greedyCut  bool // in-row cuts by the earlier rule, for a checkpoint cut so
+	defaultCut bool // the split size is the snapshot's default, not the job's
+	maxTrack   int
+	closers    []func() error
+	seed       uint64
 	// all is every split of the job's cut, in the order they are dealt;
 	// items this run's share of them.
 	all     []work
@@ -225,8 +223,8 @@ func (r *Run) close() {
 	if r.sink != nil {
 		r.sink.Close()
 	}
-	if r.snap != nil {
-		r.snap.Close()
+	if r.src != nil {
+		r.src.Close()
 	}
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		r.closers[i]()
@@ -357,8 +355,8 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		// A worker took w. The split likely next has its store files
 		// opened while the workers read, so whichever takes it starts
 		// reading at once.
-		if nx, ok := q.peek(); ok && nx.split.Region.EncodedName != w.split.Region.EncodedName {
-			r.snap.Prepare(nx.split, r.scan)
+		if nx, ok := q.peek(); ok && nx.split.Region != w.split.Region {
+			r.src.Prepare(nx.split, r.scan)
 		}
 	}
 	werr := g.Wait()

@@ -14,14 +14,14 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/sink"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/transform"
 )
 
 // work is one split to read, maybe clipped to a row range.
 type work struct {
 	id          string
-	split       snapshot.Split
+	split       source.Split
 	start, stop []byte
 	bytes       int64
 }
@@ -70,7 +70,7 @@ func (q *queue) take(ctx context.Context) (work, bool) {
 	k := q.nextLocked()
 	w := q.todo[k]
 	q.todo = append(q.todo[:k], q.todo[k+1:]...)
-	q.busy[w.split.Region.EncodedName]++
+	q.busy[w.split.Region]++
 	return w, true
 }
 
@@ -88,7 +88,7 @@ func (q *queue) peek() (work, bool) {
 func (q *queue) nextLocked() int {
 	if q.spread {
 		for k := range q.todo {
-			if q.busy[q.todo[k].split.Region.EncodedName] == 0 {
+			if q.busy[q.todo[k].split.Region] == 0 {
 				return k
 			}
 		}
@@ -99,7 +99,7 @@ func (q *queue) nextLocked() int {
 // done frees the worker that read w.
 func (q *queue) done(w work) {
 	q.mu.Lock()
-	q.busy[w.split.Region.EncodedName]--
+	q.busy[w.split.Region]--
 	q.mu.Unlock()
 	<-q.slots
 }
@@ -126,7 +126,7 @@ func shardOf(items []work, sh Shard) []work {
 }
 
 // clip turns splits into work items, cut to the --only ranges.
-func clip(splits []snapshot.Split, only []KeyRange) []work {
+func clip(splits []source.Split, only []KeyRange) []work {
 	var out []work
 	for _, sp := range splits {
 		if len(only) == 0 {
@@ -181,7 +181,7 @@ func (r *Run) example(format string, args ...any) {
 // runSplit reads one split, maps its cells into the sink and records it.
 func (r *Run) runSplit(ctx context.Context, w work) error {
 	start := r.now()
-	st := &SplitStats{ID: w.id, Region: w.split.Region.EncodedName, FileBytes: w.bytes}
+	st := &SplitStats{ID: w.id, Region: w.split.Region, FileBytes: w.bytes}
 	r.mu.Lock()
 	if prev := r.state.Splits[w.id]; prev != nil {
 		st.Attempts = prev.Attempts

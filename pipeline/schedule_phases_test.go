@@ -13,7 +13,7 @@ import (
 
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 )
 
 // phaseRegressions are seeds that found bugs, played first.
@@ -101,7 +101,7 @@ func playPhaseSchedule(t *testing.T, seed uint64, ref map[uint64]bool) (string, 
 			done++
 		}
 		if otherBuild {
-			o.build = &buildChoices{splitBytes: func(*snapshot.Snapshot, int64) int64 { return 24 << 10 }, greedyInRow: true}
+			o.build = &buildChoices{splitBytes: func(source.Source, int64) int64 { return 24 << 10 }, greedyInRow: true}
 		}
 		_, err := Execute(ctx, newJob(splitBytes), o)
 		log = append(log, fmt.Sprintf("spill %d/%d split_bytes=%d other-build=%v fresh=%v kill@%d -> %s", shard, count, splitBytes, otherBuild, fresh, killAfter, errText(err)))

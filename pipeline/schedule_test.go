@@ -18,7 +18,7 @@ import (
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 )
 
 // The schedule test plays the protocol between the tasks of one job
@@ -250,7 +250,7 @@ func (w *simWorld) run(a attempt) (*Summary, error) {
 	}
 	o := Options{Sink: s, Workers: 1, Shard: Shard{Index: a.shard, Count: a.count}, Resume: !a.fresh, Fresh: a.fresh}
 	if a.otherBuild {
-		o.build = &buildChoices{splitBytes: func(*snapshot.Snapshot, int64) int64 { return 24 << 10 }, greedyInRow: true}
+		o.build = &buildChoices{splitBytes: func(source.Source, int64) int64 { return 24 << 10 }, greedyInRow: true}
 	}
 	sum, err := Execute(ctx, &j, o)
 	w.log = append(w.log, fmt.Sprintf("%s -> %v", a, errText(err)))

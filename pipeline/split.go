@@ -10,7 +10,7 @@ import (
 	"github.com/rekeyhq/rekey/entity"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
-	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/transform"
 )
 
@@ -19,7 +19,7 @@ import (
 // returned. The split is done (st.Done) only when the sink acknowledged
 // every cell it was given.
 func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sketch, error) {
-	out, err := r.sink.Begin(ctx, sink.SplitInfo{ID: w.id, Region: w.split.Region.EncodedName, Bytes: w.bytes})
+	out, err := r.sink.Begin(ctx, sink.SplitInfo{ID: w.id, Region: w.split.Region, Bytes: w.bytes})
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sk
 	}()
 	opts := r.scan
 	opts.StartRow, opts.StopRow = w.start, w.stop
-	sc, err := r.snap.NewScanner(ctx, w.split, opts)
+	sc, err := r.src.Open(ctx, w.split, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func (r *Run) newSplitReader(w work, st *SplitStats, out sink.SplitSink) *splitR
 
 // readAll maps every cell of the scanner into the split's sink, then
 // flushes what the transform and the entity count hold back.
-func (sr *splitReader) readAll(ctx context.Context, sc *snapshot.Scanner) error {
+func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 	r, st := sr.r, sr.st
 	sr.ctx = ctx
 	emit := sr.emit
@@ -159,7 +159,7 @@ func (sr *splitReader) readAll(ctx context.Context, sc *snapshot.Scanner) error 
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	st.FilesChecked = sc.Stats().FilesCountChecked
+	st.FilesChecked = sc.FilesChecked()
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -11,11 +11,18 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/source"
 )
 
 // ScanOptions turns the job's source.scan section into the snapshot
 // scanner's options; plan, run and verify read the same cells this way.
 func ScanOptions(j *job.Job, info snapshot.Info) snapshot.ScanOptions {
+	return scanOptions(j, info.CreationTime)
+}
+
+// scanOptions is ScanOptions for a source created at created (the time
+// TTLs expire at when the job reads as of the source).
+func scanOptions(j *job.Job, created time.Time) source.ScanOptions {
 	s := j.Source.Scan
 	o := snapshot.ScanOptions{
 		Raw:         s.Raw,
@@ -27,7 +34,7 @@ func ScanOptions(j *job.Job, info snapshot.Info) snapshot.ScanOptions {
 	}
 	switch {
 	case s.TTLAtSnapshot:
-		o.Now = info.CreationTime
+		o.Now = created
 	case !s.TTLAt.IsZero():
 		o.Now = s.TTLAt
 	}
@@ -37,11 +44,16 @@ func ScanOptions(j *job.Job, info snapshot.Info) snapshot.ScanOptions {
 // TargetFamilies returns the new families the job writes: each source
 // family of the snapshot (or of source.scan.families) under its new name.
 func TargetFamilies(j *job.Job, snap *snapshot.Snapshot) []string {
+	return targetFamilies(j, snap.Table())
+}
+
+// targetFamilies is TargetFamilies for a source table's schema.
+func targetFamilies(j *job.Job, table source.Table) []string {
 	var olds []string
 	if len(j.Source.Scan.Families) > 0 {
 		olds = j.Source.Scan.Families
 	} else {
-		for _, f := range snap.Table().Families {
+		for _, f := range table.Families {
 			olds = append(olds, string(f.Name))
 		}
 	}
@@ -72,7 +84,12 @@ var ErrTargetFamilies = errors.New("pipeline: the target table lacks families th
 // ...) or the job's overrides, pre-split at splitKeys. It reports whether
 // it created the table.
 func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snapshot.Snapshot, splitKeys [][]byte) (bool, error) {
-	want := TargetFamilies(j, snap)
+	return prepareTarget(ctx, c, j, snap.Table(), splitKeys)
+}
+
+// prepareTarget is PrepareTarget for a source table's schema.
+func prepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, table source.Table, splitKeys [][]byte) (bool, error) {
+	want := targetFamilies(j, table)
 	desc, err := c.DescribeTable(ctx, j.Target.Table)
 	switch {
 	case err == nil:
@@ -98,7 +115,7 @@ func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snaps
 	spec := hbase.TableSpec{Name: j.Target.Table, SplitKeys: splitKeys}
 	for _, nf := range want {
 		attrs := map[string]string{}
-		for _, f := range snap.Table().Families {
+		for _, f := range table.Families {
 			n := string(f.Name)
 			if m, ok := j.Spec.Families[n]; ok {
 				n = m
@@ -124,7 +141,7 @@ func PrepareTarget(ctx context.Context, c *hbase.Client, j *job.Job, snap *snaps
 			// Check it as an existing table, without trying to create again.
 			again := *j
 			again.Target.Create.Enabled = false
-			return PrepareTarget(ctx, c, &again, snap, splitKeys)
+			return prepareTarget(ctx, c, &again, table, splitKeys)
 		}
 		return false, err
 	}

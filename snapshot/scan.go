@@ -895,6 +895,11 @@ func (sc *Scanner) Stats() Stats {
 	return st
 }
 
+// FilesChecked is Stats().FilesCountChecked without the read-ahead
+// totals Stats gathers: what a run records of each split it read (it makes
+// a Scanner a source.Scanner).
+func (sc *Scanner) FilesChecked() int { return sc.stats.FilesCountChecked }
+
 // Close releases the scanner's iterators; it returns the scan's error, if
 // any.
 func (sc *Scanner) Close() error {

@@ -28,6 +28,8 @@ const module = "github.com/rekeyhq/rekey/"
 // variable-length integers the HFile reader and the snapshot manifest
 // decoder share; internal/human the one way sizes and rates are printed;
 // internal/pause the wait between a retried operation's attempts.
+// source, what a run reads, sits above the readers its sources are made of
+// (the snapshot first) and below the run, which plans and reads through it.
 // cmd/rekey turns flags into a job and prints what pipeline
 // and verify return: it imports no sink, so it reaches no sink internals
 // and makes no choice between sinks. The sinks sit below the run and
@@ -65,6 +67,9 @@ var rules = map[string][]string{
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},
+	// What a run reads: a set of splits that yield cells (the snapshot
+	// is the first); above snapshot, since a catch-up source combines two.
+	"source": {"cell", "snapshot"},
 	// A job's durable state shared across machines (the job record): below
 	// the run and the sinks, which both write it.
 	"state": {"vfs"},
@@ -74,7 +79,7 @@ var rules = map[string][]string{
 	// know no run; what a builder needs of the run comes in sink.Env.
 	"sink": append([]string{"cell", "vfs", "hfile", "hbase", "job", "state", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
 	// The run: it imports every sink the build offers (pipeline/sinks.go).
-	"pipeline": append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "state", "sink", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
+	"pipeline": append([]string{"cell", "vfs", "hfile", "snapshot", "source", "hbase", "transform", "entity", "job", "state", "sink", "internal/human", "internal/pause", "internal/krb"}, noBackends...),
 	"verify":   append([]string{"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/human", "internal/krb"}, noBackends...),
 
 	"internal/writable": {},
