@@ -22,6 +22,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/logging"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/rekeyhq/rekey/vfs"
@@ -71,6 +72,10 @@ type Options struct {
 	// a fault-injecting proxy this way, or by Endpoint).
 	HTTPClient *http.Client
 }
+
+// ErrNoCredentials is matched by the error of a dial that found no S3
+// credentials anywhere it looks.
+var ErrNoCredentials = errors.New("vfs: no S3 credentials")
 
 // OptionsFromHadoop reads the fs.s3a.* keys of a Hadoop configuration for
 // bucket: fs.s3a.endpoint, fs.s3a.path.style.access, fs.s3a.endpoint.region
@@ -134,9 +139,23 @@ func DialWith(bucket string, o Options) (*FS, error) {
 	if o.HTTPClient != nil {
 		loads = append(loads, config.WithHTTPClient(o.HTTPClient))
 	}
+	// The SDK's own log lines (the instance metadata service's fallbacks)
+	// would reach the user's terminal beside rekey's; what failed is said
+	// once, in the error below.
+	loads = append(loads, config.WithLogger(logging.Nop{}))
 	cfg, err := config.LoadDefaultConfig(ctx, loads...)
 	if err != nil {
 		return nil, fmt.Errorf("vfs: S3 configuration: %w", err)
+	}
+	if o.AccessKey == "" && o.SecretKey == "" {
+		// The default chain, tried now so that a machine with no
+		// credentials hears where rekey looked, not the SDK's chain.
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := cfg.Credentials.Retrieve(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("%w: s3a://%s: rekey looked for fs.s3a.access.key and fs.s3a.secret.key (or fs.s3a.bucket.%s.access.key and .secret.key) in core-site.xml under $HADOOP_CONF_DIR, then AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, the shared credentials file (~/.aws/credentials, profile $AWS_PROFILE or default), and the instance's role; give one of them (the SDK said: %v)", ErrNoCredentials, bucket, bucket, err)
+		}
 	}
 	if cfg.Region == "" {
 		// A server other than AWS ignores the region but the signature
