@@ -79,10 +79,10 @@ func (z *compressor) appendCompressed(dst, payload []byte) ([]byte, error) {
 		case CodecSnappy:
 			// s2's plain Snappy-compatible encoder, not klauspost's
 			// snappy.Encode (which is s2.EncodeSnappyBetter): the better
-			// search cost the staged job at SIZE=large 9% of its CPU for
-			// files 5% smaller, and on bench-write-hfile's cells it wrote
-			// a larger file (44.6 MB, against 43.1 MB plain and HBase's
-			// own 45.4 MB). Either is a snappy stream HBase decodes.
+			// search costs far more CPU than the few percent of file
+			// size it saves, and on half-random values it writes a
+			// larger file than the plain one. Either is a snappy stream
+			// HBase decodes.
 			dst = grow(dst, s2.MaxEncodedLen(len(chunk)))
 			out := s2.EncodeSnappy(dst[len(dst):cap(dst)], chunk)
 			dst = dst[:len(dst)+len(out)]

@@ -486,9 +486,9 @@ func (d *blockDecoder) nextDiff(c *cell.Cell, fast bool) error {
 // each. It checks, before it changes anything, that the cell is of that
 // kind and lies wholly inside the block; for any other cell, damaged ones
 // included, it returns false and nextDiff decodes the cell with its full
-// checks and error messages. A cell is 30-60 ns of a scan's time, and
-// nextDiff's generality (two encodings, calls per length, a closure per
-// bounds check) is a good part of it.
+// checks and error messages. A scan spends little per cell besides its
+// decoding, and nextDiff's generality (two encodings, calls per length, a
+// closure per bounds check) is a good part of that.
 func (d *blockDecoder) fastDiffSameRow(c *cell.Cell) (bool, error) {
 	b, p := d.data, d.pos
 	// The flag and at most three one-byte lengths.

@@ -57,10 +57,11 @@ func (r Run) MemoryOrDefault() int64 {
 // hold memory in proportion to the data; the last quarter is the
 // collector's room for what they turn over and for what no share counts
 // (the merge's run readers, the HFile writers' blocks, stacks), so it
-// need not collect all the time. Measured at SIZE=large (issue 28): with
-// the shares summing to the whole budget and the soft limit at Total, the
-// staged job's heap rose to the limit between collections (live about
-// 550 MB, peak RSS 985 MiB of 1 GiB).
+// need not collect all the time. With the shares summing to the whole
+// budget and the soft limit at Total, a staged job's heap rose to the
+// limit between collections and its RSS to nearly the whole budget:
+// garbage the collector was allowed to keep, not a leak
+// (docs/performance.md, "The memory budget").
 type Budget struct {
 	// Total is the whole budget in bytes.
 	Total int64 `json:"total"`
@@ -82,9 +83,9 @@ type Budget struct {
 
 // softLimitReserve is what the soft limit leaves below three quarters of
 // the budget for memory the Go runtime does not count, the binary's pages
-// above all: at --memory 256MiB with the soft limit at three quarters
-// (192 MiB), the staged job's peak RSS was about 36 MB above the limit
-// while its heap stayed within the collector's goal (issue 28).
+// above all: with the soft limit at exactly three quarters, a staged
+// job's RSS at a small budget went past the limit by about this much
+// while its heap stayed within the collector's goal.
 const softLimitReserve = 32 << 20
 
 // ErrMemoryTooSmall refuses a memory budget under MinMemory.

@@ -31,8 +31,8 @@ type ReadAheadOptions struct {
 	// AllFiles makes readers that choose by file (snapshot scanners) read
 	// ahead on every file, not only on files that stream (Streamer: HDFS).
 	// Local files gain nothing from it, the OS reads ahead for sequential
-	// preads already, and the chunk copies cost CPU (about 15% more per
-	// cell on a page-cached copy of the bench snapshot).
+	// preads already, and the chunk copies cost CPU per cell for nothing
+	// on a page-cached file.
 	AllFiles bool
 }
 

@@ -1,6 +1,9 @@
-// Package vfs is the small file system interface the snapshot reader works
-// through, with a local, an HDFS and an in-memory implementation, and a
-// wrapper that injects faults for tests.
+// Package vfs is the small file system interface the snapshot reader, the
+// sinks and the job's state work through: its core holds the interfaces,
+// the local and in-memory file systems and a wrapper that injects faults
+// for tests, and Open finds a URL's file system in the scheme registry
+// each backend package (vfs/hdfs, vfs/s3, vfs/gcs, vfs/azure) joins when a
+// program imports it, so this package links no backend's SDK.
 //
 // Paths are slash-separated and absolute within the file system ("/hbase/
 // data/default/t/..."). Missing files are reported with errors that satisfy

@@ -11,16 +11,14 @@ import (
 // heap may grow to three times what survived the last collection before
 // the next one starts, instead of Go's default two.
 //
-// Why: a run's live heap is small against its budget (about 30 MB of a
-// 1 GiB budget in the large staged bench job), while HDFS writes allocate
-// a fresh buffer per 64 KiB packet inside colinmarc/hdfs: about 725 MB
-// allocated in that job, one collection per 35 MB. Measured there (SIZE=
-// large, 2 workers, staged on HDFS with --no-load, 3 alternating pairs
-// each): 10.71 user CPU s at GOGC 100, 10.27 at 200, 10.15 at 400, 10.22 at
-// 1000; peak RSS 110, 145, 235 and 376 MB. 200 keeps most of the saving at
-// the least memory. The soft memory limit (job.Budget.SoftLimit) still
-// bounds the heap whatever GOGC says, so a larger live heap collects at
-// the limit as before.
+// Why: a run's live heap is small against its budget, while HDFS writes
+// allocate a fresh buffer per 64 KiB packet inside colinmarc/hdfs, so at
+// Go's default the collector runs many times more often than the live
+// heap needs. Doubling the room takes most of what a larger GOGC saves;
+// beyond it the peak RSS grows with GOGC and the CPU barely moves (the
+// measurement: docs/performance.md, "The collector's pace"). The soft
+// memory limit (job.Budget.SoftLimit) still bounds the heap whatever GOGC
+// says, so a larger live heap collects at the limit as before.
 const jobGCPercent = 200
 
 // setRuntimeLimits applies the run's memory budget to the Go runtime: the

@@ -43,10 +43,9 @@ const segmentsDir = "segments"
 // before it writes directly: enough cells that a layout out of order shows
 // it first (a salted key does within a few cells; this is thousands),
 // few enough that the copy into the buffer is a small part of a split.
-// At 4 MiB a SIZE=small split (45,000 cells) went through the buffer
-// almost whole and was written at its commit: the small staged job with
-// its load took 0.313 CPU s against 0.291 at 512 KiB (12 alternating
-// pairs), and 0.304 against 0.294 at 1 MiB (8 pairs).
+// Much larger, a small table's split goes through the buffer almost whole
+// and is sorted and written at its commit, the work writing directly is
+// meant to skip.
 const directAfter = 512 << 10
 
 // maxDirectParts bounds the partitions one split writes at once (an open

@@ -111,7 +111,7 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 // recordLoaded marks reg loaded in the load state. The mark is not saved
 // by itself: the next save carries it (another region's markSent, or the
 // one loadAll makes as it ends if none did), a write of finish.json less per region
-// (on HDFS each took 13-42 ms of a 0.4 s load, one at a time). A run cut
+// (on HDFS such writes, one at a time, were a large part of a short load). A run cut
 // short before the mark is saved loses only the mark: the region's files
 // are gone from the folder (moved into the region), a load of it was
 // sent, and each file's id is in a store file of the region, so a resumed

@@ -17,9 +17,8 @@ import (
 // must be on the cluster's HDFS for the bulk load, but the runs are read
 // back by this process alone: spilled to HDFS they cost the DataNode a
 // write and a read of every byte (times the replication), on the cluster's
-// cores (measured at SIZE=large on the mini cluster: 0.8-0.9 of its CPU s
-// and 0.3 of rekey's, docs/performance.md), where MapReduce and Spark
-// spill to their own local directories. The split records stay in the staging
+// cores, and rekey's HDFS client the same bytes again, where MapReduce and
+// Spark spill to their own local directories. The split records stay in the staging
 // folder; each run they name says it lies in this folder by the folder's
 // ID, so a record read on another machine, or after the folder was wiped,
 // is known not to have its runs here.

@@ -8,9 +8,9 @@ import "sync"
 // buffers and the pipes' batches are counted. An even share per worker
 // made the heaviest partition, which has the most runs, merge in an
 // extra pass (its runs written again and read back) while the light
-// partitions beside it used a fraction of theirs: at SIZE=large the
-// region holding 45% of the cells had 7 runs and a share of 6, and the
-// pass cost a second of the phase's three. So each partition takes what
+// partitions beside it used a fraction of theirs: a region holding
+// nearly half the cells had one run more than its share, and the pass
+// its runs then took was a large part of the phase. So each partition takes what
 // its runs need from a pool, leaving every other worker room for a
 // two-way merge, and waits only when even that much is not free.
 
