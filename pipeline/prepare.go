@@ -255,9 +255,9 @@ func (r *Run) choices() buildChoices {
 // a quarter of the snapshot. A puts piece's time is the region servers'
 // work on its cells, and its fixed cost small (its writer's last calls
 // and a checkpoint record), so the 8 MiB floor, which spares a staged
-// piece its own files, left a small table's heavy region whole: at
-// SIZE=small (3.2 MB, one region of 2.1 MB) its split took 2.0-2.4 times
-// the mean split's time. A table of 32 MiB or more is cut as before.
+// piece its own files, left a small table's heavy region whole, one
+// split far longer than the rest that the other workers waited on at the
+// end. A table of 32 MiB or more is cut as before.
 func putsFloor(total int64) int64 {
 	return max(1, min(snapshot.MinDefaultSplitBytes, total/4))
 }

@@ -55,10 +55,10 @@ var rules = map[string][]string{
 	// What the object stores share: ranged reads, whole-object writes.
 	"vfs/objstore": {"vfs"},
 	// Each backend: the core, and what its protocol needs.
-	"vfs/hdfs":  {"vfs", "internal/krb", "internal/hadooprpc", "internal/digestmd5"},
-	"vfs/s3":    {"vfs", "vfs/objstore"},
-	"vfs/gcs":   {"vfs", "vfs/objstore"},
-	"vfs/azure": {"vfs", "vfs/objstore"},
+	"vfs/hdfs":  {"vfs", "!vfs/s3", "!vfs/gcs", "!vfs/azure", "!vfs/objstore", "!vfs/all", "internal/krb", "internal/hadooprpc", "internal/digestmd5"},
+	"vfs/s3":    {"vfs", "!vfs/hdfs", "!vfs/gcs", "!vfs/azure", "!vfs/all", "vfs/objstore"},
+	"vfs/gcs":   {"vfs", "!vfs/hdfs", "!vfs/s3", "!vfs/azure", "!vfs/all", "vfs/objstore"},
+	"vfs/azure": {"vfs", "!vfs/hdfs", "!vfs/s3", "!vfs/gcs", "!vfs/all", "vfs/objstore"},
 	// Imports every backend for programs that want them all.
 	"vfs/all":   {"vfs/hdfs", "vfs/s3", "vfs/gcs", "vfs/azure"},
 	"hfile":     {"cell", "internal/writable"},
@@ -72,7 +72,7 @@ var rules = map[string][]string{
 	"source": {"cell", "snapshot"},
 	// A job's durable state shared across machines (the job record): below
 	// the run and the sinks, which both write it.
-	"state": {"vfs"},
+	"state": append([]string{"vfs"}, noBackends...),
 	// The sinks are peers of the run, not parts of it: the contract and
 	// dry-run at sink/, each sink in its own package under it, built from
 	// its job section through sink.Register. They read no snapshot and
