@@ -35,7 +35,7 @@ SUITES=(
 	"hfile-read ./hfile/:^TestOracleCluster$"
 	"hfile-write ./hfile/:^(TestWriterOracle|TestWriterOracleChecksums|TestWriterBulkLoad)$"
 	"run-puts ./pipeline/:^TestPresetsThroughPuts$"
-	"run-hfiles ./pipeline/:^TestPresetsThroughHFiles$ ./pipeline/stage/:^(TestStageLoadCluster|TestStageLoadRetriesRefusedLoad)$"
+	"run-hfiles ./pipeline/:^TestPresetsThroughHFiles$ ./sink/hfiles/:^(TestStageLoadCluster|TestStageLoadRetriesRefusedLoad)$"
 	"verify ./verify/:^TestVerifyAgainstCluster$ ./cmd/rekey/:^TestRunThenVerify$"
 )
 

@@ -47,7 +47,7 @@ status=0
 # two cores; in import-path order the longest (pipeline, about 800 s, then
 # snapshot, about 500 s) started last and ran alone at the end. Longest
 # first, the two lanes end together.
-first="./pipeline ./snapshot ./hfile ./deploy/yarn ./hbase ./cmd/rekey ./pipeline/stage"
+first="./pipeline ./snapshot ./hfile ./deploy/yarn ./hbase ./cmd/rekey ./sink/hfiles"
 mod=$(go list -m)
 rest=$(go list ./... | grep -v -x $(for p in $first; do printf -- ' -e %s' "$mod/${p#./}"; done))
 go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$events" -- \
