@@ -47,7 +47,22 @@ func rekeyRun(t *testing.T, bin string, args ...string) (int, string, string) {
 // phaseStatus runs rekey status --json.
 func phaseStatus(t *testing.T, bin, jobPath string) *pipeline.StagingStatus {
 	t.Helper()
+	st, _ := pollStatus(t, bin, jobPath)
+	if st == nil {
+		t.Fatalf("rekey status: exit 2: the staging folder does not exist")
+	}
+	return st
+}
+
+// pollStatus is phaseStatus for a folder a task may not have created
+// yet: status refuses a missing folder with exit 2 (it creates nothing),
+// which a poller reads as "not yet" and any other failure as fatal.
+func pollStatus(t *testing.T, bin, jobPath string) (*pipeline.StagingStatus, bool) {
+	t.Helper()
 	code, out, errOut := rekeyRun(t, bin, "status", jobPath, "--json")
+	if code == 2 && strings.Contains(errOut, "does not exist") {
+		return nil, false
+	}
 	if code != 0 {
 		t.Fatalf("rekey status: exit %d\n%s", code, errOut)
 	}
@@ -55,7 +70,7 @@ func phaseStatus(t *testing.T, bin, jobPath string) *pipeline.StagingStatus {
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("rekey status --json: %v\n%s", err, out)
 	}
-	return &st
+	return &st, true
 }
 
 // TestPhasesByHand runs a job in phases as a scheduler would, one rekey
@@ -95,8 +110,8 @@ func TestPhasesByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; ; i++ {
-		s := phaseStatus(t, bin, jobPath)
-		if len(s.Spill.List) > 0 && s.Spill.List[0].SplitsDone >= 1 {
+		s, _ := pollStatus(t, bin, jobPath)
+		if s != nil && len(s.Spill.List) > 0 && s.Spill.List[0].SplitsDone >= 1 {
 			break
 		}
 		if i == 300 {
