@@ -1,14 +1,10 @@
 package hbase
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,18 +19,7 @@ import (
 // standard output.
 func oracle(t testing.TB, args ...string) string {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), args...)
-	cmd.Dir = root
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("oracle %s: %v\n%s", strings.Join(args, " "), err, tail(errb.String(), 2000))
-	}
-	return out.String()
+	return string(testenv.Oracle(t, args...))
 }
 
 func tail(s string, n int) string {
@@ -47,22 +32,11 @@ func tail(s string, n int) string {
 // control sends one line to the mini cluster's control port.
 func control(t testing.TB, st *testenv.State, line string) string {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", st.ControlPort), 5*time.Second)
+	resp, err := st.ControlWithin(line, 3*time.Minute)
 	if err != nil {
-		t.Fatalf("control port: %v", err)
+		t.Fatalf("%v", err)
 	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(3 * time.Minute))
-	fmt.Fprintf(conn, "%s\n", line)
-	resp, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		t.Fatalf("control %q: %v", line, err)
-	}
-	resp = strings.TrimSpace(resp)
-	if !strings.HasPrefix(resp, "ok") {
-		t.Fatalf("control %q: %s", line, resp)
-	}
-	return resp
+	return strings.TrimSpace("ok " + resp)
 }
 
 // dumpLines keeps the canonical dump lines of an oracle output (it may

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -23,18 +22,7 @@ import (
 
 func oracle(t *testing.T, args ...string) []byte {
 	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return out
+	return testenv.Oracle(t, args...)
 }
 
 // dumpCells is our canonical dump of every cell of r. On the way it holds

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -206,15 +205,9 @@ func TestJavaRekey(t *testing.T) {
 func checkRule(t *testing.T, st *testenv.State, src, want, refused []cell.Cell) {
 	wantLines := lines(want)
 
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), "rekey-dump", st.RootDir, "bench_rule_snap")
 	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("oracle rekey-dump: %v\n%s", err, stderr.String())
+	if _, err := (testenv.OracleCall{Args: []string{"rekey-dump", st.RootDir, "bench_rule_snap"}, Stdout: &stdout, Stderr: &stderr}).Run(); err != nil {
+		t.Fatalf("%v", err)
 	}
 	sameLines(t, "Java re-key", lines(parseDump(t, "rekey-dump", stdout.Bytes())), wantLines)
 	var gotRefused []cell.Cell

@@ -1,10 +1,8 @@
 package snapshot_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,18 +15,7 @@ import (
 // oracle runs testenv/bin/oracle and returns its standard output.
 func oracle(t *testing.T, args ...string) []byte {
 	t.Helper()
-	repo, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(t.Context(), filepath.Join(repo, "testenv", "bin", "oracle"), args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle %v: %v\n%s", args, err, stderr.Bytes())
-	}
-	return out
+	return testenv.Oracle(t, args...)
 }
 
 // readAheads are the ways of reading store files the oracle tests run

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -51,7 +49,6 @@ func TestInspectTableMatchesOracle(t *testing.T) {
 			}
 		}
 	}
-	root, _ := testenv.RepoRoot()
 	for _, raw := range []bool{false, true} {
 		oargs := []string{"dump-table", table}
 		cargs := []string{"--zk", st.ZKQuorum, "--cells", table}
@@ -59,11 +56,7 @@ func TestInspectTableMatchesOracle(t *testing.T) {
 			oargs = append(oargs, "--raw")
 			cargs = append(cargs, "--raw")
 		}
-		cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), oargs...)
-		want, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("oracle: %v", err)
-		}
+		want := testenv.Oracle(t, oargs...)
 		code, got, _ := runInspectTableCLI(t, cargs...)
 		if code != 0 || got != string(want) || got == "" {
 			t.Fatalf("raw=%v: exit %d, output differs from the oracle's:\n%s\nwant\n%s", raw, code, got, want)

@@ -261,3 +261,37 @@ func TestControlChannel(t *testing.T) {
 		t.Fatalf("list-regionservers: %q", live)
 	}
 }
+
+// TestOracleCallPastItsDeadline runs an oracle call that does not answer
+// (hang, a sleeping main thread) under a 15 s deadline: it must come back
+// within the deadline and a little more, stopped, with an error naming the
+// call, the cluster's state from the control channel (cluster-state) and
+// where the oracle's main thread waited, taken from its thread dump.
+func TestOracleCallPastItsDeadline(t *testing.T) {
+	s := Require(t)
+	state, err := s.ControlWithin("cluster-state", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(state, "live region servers") || !strings.Contains(state, "procedures not finished") {
+		t.Fatalf("cluster-state: %q", state)
+	}
+	t.Setenv("TESTENV_ORACLE_TIMEOUT", "15s")
+	start := time.Now()
+	_, err = OracleCall{Args: []string{"hang", "600"}}.Run()
+	took := time.Since(start)
+	if err == nil {
+		t.Fatal("an oracle call sleeping 600 s returned no error under a 15 s deadline")
+	}
+	msg := err.Error()
+	for _, want := range []string{"oracle hang 600", "no answer within 15s", "cluster: master", "live region servers", "Thread.sleep"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	// 15 s, the cluster's state (an admin call), the thread dump's 3 s.
+	if took > 90*time.Second {
+		t.Errorf("the call came back after %v, not near its 15 s deadline", took)
+	}
+	t.Logf("stopped after %v:\n%s", took.Round(time.Second), msg)
+}

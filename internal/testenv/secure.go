@@ -1,13 +1,10 @@
 package testenv
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -108,17 +105,14 @@ func RequireSecure(t testing.TB) *SecureState {
 // fails the test when the oracle fails.
 func SecureOracle(t testing.TB, env []string, args ...string) []byte {
 	t.Helper()
-	root, err := RepoRoot()
+	out, err := OracleCall{
+		Args: args, Env: append([]string{"SECURE=1"}, env...), Label: "SECURE=1 testenv/bin/oracle",
+		ClusterState: func() string {
+			return "not asked (the secure cluster has no control channel; its log is under testenv/run-secure)"
+		},
+	}.Run()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
-	cmd := exec.Command(filepath.Join(root, "testenv", "bin", "oracle"), args...)
-	cmd.Env = append(append(os.Environ(), "SECURE=1"), env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("SECURE=1 testenv/bin/oracle %s: %v\n%s", strings.Join(args, " "), err, tail(stderr.String(), 4000))
-	}
-	return stdout.Bytes()
+	return out
 }

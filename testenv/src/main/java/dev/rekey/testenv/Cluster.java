@@ -249,6 +249,9 @@ public final class Cluster {
     if (f[0].equals("drop-tables")) {
       return dropTables(f);
     }
+    if (f[0].equals("cluster-state")) {
+      return clusterState();
+    }
     if (f[0].equals("zk-expire-session")) {
       if (f.length != 2) {
         return "error usage: zk-expire-session HOST:PORT (the client's address as ZooKeeper sees it)";
@@ -295,6 +298,70 @@ public final class Cluster {
     } catch (Exception e) {
       return "error " + oneLine(e);
     }
+  }
+
+  /**
+   * cluster-state: what a test that timed out waiting on the cluster
+   * reports beside its failure, in one line: the active master, live and
+   * dead region servers, regions in transition, and the master's
+   * procedures that have not finished (class, state, id). It runs outside
+   * the region server commands' lock, which a stop-regionserver may hold
+   * for minutes, and gives up on the master after 20 s, saying so.
+   */
+  private String clusterState() {
+    java.util.concurrent.ExecutorService ex = java.util.concurrent.Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, "cluster-state");
+      t.setDaemon(true);
+      return t;
+    });
+    try {
+      return "ok " + ex.submit(this::describeCluster).get(20, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      return "ok the master did not answer within 20 s (live region servers unknown)";
+    } catch (Exception e) {
+      return "error " + oneLine(e);
+    } finally {
+      ex.shutdownNow();
+    }
+  }
+
+  private String describeCluster() throws IOException {
+    StringBuilder b = new StringBuilder();
+    try (Admin admin = conn.getAdmin()) {
+      org.apache.hadoop.hbase.ClusterMetrics m = admin.getClusterMetrics(java.util.EnumSet.of(
+          org.apache.hadoop.hbase.ClusterMetrics.Option.MASTER,
+          org.apache.hadoop.hbase.ClusterMetrics.Option.LIVE_SERVERS,
+          org.apache.hadoop.hbase.ClusterMetrics.Option.DEAD_SERVERS,
+          org.apache.hadoop.hbase.ClusterMetrics.Option.REGIONS_IN_TRANSITION));
+      b.append("master ").append(m.getMasterName() == null ? "none" : m.getMasterName().getServerName());
+      b.append("; live region servers ").append(m.getLiveServerMetrics().size());
+      b.append("; dead ").append(m.getDeadServerNames().size());
+      var rit = m.getRegionStatesInTransition();
+      b.append("; regions in transition ").append(rit.size());
+      for (int i = 0; i < rit.size() && i < 10; i++) {
+        var r = rit.get(i);
+        b.append(i == 0 ? ": " : ", ").append(r.getRegion().getRegionNameAsString())
+            .append(' ').append(r.getState()).append(" on ").append(r.getServerName());
+      }
+      // The master's procedures as JSON (one object per procedure, with
+      // className, procId and state); the finished ones are history.
+      int open = 0;
+      StringBuilder procs = new StringBuilder();
+      for (var e : org.apache.hbase.thirdparty.com.google.gson.JsonParser.parseString(admin.getProcedures()).getAsJsonArray()) {
+        var o = e.getAsJsonObject();
+        String state = o.has("state") ? o.get("state").getAsString() : "?";
+        if (state.equals("SUCCESS") || state.equals("ROLLEDBACK") || state.equals("FAILED")) {
+          continue;
+        }
+        if (++open <= 10) {
+          String cls = o.has("className") ? o.get("className").getAsString() : "?";
+          procs.append(open == 1 ? ": " : ", ").append(cls.substring(cls.lastIndexOf('.') + 1))
+              .append(' ').append(state).append(" pid=").append(o.has("procId") ? o.get("procId").getAsString() : "?");
+        }
+      }
+      b.append("; procedures not finished ").append(open).append(procs);
+    }
+    return b.toString().replace('\n', ' ');
   }
 
   private static String oneLine(Throwable e) {
@@ -391,7 +458,7 @@ public final class Cluster {
         return "ok shutting down";
       default:
         return "error unknown command " + f[0]
-            + " (ping, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
+            + " (ping, cluster-state, list-regionservers, stop-regionserver N, start-regionserver, stop-master,"
             + " start-master, bulkload-refuse N TABLE, zk-expire-session HOST:PORT, drop-tables [--snapshot NAME]... TABLE..., yarn-start, shutdown;"
             + " dfs2-start, dfs2-datanodes, dfs2-stop-datanode I, dfs2-start-datanode I,"
             + " dfs2-replicated PATH, dfs2-stop-namenode, dfs2-start-namenode, dfs2-shutdown;"

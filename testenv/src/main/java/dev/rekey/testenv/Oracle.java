@@ -77,6 +77,7 @@ public final class Oracle {
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
       "  digest-table TABLE | digest-snapshot ROOTDIR NAME [--rekey]   cells and an order-independent digest",
+      "  hang SECONDS                         sleep, then exit 0: a call that does not answer, for testenv's own deadline test",
       "  rekey-dump ROOTDIR NAME              the wide -> bucketed re-key of a snapshot's cells (refusals on stderr)",
       "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
       "  bench-e2e-hfile ROOTDIR NAME TABLE STAGING [MB] snapshot -> re-key -> sorted HFiles -> bulk load",
@@ -324,6 +325,13 @@ public final class Oracle {
       case "kdc":
         need(a, 1, 1, "kdc DIR");
         StandaloneKdc.run(a[0]);
+        break;
+      case "hang":
+        // A stand-in for a call stuck behind the cluster, for the test
+        // of OracleCall's deadline (internal/testenv): the main thread
+        // waits where a thread dump shows it.
+        need(a, 1, 1, "hang SECONDS");
+        Thread.sleep(Long.parseLong(a[0]) * 1000L);
         break;
       case "kinit":
         need(a, 4, 4, "kinit KRB5CONF PRINCIPAL KEYTAB CCACHE");
