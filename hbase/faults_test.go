@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
 // faultCells generates cell i of a fault test: 4 qualifiers per row, an
@@ -159,13 +159,11 @@ func TestWriterSurvivesSplitAndMove(t *testing.T) {
 	}
 }
 
-// TestWriterRegionServerStopped stops a region server mid-run. The writer
+// TestDestructiveWriterRegionServerStopped stops a region server mid-run. The writer
 // retries until its deadline and then reports the failed rows; every cell
 // not reported failed must be in the table.
-func TestWriterRegionServerStopped(t *testing.T) {
-	if os.Getenv("REKEY_SKIP_RS_STOP") != "" {
-		t.Skip("REKEY_SKIP_RS_STOP set")
-	}
+func TestDestructiveWriterRegionServerStopped(t *testing.T) {
+	testenv.RequireDestructive(t)
 	c, st := testClient(t)
 	ctx := context.Background()
 	n := 200_000

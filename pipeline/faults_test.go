@@ -223,11 +223,11 @@ func TestSigtermExitsThreeAndResumes(t *testing.T) {
 	sameCells(t, "target after SIGTERM and resume", dumpTable(t, dst, true), want)
 }
 
-// TestRegionServerStoppedAndTargetMoved: a region server stops during the
+// TestDestructiveRegionServerStoppedAndTargetMoved: a region server stops during the
 // run and the target's regions split and move; failures are reported (the
 // split is not recorded done) and --resume completes the job.
-func TestRegionServerStoppedAndTargetMoved(t *testing.T) {
-	st := testenv.Require(t)
+func TestDestructiveRegionServerStoppedAndTargetMoved(t *testing.T) {
+	st := testenv.RequireDestructive(t)
 	ctx := context.Background()
 	src, dst := uniq(t, "rs_src"), uniq(t, "rs_dst")
 	snap := src + "_snap"

@@ -97,13 +97,13 @@ func metaServerIndex(t *testing.T, st *testenv.State) int {
 	return -1
 }
 
-// TestZooKeeperSessionExpiresMidRun: mid-run, the run's ZooKeeper session
+// TestDestructiveZooKeeperSessionExpiresMidRun: mid-run, the run's ZooKeeper session
 // expires (the server ends it) and ZooKeeper stays unreachable for the
 // run's client while the region server holding hbase:meta stops, so the
 // run must find meta again through ZooKeeper. The client reconnects with
 // a new session and the run finishes with every cell written.
-func TestZooKeeperSessionExpiresMidRun(t *testing.T) {
-	st := testenv.Require(t)
+func TestDestructiveZooKeeperSessionExpiresMidRun(t *testing.T) {
+	st := testenv.RequireDestructive(t)
 	src, dst := uniq(t, "zk_src"), uniq(t, "zk_dst")
 	snap := src + "_snap"
 	testenv.DropAfter(t, src, snap)
@@ -139,15 +139,15 @@ func TestZooKeeperSessionExpiresMidRun(t *testing.T) {
 	sameCells(t, "target after the session expired", dumpTable(t, dst, true), want)
 }
 
-// TestHMasterRestartsDuringRun: the HMaster stops and a new one starts
+// TestDestructiveHMasterRestartsDuringRun: the HMaster stops and a new one starts
 // while runs go on. A puts run starts while there is no master: its admin
 // calls (does the target exist, create it, wait until it is enabled) wait
 // for the new one. A staged run loses the master after it started
 // spilling (it is paused meanwhile, so that it cannot end while a slow
 // master takes its time to stop); its merge and bulk load go on without
 // one.
-func TestHMasterRestartsDuringRun(t *testing.T) {
-	st := testenv.Require(t)
+func TestDestructiveHMasterRestartsDuringRun(t *testing.T) {
+	st := testenv.RequireDestructive(t)
 	src := uniq(t, "hm_src")
 	snap := src + "_snap"
 	testenv.DropAfter(t, src, snap)

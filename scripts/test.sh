@@ -54,6 +54,19 @@ go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$ev
 	-count=1 -timeout 25m $first $rest || status=$?
 scripts/test_skips.py "$events" || status=1
 
+# The destructive pass: the tests that stop a region server or the HMaster
+# of the shared cluster (TestDestructive*, testenv.RequireDestructive; in
+# the pass above they skipped, loudly) run here, one package at a time,
+# once nothing else seeds or snapshots on it. Beside other packages they
+# held a FLUSH snapshot up for the master's whole snapshot timeout.
+destructive_t0=$(date +%s)
+destructive_events=bin/test-events-destructive.json
+TESTENV_DESTRUCTIVE=1 REKEY_REQUIRE_DESTRUCTIVE=1 go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$destructive_events" -- \
+	-count=1 -p 1 -timeout 15m -run '^TestDestructive' ./hbase ./pipeline || status=$?
+scripts/test_skips.py "$destructive_events" || status=1
+scripts/test_ran.py "$destructive_events" TestDestructive $(grep -rho --include='*_test.go' '^func TestDestructive[A-Za-z0-9_]*' . | sort -u | wc -l) || status=1
+echo "test: destructive pass took $(($(date +%s) - destructive_t0))s"
+
 # The secure suite: the kerberized cluster (KDC, Kerberos for HDFS and
 # HBase, DataNodes accepting integrity or privacy: the client's default
 # configuration settles on integrity, and the inspect test asks for each

@@ -124,6 +124,33 @@ func RequireS3Root(t testing.TB) *State {
 	return st
 }
 
+// DestructivePass says whether the tests run in the destructive pass
+// (TESTENV_DESTRUCTIVE=1): the one that runs, alone and after every other
+// package, the tests that stop a region server or the HMaster of the
+// shared cluster, or expire its ZooKeeper sessions (TestDestructive*).
+func DestructivePass() bool { return os.Getenv("TESTENV_DESTRUCTIVE") == "1" }
+
+// RequireDestructive returns the cluster's state for a test that stops a
+// server of the shared cluster (a region server, the HMaster) or expires
+// a ZooKeeper session. Beside other packages such a test breaks their
+// seeds and snapshots (a FLUSH snapshot waits out the master's timeout
+// while a region server is down), so it runs only in the destructive
+// pass, which scripts/test.sh runs on the plain cluster once every other
+// package is done; outside that pass it skips without claiming the
+// cluster (so the skip is not counted as a hidden claim), and under
+// REKEY_REQUIRE_DESTRUCTIVE=1 it fails instead. Such a test's name starts
+// with TestDestructive, which is how the pass finds it.
+func RequireDestructive(t testing.TB) *State {
+	t.Helper()
+	if !DestructivePass() {
+		if os.Getenv("REKEY_REQUIRE_DESTRUCTIVE") == "1" {
+			t.Fatal("destructive test outside the destructive pass: set TESTENV_DESTRUCTIVE=1")
+		}
+		t.Skip("DESTRUCTIVE: stops a server of the shared cluster; runs alone in the destructive pass after every other package (scripts/test.sh), or TESTENV_DESTRUCTIVE=1 go test -run '^TestDestructive' ./hbase ./pipeline")
+	}
+	return Require(t)
+}
+
 // IntegrationMarker starts the line Require logs in every test that found
 // the cluster: scripts/test_skips.py fails `make test` when a test that
 // logged it was skipped anyway, since a skip while the cluster is up hides
