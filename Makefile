@@ -5,13 +5,14 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build release yarn-jar test unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build release yarn-jar test test-flakes unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
 	@echo "release       static linux/amd64 and arm64 binaries, stripped, with SHA256SUMS, in bin/release (and the image, with docker)"
 	@echo "yarn-jar      build bin/rekey-yarn.jar, the YARN driver (Maven, Java 17)"
 	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
+	@echo "test-flakes   the flake hunt: the plain and destructive passes N times (N=3) on one cluster"
 	@echo "unit          unit tests only (go test, no cluster)"
 	@echo "soak          the protocol's schedule tests at length (SCHEDULES, default 20000; PHASE_SCHEDULES, default 1000)"
 	@echo "demo          run the demo job on the bundled snapshot"
@@ -75,6 +76,12 @@ soak:
 
 test: lint
 	scripts/test.sh
+
+# The flake hunt: the plain and destructive passes of `make test` N times
+# in a row on one cluster; prints every test that failed at least once.
+N ?= 3
+test-flakes: lint
+	N=$(N) scripts/test-flakes.sh
 
 demo: build
 	scripts/demo.sh

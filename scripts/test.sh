@@ -36,35 +36,12 @@ export REKEY_REQUIRE_CLUSTER=1
 # class-data archive (testenv/bin/oracle): most test calls are short and
 # their CPU went to the JVM's start, on the same 2 cores as everything else.
 export ORACLE_QUICK_START=1
-# gotestsum (a tool pinned in go.mod) runs go test -json: the usual
-# per-package lines, the failures' output at the end, and the events for
-# the skip summary, which fails the run if an integration test skipped
-# while the cluster was up.
 mkdir -p bin
-events=bin/test-events.json
 status=0
-# go test starts packages in the order it is given them, two at a time on
-# two cores; in import-path order the longest (pipeline, about 800 s, then
-# snapshot, about 500 s) started last and ran alone at the end. Longest
-# first, the two lanes end together.
-first="./pipeline ./snapshot ./hfile ./deploy/yarn ./hbase ./cmd/rekey ./sink/hfiles"
-mod=$(go list -m)
-rest=$(go list ./... | grep -v -x $(for p in $first; do printf -- ' -e %s' "$mod/${p#./}"; done))
-go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$events" -- \
-	-count=1 -timeout 25m $first $rest || status=$?
-scripts/test_skips.py "$events" || status=1
-
-# The destructive pass: the tests that stop a region server or the HMaster
-# of the shared cluster (TestDestructive*, testenv.RequireDestructive; in
-# the pass above they skipped, loudly) run here, one package at a time,
-# once nothing else seeds or snapshots on it. Beside other packages they
-# held a FLUSH snapshot up for the master's whole snapshot timeout.
+. scripts/test-passes.sh
+plain_pass bin/test-events.json || status=1
 destructive_t0=$(date +%s)
-destructive_events=bin/test-events-destructive.json
-TESTENV_DESTRUCTIVE=1 REKEY_REQUIRE_DESTRUCTIVE=1 go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile "$destructive_events" -- \
-	-count=1 -p 1 -timeout 15m -run '^TestDestructive' ./hbase ./pipeline || status=$?
-scripts/test_skips.py "$destructive_events" || status=1
-scripts/test_ran.py "$destructive_events" TestDestructive $(grep -rho --include='*_test.go' '^func TestDestructive[A-Za-z0-9_]*' . | sort -u | wc -l) || status=1
+destructive_pass bin/test-events-destructive.json || status=1
 echo "test: destructive pass took $(($(date +%s) - destructive_t0))s"
 
 # The secure suite: the kerberized cluster (KDC, Kerberos for HDFS and
