@@ -198,7 +198,7 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 	a := o.against(c.job)
 	switch {
 	case a.Staging != "":
-		sr, err := openStagingRun(a.Staging, c.vo)
+		sr, err := openStagingRun(a.Staging, c.job, c.vo)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hfile"
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -112,16 +113,24 @@ func openStaged(loc *vfs.Location, dir string, keep func(p string) bool) (*Stagi
 // (HFiles laid out by hand or another tool) is read whole, as OpenStaging
 // reads STAGING/hfiles.
 func OpenStagingRun(staging string) (*StagingReader, error) {
-	return openStagingRun(staging, vfs.Options{})
+	return openStagingRun(staging, nil, vfs.Options{})
 }
 
 // openStagingRun is OpenStagingRun, opening staging with vo (a Kerberos
-// login).
-func openStagingRun(staging string, vo vfs.Options) (*StagingReader, error) {
+// login), for job j: a folder that records another job's output
+// (job.StagedIdentityFile) is refused, naming what differs, rather than
+// read as j's and reported all missing. j nil checks nothing.
+func openStagingRun(staging string, j *job.Job, vo vfs.Options) (*StagingReader, error) {
 	staging = strings.TrimSuffix(staging, "/")
 	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	if j != nil {
+		if err := checkStagedJob(loc, staging, j); err != nil {
+			loc.Close()
+			return nil, err
+		}
 	}
 	names, err := recordedHFiles(loc)
 	if errors.Is(err, errNoRecord) {
@@ -147,6 +156,31 @@ func openStagingRun(staging string, vo vfs.Options) (*StagingReader, error) {
 	sub := *loc
 	sub.Path = path.Join(loc.Path, "hfiles")
 	return openStaged(&sub, staging+"/hfiles", func(p string) bool { return recorded[p] })
+}
+
+// ErrOtherJob is the error of a verify on a staging folder that holds
+// another job's output.
+var ErrOtherJob = errors.New("verify: the staging folder holds another job's output")
+
+// checkStagedJob refuses a staging folder whose identity record names
+// another job than j. A folder staged before the record existed, or laid
+// out by another tool, has none and is read as it is.
+func checkStagedJob(loc *vfs.Location, staging string, j *job.Job) error {
+	b, err := vfs.ReadFile(loc.FS, path.Join(loc.Path, job.StagedIdentityFile))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	var rec job.StagedIdentity
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fmt.Errorf("verify: staging folder %s: %s: %w", staging, job.StagedIdentityFile, err)
+	}
+	if diff := job.Mismatch(rec.Identity, j.OutputIdentity()); diff != "" {
+		return fmt.Errorf("%w: %s was staged by %s, not this job (%s): verify it with the job that staged it", ErrOtherJob, staging, rec.JobFile, diff)
+	}
+	return nil
 }
 
 // stagedRecord is the part of a staging folder's record of its HFiles that

@@ -63,6 +63,9 @@ func leases(e sink.Env) ([]sink.Lease, error) {
 	if err := CheckKind(st, t, vfs.Options{Kerberos: e.Kerberos}); err != nil {
 		return nil, err
 	}
+	if err := CheckIdentity(st, e.Job, vfs.Options{Kerberos: e.Kerberos}); err != nil {
+		return nil, err
+	}
 	l := sink.Lease{What: "staging folder", Where: st, File: LeasePath(st, t)}
 	if e.Count > 1 && t.Phase == PhaseAll {
 		l.Hint = "every shard of a job needs its own --staging folder"

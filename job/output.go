@@ -1,0 +1,72 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// IdentityField is one named part of what a job writes: a refusal names
+// the part that differs instead of showing two digests.
+type IdentityField struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// OutputIdentity is what decides which cells a job's output holds under
+// which keys, whatever run or task wrote it: the source snapshot, the
+// target table, the old and new key layouts, the family mapping and the
+// entity. A staging folder records it (StagedIdentityFile), so that a
+// run or a verify of another job on the folder is refused by name rather
+// than mixing two jobs' cells, or reporting every cell missing.
+func (j *Job) OutputIdentity() []IdentityField {
+	oldKey, newKey := "", ""
+	if j.Program != nil {
+		oldKey, newKey = j.Program.Describe()
+	}
+	fams := make([]string, 0, len(j.Spec.Families))
+	for o, n := range j.Spec.Families {
+		fams = append(fams, o+"->"+n)
+	}
+	sort.Strings(fams)
+	entity, _ := json.Marshal(j.Spec.Entity)
+	return []IdentityField{
+		{Name: "source snapshot", Value: j.Source.Name},
+		{Name: "target table", Value: j.Target.Table},
+		{Name: "old key layout", Value: oldKey},
+		{Name: "new key layout", Value: newKey},
+		{Name: "family mapping", Value: "[" + strings.Join(fams, ", ") + "]"},
+		{Name: "entity fields", Value: string(entity)},
+	}
+}
+
+// StagedIdentityFile is the file in a staging folder naming the job
+// whose output the folder holds: a StagedIdentity, written once by the
+// first run or spill task that staged into it.
+const StagedIdentityFile = "identity.json"
+
+// StagedIdentity is the content of StagedIdentityFile.
+type StagedIdentity struct {
+	Format int `json:"format"`
+	// JobFile is the job file of the run that wrote it, for messages.
+	JobFile  string          `json:"job_file"`
+	Identity []IdentityField `json:"identity"`
+}
+
+// Mismatch names the first part of a recorded identity that differs from
+// ours, as "new key layout: "a" there, "b" in this job"; "" when every
+// part both name agrees. A part only one side names (a field added by a
+// later version) decides nothing.
+func Mismatch(recorded, ours []IdentityField) string {
+	have := make(map[string]string, len(recorded))
+	for _, f := range recorded {
+		have[f.Name] = f.Value
+	}
+	for _, f := range ours {
+		if v, ok := have[f.Name]; ok && v != f.Value {
+			return fmt.Sprintf("%s: %q there, %q in this job", f.Name, v, f.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,87 @@
+package hfiles
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/state"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// identityWait bounds how long claimIdentity waits for an identity file
+// another task created but has not yet written.
+var identityWait = 10 * time.Second
+
+// CheckIdentity records in the staging folder which job's output it
+// holds (job.StagedIdentityFile), or, when a run or task of some job
+// recorded it first, refuses the folder (state.ErrMismatch, exit 2) if
+// that job writes other cells or other keys than j: a different layout,
+// table, family mapping, entity or snapshot. Without it, a second job
+// staged into the folder found the first one's committed splits and
+// HFiles beside its own, and verify of the wrong job reported every cell
+// missing. The record is an exclusive create, like the kind file's, so
+// two jobs that start together cannot both claim the folder.
+func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
+	loc, err := vfs.OpenWith(staging, vo)
+	if err != nil {
+		return fmt.Errorf("hfiles: staging folder: %w", err)
+	}
+	defer loc.Close()
+	wfs, ok := loc.FS.(vfs.WriteFS)
+	if !ok {
+		return fmt.Errorf("hfiles: staging folder %s: file system is read-only", loc.URL)
+	}
+	ex, ok := wfs.(vfs.ExclusiveFS)
+	if !ok {
+		return fmt.Errorf("hfiles: staging folder %s cannot create a file exclusively, so runs cannot agree on whose folder it is", loc.URL)
+	}
+	if err := wfs.MkdirAll(loc.Path); err != nil {
+		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
+	}
+	ours := job.StagedIdentity{Format: 1, JobFile: j.Path, Identity: j.OutputIdentity()}
+	b, err := json.MarshalIndent(ours, "", " ")
+	if err != nil {
+		return err
+	}
+	name := path.Join(loc.Path, job.StagedIdentityFile)
+	won, err := vfs.WriteExclusive(ex, name, b)
+	if err != nil {
+		return fmt.Errorf("hfiles: claim %s: %w", name, err)
+	}
+	if won {
+		return nil
+	}
+	theirs, err := readIdentity(wfs, name)
+	if err != nil {
+		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
+	}
+	if diff := job.Mismatch(theirs.Identity, ours.Identity); diff != "" {
+		return fmt.Errorf("%w: staging folder %s holds the output of another job (%s, recorded by %s in %s): stage this job into a folder of its own",
+			state.ErrMismatch, loc.URL, diff, theirs.JobFile, job.StagedIdentityFile)
+	}
+	return nil
+}
+
+// readIdentity reads an identity file, waiting a little for one another
+// task created and is still writing.
+func readIdentity(fsys vfs.FS, name string) (*job.StagedIdentity, error) {
+	deadline := time.Now().Add(identityWait)
+	for {
+		b, err := vfs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		var id job.StagedIdentity
+		err = json.Unmarshal(b, &id)
+		if err == nil && id.Format > 0 {
+			return &id, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s is not a whole identity record after %s (%d bytes): if the run that began the folder died while writing it, remove the file", name, identityWait, len(b))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
