@@ -277,7 +277,7 @@ func (r *Run) publishJob() error {
 		task = fmt.Sprintf("spill shard %d/%d", max(0, r.o.Shard.Index), shards)
 	}
 	mine := &state.Job{
-		JobFile: r.j.Path, Build: buildVersion(), Task: task, Published: time.Now().UTC(),
+		JobFile: r.j.Path, Build: state.Build(), Task: task, Published: time.Now().UTC(),
 		Identity: r.identity(name), SplitBytes: r.o.SplitBytes, DefaultSize: r.defaultCut, CutRule: r.cutRule().String(),
 		Shards: shards, Splits: r.recordSplits(),
 	}
