@@ -110,7 +110,8 @@ func writeFile(t *testing.T, p string, cells []cell.Cell, o WriterOptions) Stats
 	return w.Stats()
 }
 
-var writableCodecs = []Codec{CodecNone, CodecGZ, CodecSnappy, CodecLZ4, CodecZstd}
+// writerCodecs are the codecs the Writer compresses with.
+var writerCodecs = []Codec{CodecNone, CodecGZ, CodecSnappy, CodecLZ4, CodecZstd}
 
 // TestWriterOracle writes every encoding x codec x bloom filter and has
 // HBase's reader check and dump each file: the cells (with their tags)
@@ -133,7 +134,7 @@ func TestWriterOracle(t *testing.T) {
 	var paths []string
 	i := 0
 	for _, enc := range allEncodings {
-		for _, codec := range writableCodecs {
+		for _, codec := range writerCodecs {
 			for _, bloom := range []BloomType{BloomNone, BloomRow, BloomRowCol} {
 				i++
 				o := WriterOptions{Encoding: enc, Codec: codec, Bloom: bloom, Tags: true, CompressTags: i%2 == 0, SeqIDs: i%3 == 0, BlockSize: 8 << 10, BulkLoadTime: 1700000000123}

@@ -305,7 +305,7 @@ func FuzzWriterRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, enc, codec, bloom uint8, block, index uint16, tags bool) {
 		o := WriterOptions{
 			Encoding:       allEncodings[int(enc)%len(allEncodings)],
-			Codec:          writableCodecs[int(codec)%len(writableCodecs)],
+			Codec:          writerCodecs[int(codec)%len(writerCodecs)],
 			Bloom:          BloomType(bloom % 3),
 			BlockSize:      int(block),
 			IndexBlockSize: int(index),

@@ -221,7 +221,7 @@ func TestCheckpointDamageRefused(t *testing.T) {
 			tc.damage(t, j.Run.Checkpoint, jp)
 			r, err := resume(j)
 			if err == nil {
-				p := r.Plan()
+				p := r.Outline()
 				r.Close()
 				t.Fatalf("resume over a damaged checkpoint: no error; %d of %d splits to do", p.Todo, p.Splits)
 			}
@@ -290,7 +290,7 @@ func TestCheckpointTornLastRecord(t *testing.T) {
 			if err != nil {
 				t.Fatalf("resume after a torn last record: %v", err)
 			}
-			if p := r.Plan(); p.Todo != testSplits-(stoppedAfter-1) {
+			if p := r.Outline(); p.Todo != testSplits-(stoppedAfter-1) {
 				t.Errorf("after a torn last record: %d splits to do, want %d (the torn one redone)", p.Todo, testSplits-(stoppedAfter-1))
 			}
 			if err := r.Start(context.Background()); err != nil {
@@ -441,7 +441,7 @@ func TestCheckpointVersion1Loads(t *testing.T) {
 		t.Fatalf("resume from a version 1 checkpoint: %v", err)
 	}
 	// The checkpoint was written with row cuts: the resume keeps them.
-	if p := r.Plan(); p.Todo != testRowSplits-5 {
+	if p := r.Outline(); p.Todo != testRowSplits-5 {
 		t.Errorf("from the version 1 checkpoint: %d splits to do, want %d", p.Todo, testRowSplits-5)
 	}
 	if err := r.Start(context.Background()); err != nil {
@@ -495,7 +495,7 @@ func TestCompactionMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := r2.Plan(); p.Todo != testSplits-12 {
+	if p := r2.Outline(); p.Todo != testSplits-12 {
 		t.Errorf("after 12 splits and compactions: %d of %d to do", p.Todo, p.Splits)
 	}
 	if err := r2.Start(context.Background()); err != nil {

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -416,7 +418,9 @@ func (r *Run) controlToken() (token, file string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("%w: the control endpoint of a run whose checkpoint is not local (%s) needs its token given: --control-token or run.control_token", ErrInvalid, r.o.Checkpoint)
 	}
-	return newToken(32), strings.TrimSuffix(ck, ".json") + ".control-token", nil
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b), strings.TrimSuffix(ck, ".json") + ".control-token", nil
 }
 
 // localPath returns where names on the local file system, if it does.

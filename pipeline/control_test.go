@@ -226,7 +226,7 @@ func TestControlTokenFile(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	addr := r.Plan().ControlAddr
+	addr := r.Outline().ControlAddr
 	if got := status(addr, string(token)); got != http.StatusOK {
 		t.Errorf("with the file's token: %d", got)
 	}
@@ -246,7 +246,7 @@ func TestControlTokenFile(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("a token file with a given token: %v", err)
 	}
-	if got := status(r.Plan().ControlAddr, "given"); got != http.StatusOK {
+	if got := status(r.Outline().ControlAddr, "given"); got != http.StatusOK {
 		t.Errorf("with the given token: %d", got)
 	}
 }
@@ -308,9 +308,9 @@ func TestMetricsEndpointOnlyReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := r.Plan().MetricsAddr
-	if m == "" || r.Plan().ControlAddr != "" {
-		t.Fatalf("plan: metrics on %q, control on %q; want metrics alone", m, r.Plan().ControlAddr)
+	m := r.Outline().MetricsAddr
+	if m == "" || r.Outline().ControlAddr != "" {
+		t.Fatalf("plan: metrics on %q, control on %q; want metrics alone", m, r.Outline().ControlAddr)
 	}
 	resp, err = http.Get("http://" + m + "/metrics")
 	if err != nil {

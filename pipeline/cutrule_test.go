@@ -30,7 +30,7 @@ func resumeEarlier(t *testing.T, name string, opts pipeline.Options, splits, don
 	if err != nil {
 		t.Fatalf("resume from %s: %v", name, err)
 	}
-	if p := r.Plan(); p.Splits != splits || p.Todo != splits-done {
+	if p := r.Outline(); p.Splits != splits || p.Todo != splits-done {
 		t.Errorf("from %s: %d splits, %d to do; want the earlier cut's %d and %d", name, p.Splits, p.Todo, splits, splits-done)
 	}
 	if err := r.Start(context.Background()); err != nil {

@@ -21,7 +21,7 @@
 //     buffers, 3/16 to the snapshot's read-ahead, 2/16 to the collision
 //     sets, each shared by the workers. Then the run's state
 //     (checkpoint, staging folder) is leased, or refused (ErrLeased)
-//     while another run holds it.
+//     while another run holds it; the leases are package state's.
 //  2. the source: the snapshot opened once, through a metered file system
 //     (bytes read feed the progress and the read cap), cut into splits,
 //     clipped to Options.Only, largest first, dealt to Options.Shard.
@@ -29,7 +29,8 @@
 //     refused (ErrCheckpointExists, ErrCheckpointMismatch,
 //     ErrCheckpointDamaged). It is a base file rewritten now and then
 //     plus a journal that gains one checksummed record per split, so a
-//     split's record costs the same however many came before it.
+//     split's record costs the same however many came before it; package
+//     state writes and reads both, the run says what goes in and when.
 //  4. the sink, from the job's sink section unless Options.Sink gives one,
 //     built by the builder its package registered (sink.Register; the
 //     sinks this build offers are imported in sinks.go): sink.DryRun;
@@ -55,7 +56,7 @@
 // # A job in phases
 //
 // With staged HFiles one job can also run as many tasks over one shared
-// staging folder, for a scheduler to run (phases.go): N runs with
+// staging folder, for a scheduler to run (tasks.go): N runs with
 // Options.Phase PhaseSpill and a Shard each stage their splits' sorted
 // runs and commit them; then RunTask with PhaseMerge for each of R parts
 // merges the partitions dealt to it into HFiles, and RunTask with

@@ -31,7 +31,7 @@ func ExamplePrepare() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	p := r.Plan()
+	p := r.Outline()
 	fmt.Printf("%s sink, %d workers, %d splits to do\n", p.Sink, p.Workers, p.Todo)
 	if err := r.Start(ctx); err != nil {
 		log.Fatal(err)

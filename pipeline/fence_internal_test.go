@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -17,27 +18,19 @@ import (
 // at p names.
 func journalRecords(t *testing.T, p string) int {
 	t.Helper()
-	s, err := openCheckpoint(p, nil)
+	s, err := state.OpenCheckpoint(p, vfs.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	if _, err := s.load(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := vfs.ReadFile(s.loc.FS, s.journalPath(s.gen))
+	defer s.Close()
+	l, err := s.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for off := len(journalMagic); off < len(b); n++ {
-		_, next, torn, err := nextRecord(b, off)
-		if err != nil || torn != "" {
-			t.Fatalf("journal record %d: %v %s", n, err, torn)
-		}
-		off = next
+	if l.Torn != "" {
+		t.Fatalf("journal: %s", l.Torn)
 	}
-	return n - 1 // the header
+	return l.Records
 }
 
 // TestRunFencesItsCheckpoint: every checkpoint write of a run (its first
@@ -60,11 +53,11 @@ func TestRunFencesItsCheckpoint(t *testing.T) {
 	var mu sync.Mutex
 	passed := 0
 	lost := fmt.Errorf("%w: checkpoint %s: taken by another attempt (test)", ErrLeaseLost, j.Run.Checkpoint)
-	r.leases.fences = append(r.leases.fences, func() error {
+	r.leases.AddFence(func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if passed == 2 {
-			r.leases.lose(lost)
+			r.leases.Lose(lost)
 			return lost
 		}
 		passed++

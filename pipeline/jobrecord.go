@@ -58,7 +58,7 @@ func (r *Run) jobStatePath() string {
 		// Beside the job's checkpoint, which every shard's sits beside.
 		base = checkpointPath(r.j, Shard{}, nil)
 	}
-	return strings.TrimSuffix(base, ".json") + ".job.json"
+	return state.RecordBeside(base)
 }
 
 // openJobState opens the run's job state; nil when the run has none.
@@ -79,7 +79,7 @@ func (r *Run) openJobState() (*jobState, error) {
 	if err := wfs.MkdirAll(path.Dir(loc.Path)); err != nil {
 		return nil, fmt.Errorf("job record %s: %w", where, err)
 	}
-	return &jobState{loc: loc, fs: wfs, file: loc.Path, commits: strings.TrimSuffix(loc.Path, ".job.json") + ".shards"}, nil
+	return &jobState{loc: loc, fs: wfs, file: loc.Path, commits: state.CommitsBeside(loc.Path)}, nil
 }
 
 // identity is the run's job identity for the record: what decides which
@@ -277,7 +277,7 @@ func (r *Run) publishJob() error {
 		task = fmt.Sprintf("spill shard %d/%d", max(0, r.o.Shard.Index), shards)
 	}
 	mine := &state.Job{
-		JobFile: r.j.Path, Build: buildVersion(), Task: task, Published: time.Now().UTC(),
+		JobFile: r.j.Path, Build: state.Build(), Task: task, Published: time.Now().UTC(),
 		Identity: r.identity(name), SplitBytes: r.o.SplitBytes, DefaultSize: r.defaultCut, CutRule: r.cutRule().String(),
 		Shards: shards, Splits: r.recordSplits(),
 	}
@@ -394,7 +394,7 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 			return jobStatus(strings.TrimSuffix(staging, "/")+"/"+hfiles.JobRecordFile, rec, committed, coverage), nil
 		}
 	}
-	where := strings.TrimSuffix(checkpointPath(j, Shard{}, nil), ".json") + ".job.json"
+	where := state.RecordBeside(checkpointPath(j, Shard{}, nil))
 	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: Identity(j, nil)})
 	if err != nil {
 		return nil, fmt.Errorf("job record: %w", err)
@@ -404,7 +404,7 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 	if err != nil || !found {
 		return nil, err
 	}
-	commits, err := state.ReadShardCommits(loc.FS, strings.TrimSuffix(loc.Path, ".job.json")+".shards", rec.Digest(), rec.Shards)
+	commits, err := state.ReadShardCommits(loc.FS, state.CommitsBeside(loc.Path), rec.Digest(), rec.Shards)
 	if err != nil {
 		return nil, err
 	}

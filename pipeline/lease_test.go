@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -257,7 +258,7 @@ func TestKillNineLeavesAnHDFSLeaseThatExpires(t *testing.T) {
 	pid := holder.Process.Pid
 	kill9(t, holder)
 
-	var log pipeline.LogLines
+	var log takeoverLog
 	j, o := demoRun(t, s)
 	o.Logf = log.Logf
 	_, err := pipeline.Prepare(context.Background(), j, o)
@@ -330,4 +331,42 @@ func TestForcedTakeoverStopsTheLiveRun(t *testing.T) {
 	if took := time.Since(started); took > 10*time.Second || sum.Finished || sum.Written >= 31413 {
 		t.Errorf("it stopped %v after the takeover, having written %d cells (finished %v)", took, sum.Written, sum.Finished)
 	}
+}
+
+// takeoverLog collects what a run logs, so that a test finds the line
+// that says whose lease it took over.
+type takeoverLog struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+// Logf is a Logf for Options.
+func (l *takeoverLog) Logf(f string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.text.WriteString(fmt.Sprintf(f, a...) + "\n")
+}
+
+// Has reports whether one line holds every part.
+func (l *takeoverLog) Has(parts ...string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(l.text.String(), "\n") {
+		n := 0
+		for _, p := range parts {
+			if strings.Contains(line, p) {
+				n++
+			}
+		}
+		if n == len(parts) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *takeoverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.text.String()
 }

@@ -13,7 +13,7 @@ import (
 // per-split ones, so only its folder is probed.
 func (r *Run) checkOutputs() error {
 	if f := r.j.BadKeys.File; f != "" {
-		if err := vfs.Writable(f); err != nil {
+		if err := vfs.ProbeCreate(f); err != nil {
 			return fmt.Errorf("%w: bad_keys.file: %w", ErrInvalid, err)
 		}
 	}

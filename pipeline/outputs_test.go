@@ -33,8 +33,8 @@ func TestUnwritableRejectFileFailsFirst(t *testing.T) {
 		j.BadKeys.File = bad
 		fsys := vfs.NewFaulty(vfs.Local{}, vfs.Fault{PathContains: "/data/", Op: "read"})
 		_, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Sink: sink.DryRun{}, Open: snapshot.OpenOptions{FS: fsys}})
-		if !errors.Is(err, pipeline.ErrInvalid) || !errors.Is(err, vfs.ErrNotWritable) || !strings.Contains(err.Error(), bad) {
-			t.Errorf("reject file %s: Prepare said %v; want ErrInvalid and ErrNotWritable naming the path", bad, err)
+		if !errors.Is(err, pipeline.ErrInvalid) || !errors.Is(err, vfs.ErrCannotCreate) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("reject file %s: Prepare said %v; want ErrInvalid and ErrCannotCreate naming the path", bad, err)
 		}
 	}
 }

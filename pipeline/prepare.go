@@ -15,6 +15,7 @@ import (
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/source"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -382,20 +383,21 @@ func (r *Run) checkCheckpoint() error {
 	if err != nil {
 		return err
 	}
-	ck, err := openCheckpoint(o.Checkpoint, o.Kerberos)
+	ck, err := state.OpenCheckpoint(o.Checkpoint, vfs.Options{Kerberos: o.Kerberos})
 	if err != nil {
 		return err
 	}
 	r.ckpt = ck
-	r.closers = append(r.closers, ck.close)
-	if n := ck.sweepTemps(); n > 0 {
+	r.closers = append(r.closers, ck.Close)
+	if n := ck.SweepTemps(); n > 0 {
 		r.logf("removed %d temporary files an earlier run left beside the checkpoint %s", n, o.Checkpoint)
 	}
-	wfs, ok := ck.loc.FS.(vfs.WriteFS)
+	loc := ck.Location()
+	wfs, ok := loc.FS.(vfs.WriteFS)
 	if !ok {
 		return fmt.Errorf("checkpoint %s: file system is read-only", o.Checkpoint)
 	}
-	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(ck.loc.Path), "rejects"), kerberos: o.Kerberos}
+	r.rejects = &rejectDir{fs: wfs, dir: path.Join(path.Dir(loc.Path), "rejects"), kerberos: o.Kerberos}
 
 	fpScan := r.fpScan()
 	if o.Phase != hfiles.PhaseAll {
@@ -404,13 +406,13 @@ func (r *Run) checkCheckpoint() error {
 		name += "/" + string(o.Phase)
 	}
 	fp := fingerprint(j, r.src.Describe(), fpScan, o.SplitBytes, r.cutRule(), o.SetTimestamp, name, o.Only, o.Shard)
-	var prev *loadedCheckpoint
+	var prev *state.LoadedCheckpoint
 	if o.Fresh {
 		// Not read: --fresh is also the way out of a damaged checkpoint.
-		if ok, _ := vfs.Exists(ck.loc.FS, ck.loc.Path); ok {
+		if ok, _ := vfs.Exists(loc.FS, loc.Path); ok {
 			r.logf("discarding the checkpoint %s (--fresh)", o.Checkpoint)
 		}
-	} else if prev, err = ck.load(); err != nil {
+	} else if prev, err = ck.Load(); err != nil {
 		return err
 	}
 	if prev != nil && prev.Fingerprint != fp && !r.recordKept {
@@ -484,7 +486,7 @@ func (r *Run) sinkEnv() sink.Env {
 		Phase: string(r.o.Phase), Index: r.o.Shard.Index, Count: r.o.Shard.Count,
 		Checkpoint: r.o.Checkpoint, LoadCommand: r.o.LoadCommand, Logf: r.logf,
 		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
-		Fence: r.leases.check, Stamp: r.leases.stamp, Holder: leaseHolder,
+		Fence: r.leases.Check, Stamp: r.leases.Stamp, Holder: state.LeaseHolder,
 		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,
 	}
 }

@@ -58,7 +58,7 @@ func TestDefaultWorkersFollowGOMAXPROCS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := r.Plan()
+	p := r.Outline()
 	if p.Workers != 1 || p.Budget.Workers != 1 {
 		t.Errorf("GOMAXPROCS=1: plan has %d workers, budget for %d; want 1 and 1", p.Workers, p.Budget.Workers)
 	}
@@ -90,7 +90,7 @@ func TestBudgetDividedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	got := r.Plan().Budget
+	got := r.Outline().Budget
 	// The soft limit: three quarters less 32 MiB, at least half (32 MiB
 	// here); of it 7/16 to the sink, 3/16 to read-ahead, 2/16 to the
 	// collision sets.

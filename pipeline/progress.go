@@ -200,7 +200,7 @@ func (r *Run) finishFiles(sum *Summary, items []work) {
 			// whole run's, which verify reads.
 			name = strings.TrimSuffix(name, ".json") + ".only-" + onlyID(r.o.Only) + ".json"
 		}
-		p := path.Join(path.Dir(r.ckpt.loc.Path), name)
+		p := path.Join(path.Dir(r.ckpt.Location().Path), name)
 		if err := vfs.WriteFileAtomic(wfs, p, buf.Bytes()); err != nil {
 			r.warn("entity sketch: %v", err)
 		} else {

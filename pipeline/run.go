@@ -48,8 +48,8 @@ type Run struct {
 	sink       sink.Sink
 	ctl        *Control
 	scan       source.ScanOptions
-	ckpt       *checkpointStore
-	leases     *leases
+	ckpt       *state.CheckpointStore
+	leases     *state.Leases
 	rejects    *rejectDir
 	now        func() time.Time
 	logf       func(string, ...any)
@@ -103,8 +103,11 @@ type Run struct {
 	totalBytes, doneBytes                     int64
 }
 
-// Plan is what Prepare decided, before any cell is read.
-type Plan struct {
+// Outline is the run as Prepare settled it, before any cell is read:
+// which sink, how many workers and splits, what is left to do, where it
+// can be watched. (Not a plan of the target's regions: that is the
+// hfiles sink's RegionMap, nor of its split keys: transform.Planner.)
+type Outline struct {
 	// Sink is the sink's name: puts, hfiles, dry-run or a given sink's.
 	Sink string `json:"sink"`
 	// Workers is how many splits are read at once; the sink's buffers are
@@ -130,12 +133,12 @@ type Plan struct {
 	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 
-// Plan returns what the run will do; asked while it runs, Todo counts the
-// splits not done yet.
-func (r *Run) Plan() Plan {
+// Outline returns what the run will do; asked while it runs, Todo counts
+// the splits not done yet.
+func (r *Run) Outline() Outline {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := Plan{
+	p := Outline{
 		Sink: r.sink.Name(), Workers: r.o.Workers, Budget: r.budget, Splits: len(r.items),
 		Resumed: r.resumed, Checkpoint: r.o.Checkpoint, Cluster: r.cluster, ControlAddr: r.controlAddr,
 		MetricsAddr: r.metricsAddr,
@@ -169,7 +172,7 @@ func (r *Run) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.done = make(chan struct{})
-	ctx = r.leases.bind(ctx) // a lost lease stops the run
+	ctx = r.leases.Bind(ctx) // a lost lease stops the run
 	// Reads from here on are the run's (the plan's sample, if any, is not).
 	r.mfs.ctx = ctx
 	r.bytesRead.Store(0)
@@ -189,7 +192,7 @@ func (r *Run) Wait() (*Summary, error) {
 	}
 	<-r.done
 	r.close()
-	return r.sum, r.leases.explain(r.err)
+	return r.sum, r.leases.Explain(r.err)
 }
 
 // Close releases a run that was never started (or ends one that was, by
@@ -235,15 +238,15 @@ func (r *Run) close() {
 // seeds this run's entity sketch: the base's, with the journal's per-split
 // sketches merged in the order the earlier run merged them, so a resumed
 // run's sketch misses nothing the earlier run counted.
-func (r *Run) adoptCheckpoint(prev *loadedCheckpoint, fp, seedFP string) error {
+func (r *Run) adoptCheckpoint(prev *state.LoadedCheckpoint, fp, seedFP string) error {
 	j, o := r.j, r.o
 	r.seed = binary.BigEndian.Uint64([]byte(seedFP[:16]))
-	r.state = &Checkpoint{Version: checkpointVersion, Fingerprint: fp, Job: j.Path, Snapshot: j.Source.Name, Splits: map[string]*SplitStats{}}
+	r.state = &Checkpoint{Version: state.CheckpointVersion, Fingerprint: fp, Job: j.Path, Snapshot: j.Source.Name, Splits: map[string]*SplitStats{}}
 	r.sketch = entity.NewSketch(o.HeavyHitters, o.SampleEntities, r.seed)
 	if prev != nil {
 		r.state, r.resumed = prev.Checkpoint, true
-		if prev.torn != "" {
-			r.logf("checkpoint %s: %s", o.Checkpoint, prev.torn)
+		if prev.Torn != "" {
+			r.logf("checkpoint %s: %s", o.Checkpoint, prev.Torn)
 		}
 		if err := r.adoptSketch(prev); err != nil {
 			return err
@@ -258,18 +261,18 @@ func (r *Run) adoptCheckpoint(prev *loadedCheckpoint, fp, seedFP string) error {
 // adoptSketch loads the earlier run's sketch and merges the journal's
 // deltas into it. Its sizes win over this run's options: sketches of other
 // sizes do not merge.
-func (r *Run) adoptSketch(prev *loadedCheckpoint) error {
+func (r *Run) adoptSketch(prev *state.LoadedCheckpoint) error {
 	if len(prev.Entities) > 0 {
 		s, err := entity.ReadSketch(bytes.NewReader(prev.Entities))
 		if err != nil {
-			if prev.Version == checkpointV1 {
+			if prev.Version == state.CheckpointV1 {
 				r.warn("the checkpoint's entity sketch is unreadable (%v); heaviest entities cover this run's splits only", err)
 				return nil
 			}
-			return r.ckpt.damaged(fmt.Sprintf("the base's entity sketch: %v", err))
+			return r.ckpt.Damaged(fmt.Sprintf("the base's entity sketch: %v", err))
 		}
 		if s.Seed() != r.seed {
-			return r.ckpt.damaged(fmt.Sprintf("the base's entity sketch has seed %d, the fingerprint gives %d", s.Seed(), r.seed))
+			return r.ckpt.Damaged(fmt.Sprintf("the base's entity sketch has seed %d, the fingerprint gives %d", s.Seed(), r.seed))
 		}
 		r.sketch = s
 	}
@@ -277,13 +280,13 @@ func (r *Run) adoptSketch(prev *loadedCheckpoint) error {
 		r.logf("the checkpoint's entity sketch keeps %d heaviest and %d sampled entities; this run goes on with those sizes (asked: %d and %d)", k, n, r.o.HeavyHitters, r.o.SampleEntities)
 		r.o.HeavyHitters, r.o.SampleEntities = k, n
 	}
-	for i, d := range prev.deltas {
+	for i, d := range prev.Deltas {
 		s, err := entity.ReadSketch(bytes.NewReader(d))
 		if err == nil && (s.K() != r.sketch.K() || s.N() != r.sketch.N() || s.Seed() != r.sketch.Seed()) {
 			err = fmt.Errorf("sizes k=%d n=%d seed %d, the base's k=%d n=%d seed %d", s.K(), s.N(), s.Seed(), r.sketch.K(), r.sketch.N(), r.sketch.Seed())
 		}
 		if err != nil {
-			return r.ckpt.damaged(fmt.Sprintf("the journal's entity sketch %d: %v", i+1, err))
+			return r.ckpt.Damaged(fmt.Sprintf("the journal's entity sketch %d: %v", i+1, err))
 		}
 		r.sketch.Merge(s)
 	}

@@ -190,7 +190,7 @@ func (r *Run) runSplit(ctx context.Context, w work) error {
 	r.running.Add(1)
 	defer r.running.Add(-1)
 
-	sketch, err := r.readSplit(ctx, w, st)
+	sketch, held, err := r.readSplit(ctx, w, st)
 	st.Seconds = r.now().Sub(start).Seconds()
 	if err != nil && ctx.Err() == nil {
 		st.Error = err.Error()
@@ -198,7 +198,7 @@ func (r *Run) runSplit(ctx context.Context, w work) error {
 	r.mu.Lock()
 	r.state.Splits[w.id] = st
 	var serr error
-	if h, early := r.held[w.id]; st.Done && st.held && !(early && h.st == nil) {
+	if h, early := r.held[w.id]; st.Done && held && !(early && h.st == nil) {
 		// Done for this run, but only in the sink's memory: the checkpoint
 		// (and the sketch it saves) learns of it when the sink says the
 		// split is durable (durable); a crash before that redoes it.
@@ -239,20 +239,20 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 	}
 	// The fence: a run whose lease another run took records nothing
 	// more, however late its renewal notices.
-	if err := r.leases.check(); err != nil {
+	if err := r.leases.Check(); err != nil {
 		return err
 	}
-	if err := r.ckpt.record(st, delta); err != nil {
+	if err := r.ckpt.Record(st, delta); err != nil {
 		// A new base is the way past a torn append, but not past a run
 		// that took this state over: its compaction removed the journal,
 		// and a base written now would erase the splits it recorded.
-		if lost := r.leases.lostErr(); lost != nil {
+		if lost := r.leases.Lost(); lost != nil {
 			return fmt.Errorf("%w: %v", lost, err)
 		}
 		if errors.Is(err, iofs.ErrNotExist) && r.leases != nil {
 			// Lost for good: later records must not compact either.
-			r.leases.lose(fmt.Errorf("%w: %v (another run rewrote this checkpoint)", ErrLeaseLost, err))
-			return r.leases.lostErr()
+			r.leases.Lose(fmt.Errorf("%w: %v (another run rewrote this checkpoint)", ErrLeaseLost, err))
+			return r.leases.Lost()
 		}
 		if cerr := r.compactLocked(); cerr != nil {
 			return fmt.Errorf("%w (and writing a new base instead: %v)", err, cerr)
@@ -263,7 +263,7 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 	if f := r.o.afterDone; f != nil && st.Done {
 		defer f()
 	}
-	if r.ckpt.compactDue() {
+	if r.ckpt.CompactDue() {
 		return r.compactLocked()
 	}
 	return nil
@@ -274,7 +274,7 @@ func (r *Run) recordLocked(st *SplitStats, sketch *entity.Sketch) error {
 func (r *Run) compactLocked() error {
 	// The fence (see recordLocked): a base written by a run that lost
 	// its lease would replace the new holder's.
-	if err := r.leases.check(); err != nil {
+	if err := r.leases.Check(); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -283,7 +283,7 @@ func (r *Run) compactLocked() error {
 	}
 	r.state.Entities = buf.Bytes()
 	r.state.Updated = r.now().UTC()
-	return r.ckpt.compact(r.durableStateLocked())
+	return r.ckpt.Compact(r.durableStateLocked())
 }
 
 // heldSplit is a split done in this run whose cells the sink holds in

@@ -17,11 +17,12 @@ import (
 // readSplit reads one split into its own output of the sink and commits
 // it; st receives the split's counts, and the split's entity sketch is
 // returned. The split is done (st.Done) only when the sink acknowledged
-// every cell it was given.
-func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sketch, error) {
+// every cell it was given; held says the sink holds its cells in memory
+// only (sink.Ack.Held), which the checkpoint must not count yet.
+func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (_ *entity.Sketch, held bool, _ error) {
 	out, err := r.sink.Begin(ctx, sink.SplitInfo{ID: w.id, Region: w.split.Region, Bytes: w.bytes})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sr := r.newSplitReader(w, st, out)
 	committed := false
@@ -35,22 +36,22 @@ func (r *Run) readSplit(ctx context.Context, w work, st *SplitStats) (*entity.Sk
 	opts.StartRow, opts.StopRow = w.start, w.stop
 	sc, err := r.src.Open(ctx, w.split, opts)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer sc.Close()
 	if err := sr.readAll(ctx, sc); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := sr.rej.commit(); err != nil {
-		return nil, fmt.Errorf("reject file: %w", err)
+		return nil, false, fmt.Errorf("reject file: %w", err)
 	}
 	ack, err := out.Commit(ctx)
 	committed = true
 	if err != nil {
 		out.Abort()
-		return nil, err
+		return nil, false, err
 	}
-	return sr.sketch, sr.acknowledged(ack)
+	return sr.sketch, ack.Held, sr.acknowledged(ack)
 }
 
 // splitReader is the hot loop of one split: old cells from the split's
@@ -275,6 +276,6 @@ func (sr *splitReader) acknowledged(ack sink.Ack) error {
 	if ack.Cells != sr.emitted {
 		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given", r.sink.Name(), ack.Cells, sr.emitted)
 	}
-	st.Done, st.held = true, ack.Held
+	st.Done = true
 	return nil
 }

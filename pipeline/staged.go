@@ -1,16 +1,12 @@
 package pipeline
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -32,33 +28,7 @@ func ReadStagingStatus(j *job.Job, staging string) (*StagingStatus, error) {
 	if staging == "" {
 		staging = j.StagingPath()
 	}
-	return hfiles.ReadStatus(staging, leaseLive, leaseHolder, time.Now(), vfs.Options{Kerberos: Identity(j, nil)})
-}
-
-// leaseLive reports whether the lease file p is held by a live run,
-// without taking it (a status poll must never make a task's start fail).
-func leaseLive(fsys vfs.FS, p string) bool {
-	if _, ok := fsys.(vfs.Local); ok {
-		b, err := os.ReadFile(p)
-		var rec leaseRecord
-		if err != nil || json.Unmarshal(b, &rec) != nil || rec.PID == 0 {
-			return false
-		}
-		return rec.Host == self().Host && processAlive(rec.PID)
-	}
-	if fi, err := fsys.Stat(p); err == nil && !fi.IsDir() {
-		// The single lease file of a rekey from before generations.
-		lf, err := readLeaseFile(fsys, p, DefaultLeaseTTL)
-		return err == nil && lf.rec.Token != "" && time.Now().Before(lf.rec.Expires)
-	}
-	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
-	return err == nil && lf != nil && lf.rec.Token != "" && !lf.rec.Released && time.Now().Before(lf.rec.Expires)
-}
-
-// processAlive reports whether a process with this PID exists here.
-func processAlive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
+	return hfiles.ReadStatus(staging, state.LeaseLive, state.LeaseHolder, time.Now(), vfs.Options{Kerberos: Identity(j, nil)})
 }
 
 // Staged reports whether a job whose sink is k keeps a staging folder

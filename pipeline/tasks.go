@@ -3,13 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"github.com/rekeyhq/rekey/internal/krb"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
-	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/state"
 )
 
 // A job in phases (hfiles.Phase): N spill tasks (Prepare and Start with
@@ -20,8 +20,9 @@ import (
 // leases its own folder inside the staging folder, so tasks of one phase
 // run side by side while a second attempt of one task is refused. The
 // protocol (which folders, which leases, what a task waits for) is the
-// hfiles sink's (sink/hfiles/phases.go, hfiles.OpenTask); the run keeps
-// the leases themselves (lease.go) and hands them over as hfiles.Leases.
+// hfiles sink's (sink/hfiles/phases.go, hfiles.OpenTask), over leases
+// package state keeps; the run makes a task's leases with its options
+// and runs the task to its end.
 
 // checkPhase refuses a phase a run cannot be: the merge and load read no
 // snapshot (RunTask runs them), and only staged HFiles come in phases
@@ -98,13 +99,8 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	began := time.Now()
 	sum := &TaskSummary{Job: j.Path, Table: j.Target.Table, Staging: j.StagingPath(), Task: task.String()}
 	o.Kerberos = Identity(j, o.Kerberos)
-	ls := newLeases()
-	defer ls.release()
-	ttl := o.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	tl := taskLeases{ls: ls, o: leaseOptions{ttl: ttl, force: o.ForceTakeover, logf: o.Logf, kerberos: o.Kerberos}}
+	ls := state.NewLeases(leaseOptions(o.LeaseTTL, o.ForceTakeover, o.Logf, o.Kerberos))
+	defer ls.Release()
 	workers := o.Workers
 	if workers <= 0 {
 		workers = j.Run.WorkersOrDefault()
@@ -113,38 +109,24 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if mem <= 0 {
 		mem = j.Run.MemoryOrDefault()
 	}
-	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos}, tl)
+	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos}, ls)
 	if err != nil {
 		return nil, err
 	}
 	defer closeClient()
 	defer s.Close()
-	ctx = ls.bind(ctx)
+	ctx = ls.Bind(ctx)
 	err = s.Finish(ctx, reporterFunc(o.Logf))
 	sum.Stats, sum.Seconds = s.Stats(), time.Since(began).Seconds()
 	if err != nil && ctx.Err() != nil {
 		sum.Interrupted = true
 		err = fmt.Errorf("%w: %v", ErrInterrupted, err)
 	}
-	err = ls.explain(err)
+	err = ls.Explain(err)
 	if err != nil {
 		sum.Error = err.Error()
 	}
 	return sum, err
-}
-
-// taskLeases are a task's leases as the hfiles sink's task sees them
-// (hfiles.Leases), each taken with the task's lease options.
-type taskLeases struct {
-	ls *leases
-	o  leaseOptions
-}
-
-func (t taskLeases) Take(file, what string) error             { return t.ls.take(file, what, t.o) }
-func (t taskLeases) Check() error                             { return t.ls.check() }
-func (t taskLeases) Stamp(file string) func() (string, int64) { return t.ls.stamp(file) }
-func (t taskLeases) Holder(fsys vfs.FS, p string) (string, bool, error) {
-	return leaseHolder(fsys, p)
 }
 
 // task checks the options and names the task.

@@ -1,5 +1,4 @@
-// Package state holds a job's durable state shared across machines; today
-// the job record, its one truth.
+// The job record, a job's one truth across machines.
 //
 // A job runs as many tasks on many machines (spill shards, merge parts, a
 // load; puts shards), each of which cuts the snapshot into splits and
@@ -16,6 +15,7 @@
 //
 // The record is written once and never changed: a job started over is
 // a new record (--fresh removes the old one).
+
 package state
 
 import (

@@ -29,6 +29,19 @@ type ShardCommit struct {
 // Task names the shard for messages.
 func (c ShardCommit) Task() string { return fmt.Sprintf("shard %d/%d", c.Shard, c.Count) }
 
+// RecordBeside is where the job record of a job in one process lies:
+// beside the job's checkpoint (a path or URL ending .json), which every
+// shard's checkpoint sits beside, so all shards find one record.
+func RecordBeside(checkpoint string) string {
+	return strings.TrimSuffix(checkpoint, ".json") + ".job.json"
+}
+
+// CommitsBeside is the folder the shards commit to beside the record at
+// record (RecordBeside's).
+func CommitsBeside(record string) string {
+	return strings.TrimSuffix(record, ".job.json") + ".shards"
+}
+
 // shardFile is a shard's commit inside the commit folder.
 func shardFile(dir string, shard, count int) string {
 	return path.Join(dir, fmt.Sprintf("shard-%04d-of-%04d.json", shard, count))

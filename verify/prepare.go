@@ -63,7 +63,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 		return nil, fmt.Errorf("%s: %w", j.Path, err)
 	}
 	for _, f := range o.Reports {
-		if err := vfs.Writable(f); err != nil {
+		if err := vfs.ProbeCreate(f); err != nil {
 			return nil, fmt.Errorf("report file: %w", err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestUnwritableReportFailsFirst: a report file (--out, --html) under a
-// plain file, where no folder can be, stops Prepare with vfs.ErrNotWritable naming it,
+// plain file, where no folder can be, stops Prepare with vfs.ErrCannotCreate naming it,
 // before anything is opened or read: the job's source here does not even
 // exist, so anything Prepare did first would fail on that instead. The
 // report is written only after the whole check, which it would otherwise
@@ -30,7 +30,7 @@ func TestUnwritableReportFailsFirst(t *testing.T) {
 	}
 	bad := filepath.Join(file, "report.json")
 	_, err = Prepare(context.Background(), j, Options{Reports: []string{filepath.Join(t.TempDir(), "ok.html"), bad}})
-	if !errors.Is(err, vfs.ErrNotWritable) || !strings.Contains(err.Error(), bad) {
-		t.Fatalf("Prepare with report %s: %v; want vfs.ErrNotWritable naming it", bad, err)
+	if !errors.Is(err, vfs.ErrCannotCreate) || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("Prepare with report %s: %v; want vfs.ErrCannotCreate naming it", bad, err)
 	}
 }

@@ -70,9 +70,11 @@ var rules = map[string][]string{
 	// What a run reads: a set of splits that yield cells (the snapshot
 	// is the first); above snapshot, since a catch-up source combines two.
 	"source": {"cell", "snapshot"},
-	// A job's durable state shared across machines (the job record): below
-	// the run and the sinks, which both write it.
-	"state": append([]string{"vfs"}, noBackends...),
+	// A job's durable state and its protocols (the checkpoint and its
+	// journal, the leases that fence every write, the job record): below
+	// the run and the sinks, which both write it, so it knows neither;
+	// only vfs's core, never a backend.
+	"state": append([]string{"vfs", "!sink", "!pipeline"}, noBackends...),
 	// The sinks are peers of the run, not parts of it: the contract and
 	// dry-run at sink/, each sink in its own package under it, built from
 	// its job section through sink.Register. They read no snapshot and

@@ -107,7 +107,7 @@ func TestStageLoadCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if n := len(s.Plan().Regions); n != 4 {
+	if n := len(s.RegionMap().Regions); n != 4 {
 		t.Fatalf("plan has %d regions, the table 4", n)
 	}
 	cells := genCells(7, 20000)
@@ -253,7 +253,7 @@ func TestStageLoadResumesUnsavedMarks(t *testing.T) {
 	if _, err := s.fs.Stat(staleDir); err != nil {
 		t.Fatalf("HBase's staging directory %s: %v", stale, err)
 	}
-	reg := s.plan.Regions[0].Dir
+	reg := s.regions.Regions[0].Dir
 	st.Tokens[reg] = append(st.Tokens[reg], stale)
 	if err := s.saveFinish(st); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ func TestStageLoadReclaimsCutShortLoad(t *testing.T) {
 	}
 	t.Logf("HBase's bulk token: %s", token)
 	t.Cleanup(func() { removeAll(staging, u.Path) })
-	reg := s.plan.Regions[0]
+	reg := s.regions.Regions[0]
 	var held []string
 	for _, ps := range st.Parts {
 		if ps.Region != 0 {

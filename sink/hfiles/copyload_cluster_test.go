@@ -80,7 +80,7 @@ func TestCopyLoadKilledBetweenRegions(t *testing.T) {
 		t.Fatal(err)
 	} else {
 		for _, ps := range st.Parts {
-			if ld.plan.Regions[ps.Region].Dir == firstReg.Dir {
+			if ld.regions.Regions[ps.Region].Dir == firstReg.Dir {
 				for _, f := range ps.Files {
 					first = append(first, path.Join(ld.root, f.Name))
 				}

@@ -74,7 +74,7 @@ type segmentFile struct {
 
 // adoptedName is where the merge moves seg when it adopts it.
 func (s *Sink) adoptedName(seg *segmentFile) string {
-	return path.Join(hfilesDir, s.plan.Regions[seg.Region].Dir, seg.Family, path.Base(seg.Name))
+	return path.Join(hfilesDir, s.regions.Regions[seg.Region].Dir, seg.Family, path.Base(seg.Name))
 }
 
 // mayWriteDirect says the sink's splits may write their own HFiles: in
@@ -138,7 +138,7 @@ func (w *splitSink) spreadTooWide() bool {
 	for _, t := range w.tails {
 		regions[w.ents[t.idx].region] = true
 	}
-	return int64(len(regions))*int64(max(w.s.o.Splits, 1)) > int64(max(w.s.o.MaxFiles, 1))*int64(len(w.s.plan.Regions))
+	return int64(len(regions))*int64(max(w.s.o.Splits, 1)) > int64(max(w.s.o.MaxFiles, 1))*int64(len(w.s.regions.Regions))
 }
 
 // goDirect writes the buffered cells, in order, into the split's own
@@ -171,10 +171,10 @@ func (w *splitSink) goDirect(ctx context.Context) error {
 // outFor returns the open series of c's partition, starting one if need
 // be; nil when the split already writes maxDirectParts partitions.
 func (w *splitSink) outFor(c *cell.Cell) *directOut {
-	if o := w.lastOut; o != nil && bytes.Equal(o.family, c.Family) && w.s.plan.Regions[o.region].Contains(c.Row) {
+	if o := w.lastOut; o != nil && bytes.Equal(o.family, c.Family) && w.s.regions.Regions[o.region].Contains(c.Row) {
 		return o
 	}
-	region := w.s.plan.locate(c.Row)
+	region := w.s.regions.locate(c.Row)
 	for _, o := range w.outs {
 		if o.region == region && bytes.Equal(o.family, c.Family) {
 			w.lastOut = o
@@ -185,7 +185,7 @@ func (w *splitSink) outFor(c *cell.Cell) *directOut {
 		return nil
 	}
 	o := &directOut{region: region, family: bytes.Clone(c.Family)}
-	o.rel = path.Join(w.s.spill, segmentsDir, w.key, w.attempt, w.s.plan.Regions[region].Dir, string(c.Family))
+	o.rel = path.Join(w.s.spill, segmentsDir, w.key, w.attempt, w.s.regions.Regions[region].Dir, string(c.Family))
 	w.outs = append(w.outs, o)
 	w.lastOut = o
 	return o
@@ -227,7 +227,7 @@ func (w *splitSink) writeDirect(ctx context.Context, c *cell.Cell) (bool, error)
 		if errors.Is(err, hfile.ErrOutOfOrder) {
 			return false, nil
 		}
-		return false, fmt.Errorf("hfiles: split %s: region %s family %s: %w", w.info.ID, w.s.plan.Regions[o.region].Dir, o.family, err)
+		return false, fmt.Errorf("hfiles: split %s: region %s family %s: %w", w.info.ID, w.s.regions.Regions[o.region].Dir, o.family, err)
 	}
 	w.directN++
 	if w.directN%4096 == 0 {
@@ -392,7 +392,7 @@ func (s *Sink) adoptable(p *partition) bool {
 // found at its new name (moveChecked), and a merge that starts over
 // moves it back from that name (restoreSegments).
 func (s *Sink) adopt(ps *partState, p *partition) error {
-	dir := path.Join(s.root, hfilesDir, s.plan.Regions[p.region].Dir, p.family)
+	dir := path.Join(s.root, hfilesDir, s.regions.Regions[p.region].Dir, p.family)
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return fmt.Errorf("hfiles: create %s: %w", dir, err)
 	}

@@ -98,7 +98,7 @@ func TestStageDirectAdopts(t *testing.T) {
 	if st.Duplicates != 1 || st.Collisions != 1 {
 		t.Errorf("duplicates %d collisions %d, want 1 and 1", st.Duplicates, st.Collisions)
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	want := firstOfEachKey(append(a, b...))
 	equalDumps(t, got, want)
 	if st.Cells != int64(len(want)) {
@@ -185,7 +185,7 @@ func TestStageDirectFallsBack(t *testing.T) {
 	if st.Duplicates != 1 || st.Collisions != 1 {
 		t.Errorf("duplicates %d collisions %d, want 1 and 1", st.Duplicates, st.Collisions)
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, firstOfEachKey(append(a, b...)))
 }
 
@@ -231,7 +231,7 @@ func TestStageDirectAbortAndStrays(t *testing.T) {
 	if err := s2.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	equalDumps(t, checkStaged(t, s2.Plan(), readStaged(t, dir), 32), ok)
+	equalDumps(t, checkStaged(t, s2.RegionMap(), readStaged(t, dir), 32), ok)
 }
 
 // failingFS fails the creation of files whose path holds part, while on.
@@ -300,7 +300,7 @@ func TestStageDirectAdoptedThenRestaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
 }
 
 // TestStageDirectAdoptionResumed: a partition's adoption is saved with the
@@ -337,7 +337,7 @@ func TestStageDirectAdoptionResumed(t *testing.T) {
 		t.Errorf("the resumed run adopted %d files, want the 1 moved before", st.Adopted)
 	}
 	s.Close()
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), 32), sorted(append(direct, mixed...)))
 }
 
 // TestStageDirectNotWhenSpreadWide: of a run of many splits, a split in
@@ -381,7 +381,7 @@ func TestStageDirectNotWhenSpreadWide(t *testing.T) {
 		// cells, so it is merged with them, not adopted.
 		t.Errorf("direct files %d, adopted %d; want 1 (the narrow split's) and 0", st.Direct, st.Adopted)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles), sorted(append(interleaved, narrow...)))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles), sorted(append(interleaved, narrow...)))
 }
 
 // TestStageDirectNoRollBeforeEarlierRow: a split writing directly whose
@@ -419,7 +419,7 @@ func TestStageDirectNoRollBeforeEarlierRow(t *testing.T) {
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), 1<<20)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), 1<<20)
 	equalDumps(t, got, firstOfEachKey(append(in, late...)))
 }
 

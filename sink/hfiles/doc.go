@@ -5,7 +5,7 @@
 // Three phases, each resumable:
 //
 //  1. Spill (per split, in the runner's workers). Every cell is assigned its
-//     target region from a Plan (the live table's regions, or split keys
+//     target region from a RegionMap (the live table's regions, or split keys
 //     given offline) and copied into the split's sort buffer (the bytes
 //     into an arena, the key fields and offsets into a 40-byte entry with no
 //     pointers, so a buffer of millions of cells costs the garbage
@@ -38,11 +38,11 @@
 //     family. Each finished HFile is recorded in finish.json, so a crash
 //     resumes after the last recorded row.
 //
-//  3. Load (Finish, unless offline or NoLoad). Region by region in plan
-//     order, the recorded files are validated (size, rows, cell count) and
-//     bulk loaded through hbase.Client.BulkLoad; each loaded region is
-//     recorded. A region that split or merged since the plan has its spanning
-//     files read back and split at the current boundaries, then loaded. A
+//  3. Load (Finish, unless offline or NoLoad). Region by region in the
+//     region map's order, the recorded files are validated (size, rows,
+//     cell count) and bulk loaded through hbase.Client.BulkLoad; each
+//     loaded region is recorded. A region that split or merged since the
+//     region map was made has its spanning files read back and split at the current boundaries, then loaded. A
 //     file HBase already adopted is gone from the folder (the load moves it),
 //     so a resumed load sends nothing twice. Offline or with NoLoad, Finish
 //     says how to load the folder later: Options.LoadCommand (rekey load
@@ -67,7 +67,7 @@
 // spill/shard-I-of-N/ (opening it cleans only that folder) and its Finish
 // commits the shard's split records as one file; merge part J of R
 // merges the partitions dealt to it by bytes from every committed shard;
-// the load task loads every part's HFiles. The plan is published once
+// the load task loads every part's HFiles. The region map is published once
 // (created exclusively by the first shard) and every shard records its
 // digest, which the merge checks. A task run before the phase it needs
 // fails with ErrNotReady. ReadStatus reports every task from the folder.

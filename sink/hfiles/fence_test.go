@@ -210,7 +210,7 @@ func TestLoadIgnoresPartStateOfSupersededAttempt(t *testing.T) {
 	if err := m.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	recs, _, err := committedSpills(m.fs, m.root, m.planDigest, nil)
+	recs, _, err := committedSpills(m.fs, m.root, m.regionsDigest, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

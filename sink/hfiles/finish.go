@@ -295,7 +295,7 @@ func (s *Sink) saveFinish(st *finishState) error {
 	return nil
 }
 
-// partition is one region and family of the plan, with the runs and the
+// partition is one region and family of the region map, with the runs and the
 // kept splits' buffers that hold its cells, and their bytes.
 type partition struct {
 	region int
@@ -330,8 +330,8 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 	for _, r := range recs {
 		for i, f := range r.Runs {
 			for _, p := range f.Parts {
-				if p.Region < 0 || p.Region >= len(s.plan.Regions) {
-					return nil, fmt.Errorf("hfiles: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.plan.Regions))
+				if p.Region < 0 || p.Region >= len(s.regions.Regions) {
+					return nil, fmt.Errorf("hfiles: run %s names region %d, but the plan has %d", f.Name, p.Region, len(s.regions.Regions))
 				}
 				pt := get(p.Region, p.Family)
 				fsys, name := s.runFS(&r.Runs[i])
@@ -346,8 +346,8 @@ func (s *Sink) partitions(recs []*splitRecord, kept []*splitSink) ([]*partition,
 	for _, r := range recs {
 		for i := range r.Segments {
 			seg := &r.Segments[i]
-			if seg.Region < 0 || seg.Region >= len(s.plan.Regions) {
-				return nil, fmt.Errorf("hfiles: segment %s names region %d, but the plan has %d", seg.Name, seg.Region, len(s.plan.Regions))
+			if seg.Region < 0 || seg.Region >= len(s.regions.Regions) {
+				return nil, fmt.Errorf("hfiles: segment %s names region %d, but the plan has %d", seg.Name, seg.Region, len(s.regions.Regions))
 			}
 			pt := get(seg.Region, seg.Family)
 			pt.segs = append(pt.segs, partSeg{seg: seg, order: fmt.Sprintf("%s\x00s%06d", r.ID, i)})
@@ -475,7 +475,7 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 		}
 		ps := st.Parts[partKey(p.region, p.family)]
 		if err := s.adopt(ps, p); err != nil {
-			return s.full(err, fmt.Sprintf("moving the HFiles of region %s family %s", s.plan.Regions[p.region].Dir, p.family))
+			return s.full(err, fmt.Sprintf("moving the HFiles of region %s family %s", s.regions.Regions[p.region].Dir, p.family))
 		}
 		adopted++
 		adoptedFiles += len(ps.Files)
@@ -521,12 +521,12 @@ func (s *Sink) mergePartitions(ctx context.Context, rep sink.Reporter, parts []*
 				return err
 			}
 			if err := s.writePartition(gctx, st, ps, p, max(fan, 2), batch); err != nil {
-				return s.full(err, fmt.Sprintf("merging region %s family %s", s.plan.Regions[p.region].Dir, p.family))
+				return s.full(err, fmt.Sprintf("merging region %s family %s", s.regions.Regions[p.region].Dir, p.family))
 			}
 			s.finMu.Lock()
 			defer s.finMu.Unlock()
 			finished++
-			rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.plan.Regions[p.region].Dir, p.family, len(ps.Files), doneBefore+finished, len(parts))
+			rep.Printf("hfiles: region %s family %s: %d HFiles (%d of %d partitions)", s.regions.Regions[p.region].Dir, p.family, len(ps.Files), doneBefore+finished, len(parts))
 			return nil
 		})
 	}

@@ -41,7 +41,7 @@ func TestStageDiskFullDuringMerge(t *testing.T) {
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatalf("Finish once there is room: %v", err)
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, disk), 32)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, disk), 32)
 	equalDumps(t, got, sorted(append(a, b...)))
 	// The estimate against what the folder held at its peak: the runs and
 	// every HFile, before the runs were removed.

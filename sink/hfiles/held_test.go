@@ -141,7 +141,7 @@ func TestStageKeptSplits(t *testing.T) {
 	if st.Duplicates != 20 || st.Collisions != 5 {
 		t.Errorf("duplicates %d collisions %d, want 20 and 5", st.Duplicates, st.Collisions)
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 	for _, line := range dump(got) {
 		delete(collide, line)
@@ -230,7 +230,7 @@ func TestStageKeptRedoneAfterWritten(t *testing.T) {
 	if len(reported) != 0 {
 		t.Errorf("reported %v durable: nothing was held", reported)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), 32), sorted(cells))
 }
 
 // TestMergeKeptAllocs: merging kept buffers allocates per merge, never per
@@ -331,7 +331,7 @@ func TestStageKeptConcurrent(t *testing.T) {
 	if st.PeakMemory > o.Memory {
 		t.Errorf("peak sort memory %d over the budget %d", st.PeakMemory, o.Memory)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), 32), sorted(cells))
 }
 
 // TestEntryCellSizeIsCellSize holds entryCellSize, which rangesOf sums

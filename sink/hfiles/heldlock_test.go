@@ -126,5 +126,5 @@ func TestStageKeptSpillLeavesOthersWriting(t *testing.T) {
 	if ids := log.reported(); len(ids) != 4 {
 		t.Errorf("reported durable: %v; want each of the 4 splits once", ids)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, log.dir), 32), sorted(all))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, log.dir), 32), sorted(all))
 }

@@ -64,7 +64,7 @@ func TestLoadSentMissingFileCluster(t *testing.T) {
 	}
 	var gone string
 	for _, ps := range st.Parts {
-		if ld.plan.Regions[ps.Region].Dir == sentDir && len(ps.Files) > 0 {
+		if ld.regions.Regions[ps.Region].Dir == sentDir && len(ps.Files) > 0 {
 			gone = path.Join(ld.root, ps.Files[len(ps.Files)-1].Name)
 		}
 	}

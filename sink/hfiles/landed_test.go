@@ -41,7 +41,7 @@ func stagedSent(t *testing.T) (*Sink, *finishState) {
 		t.Fatalf("finish.json: found %v, error %v", found, err)
 	}
 	st.Sent = map[string]bool{}
-	for _, r := range s.plan.Regions {
+	for _, r := range s.regions.Regions {
 		st.Sent[r.Dir] = true
 	}
 	return s, st
@@ -93,7 +93,7 @@ func TestLoadSentMissingFile(t *testing.T) {
 		lost := regionFiles(st, 0)
 		err := s.loadAll(ctx, logRep{t}, st)
 		if !errors.Is(err, ErrMissingHFile) {
-			t.Fatalf("load with region %s's files gone and in no store file: %v, want ErrMissingHFile", s.plan.Regions[0].Dir, err)
+			t.Fatalf("load with region %s's files gone and in no store file: %v, want ErrMissingHFile", s.regions.Regions[0].Dir, err)
 		}
 		// The region's files are all gone; the load names the first it
 		// meets, whichever of them that is (st.Parts is a map: the order
@@ -103,11 +103,11 @@ func TestLoadSentMissingFile(t *testing.T) {
 		for _, f := range lost {
 			named = named || strings.Contains(err.Error(), path.Base(f.Name))
 		}
-		if !named || !strings.Contains(err.Error(), s.plan.Regions[0].Dir) || !strings.Contains(err.Error(), "--fresh") {
-			t.Errorf("error does not name one of the files %v, their region %s and the way out: %v", lost, s.plan.Regions[0].Dir, err)
+		if !named || !strings.Contains(err.Error(), s.regions.Regions[0].Dir) || !strings.Contains(err.Error(), "--fresh") {
+			t.Errorf("error does not name one of the files %v, their region %s and the way out: %v", lost, s.regions.Regions[0].Dir, err)
 		}
-		if st.Loaded[s.plan.Regions[0].Dir] {
-			t.Errorf("region %s is marked loaded", s.plan.Regions[0].Dir)
+		if st.Loaded[s.regions.Regions[0].Dir] {
+			t.Errorf("region %s is marked loaded", s.regions.Regions[0].Dir)
 		}
 	})
 	t.Run("missing and in a store file counts loaded", func(t *testing.T) {
@@ -144,7 +144,7 @@ func TestLoadSentMissingFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range s.plan.Regions {
+		for _, r := range s.regions.Regions {
 			if !saved.Loaded[r.Dir] {
 				t.Errorf("region %s is not marked loaded in finish.json", r.Dir)
 			}
@@ -191,7 +191,7 @@ func TestLoadUnansweredLanded(t *testing.T) {
 		sent = append(sent, hbase.BulkFile{Family: []byte("f1"), Path: u, FirstRow: f.FirstRow, LastRow: f.LastRow})
 		ids[u] = f.ID
 	}
-	reg := &s.plan.Regions[0]
+	reg := &s.regions.Regions[0]
 	for _, c := range []struct {
 		name    string
 		landed  int
@@ -255,7 +255,7 @@ func TestLoadUnansweredWaitsInFlight(t *testing.T) {
 		s.fs.Remove(staged)
 	}()
 	began := time.Now()
-	got, err := s.sentLanded(context.Background(), &s.plan.Regions[0], sent, map[string]string{u: f.ID}, token)
+	got, err := s.sentLanded(context.Background(), &s.regions.Regions[0], sent, map[string]string{u: f.ID}, token)
 	if err != nil || !got {
 		t.Fatalf("sentLanded with the call still at work = %v, %v; want true once it lands", got, err)
 	}

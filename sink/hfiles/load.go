@@ -49,8 +49,8 @@ func (s *Sink) loadAll(ctx context.Context, rep sink.Reporter, st *finishState) 
 		parts []*partState
 	}
 	var todo []regionLoad
-	for i := range s.plan.Regions {
-		reg := &s.plan.Regions[i]
+	for i := range s.regions.Regions {
+		reg := &s.regions.Regions[i]
 		if st.Loaded[reg.Dir] {
 			s.mu.Lock()
 			s.stats.RegionsLoaded++
@@ -134,7 +134,7 @@ func (s *Sink) recordLoaded(st *finishState, reg *Region) {
 // staging folder and are not sent again, so resuming after a partial load
 // adds nothing twice; once a load of the region was sent, a file counts as
 // taken only if a store file of the region carries its id (toSend). If
-// the target region split (or merged) since the plan, files that now span
+// the target region split (or merged) since the region map, files that now span
 // regions are split again at the current boundaries and the load is
 // retried.
 func (s *Sink) loadRegion(ctx context.Context, rep sink.Reporter, st *finishState, reg *Region, parts []*partState, lt *loadToken) error {

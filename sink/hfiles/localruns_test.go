@@ -90,7 +90,7 @@ func TestStageLocalRuns(t *testing.T) {
 	if st.LocalRuns == "" {
 		t.Error("stats name no local run folder")
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 	// The staging folder's account never held the local runs: at its
 	// peak, split a's runs and the HFiles (and merge passes of a's runs
@@ -118,7 +118,7 @@ func TestStageLocalRuns(t *testing.T) {
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles), sorted(cells))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles), sorted(cells))
 }
 
 // TestStageLocalRunsLost: a record whose runs are not in this process's
@@ -200,7 +200,7 @@ func TestStageLocalRunsLost(t *testing.T) {
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles), sorted(cells))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles), sorted(cells))
 }
 
 // TestStageLocalRunsRefusedInPhases: a phase task's runs are read by

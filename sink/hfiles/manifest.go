@@ -43,14 +43,14 @@ import (
 // it; anything else under runs/ is left over from a crash and is removed
 // when the folder is opened again.
 const (
-	planFile   = "plan.json"
-	finishFile = "finish.json"
-	runsDir    = "runs"
-	splitsDir  = "splits"
-	mergeDir   = "merge"
-	hfilesDir  = "hfiles"
-	tmpSuffix  = ".tmp"
-	runSuffix  = ".run"
+	regionMapFile = "plan.json"
+	finishFile    = "finish.json"
+	runsDir       = "runs"
+	splitsDir     = "splits"
+	mergeDir      = "merge"
+	hfilesDir     = "hfiles"
+	tmpSuffix     = ".tmp"
+	runSuffix     = ".run"
 
 	// A job in phases (phases.go) shares the folder between its tasks.
 	spillRoot = "spill"

@@ -193,7 +193,7 @@ func (s *Sink) reduce(runs []partRun, region int, family string, fan int) ([]par
 			if s.local != nil {
 				s.local.held.Add(size)
 			} else if err := s.addStaged(size); err != nil {
-				return nil, made, fmt.Errorf("hfiles: merge pass for region %s family %s: %w", s.plan.Regions[region].Dir, family, err)
+				return nil, made, fmt.Errorf("hfiles: merge pass for region %s family %s: %w", s.regions.Regions[region].Dir, family, err)
 			}
 			next = append(next, pr)
 		}

@@ -20,11 +20,11 @@ type Options struct {
 	Staging string
 	// Table is the target table, "namespace:qualifier" or "qualifier".
 	Table string
-	// Client is the target cluster. Nil means offline: the plan comes from
+	// Client is the target cluster. Nil means offline: the region map comes from
 	// SplitKeys and nothing is loaded (as with NoLoad).
 	Client *hbase.Client
-	// SplitKeys plan the target regions offline (n keys, n+1 regions).
-	// With a Client and no SplitKeys the plan is the live table's regions.
+	// SplitKeys give the target regions offline (n keys, n+1 regions).
+	// With a Client and no SplitKeys the region map is the live table's regions.
 	SplitKeys [][]byte
 	// NoLoad stops after writing the HFiles and prints the command that
 	// loads them later.
@@ -132,12 +132,12 @@ type Options struct {
 	Examples int
 
 	// Fence, when set, is checked before every durable record the sink
-	// writes (a split's record, a spill shard's commit, the plan, the
+	// writes (a split's record, a spill shard's commit, the region map, the
 	// task record, the merge's and the load's state) and before it
 	// removes what a record no longer names: an error stops the write
 	// and is returned wrapped. The runner passes its leases' check, so a
 	// task whose lease another attempt took writes no record once it
-	// can know (pipeline.ErrLeaseLost), however late its own renewal.
+	// can know (state.ErrLeaseLost), however late its own renewal.
 	Fence func() error
 	// Lease is the task's lease as a spill shard's commit is stamped with
 	// it: the holder's token and the generation held as the commit is

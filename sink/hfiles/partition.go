@@ -99,7 +99,7 @@ type partWriter struct {
 // left that no record names) and the writer that continues after the
 // files already recorded.
 func (s *Sink) newPartWriter(st *finishState, ps *partState, total int64) (*partWriter, error) {
-	w := &partWriter{s: s, st: st, ps: ps, reg: &s.plan.Regions[ps.Region],
+	w := &partWriter{s: s, st: st, ps: ps, reg: &s.regions.Regions[ps.Region],
 		opts: s.familyOptions(ps.Family), limit: s.fileLimit(total)}
 	w.rel = path.Join(hfilesDir, w.reg.Dir, ps.Family)
 	if err := s.clearUnrecorded(path.Join(s.root, w.rel), ps.Files); err != nil {

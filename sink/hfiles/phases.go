@@ -108,8 +108,9 @@ func (t Task) stateFile() string {
 type spillCommit struct {
 	Shard int `json:"shard"`
 	Count int `json:"count"`
-	// Plan is the digest of the plan the shard partitioned by.
-	Plan string `json:"plan"`
+	// RegionMap is the digest of the region map (plan.json) the shard
+	// partitioned by.
+	RegionMap string `json:"plan"`
 	// Record is the Digest of the job record the shard ran under (empty
 	// for a shard of a build before job records).
 	Record      string         `json:"record,omitempty"`
@@ -160,9 +161,9 @@ func (s *Sink) recordSpillTask() error {
 // was built (Options.JobRecord).
 func (s *Sink) SetJobRecord(digest string) { s.o.JobRecord = digest }
 
-// digest identifies a plan: every spill shard records the digest of the
-// plan it partitioned by.
-func (p *Plan) digest() (string, error) {
+// digest identifies a region map: every spill shard records the digest of the
+// region map it partitioned by.
+func (p *RegionMap) digest() (string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -171,12 +172,12 @@ func (p *Plan) digest() (string, error) {
 	return hex.EncodeToString(h[:16]), nil
 }
 
-// publishPlan records p as the folder's plan unless another task recorded
-// one first, and returns the plan recorded. The file is created
-// exclusively (no two tasks can both create it), so every shard
-// partitions by the first plan; a reader that finds the file still being
-// written waits for it.
-func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
+// publishRegionMap records p as the folder's region map unless another
+// task recorded one first, and returns the region map recorded. The file
+// is created exclusively (no two tasks can both create it), so every
+// shard partitions by the first region map; a reader that finds the file
+// still being written waits for it.
+func publishRegionMap(fsys vfs.WriteFS, name string, p *RegionMap) (*RegionMap, error) {
 	ex, ok := fsys.(vfs.ExclusiveFS)
 	if !ok {
 		return nil, fmt.Errorf("hfiles: %s cannot create a file exclusively, so spill shards cannot agree on one plan", fsys)
@@ -192,14 +193,14 @@ func publishPlan(fsys vfs.WriteFS, name string, p *Plan) (*Plan, error) {
 	if won {
 		return p, nil
 	}
-	return readPublishedPlan(fsys, name, p.Table)
+	return readPublishedRegionMap(fsys, name, p.Table)
 }
 
-// readPublishedPlan reads the plan another task published, waiting a
+// readPublishedRegionMap reads the region map another task published, waiting a
 // little for one still being written.
-func readPublishedPlan(fsys vfs.FS, name, table string) (*Plan, error) {
-	var q Plan
-	found, err := readPlan(fsys, name, &q)
+func readPublishedRegionMap(fsys vfs.FS, name, table string) (*RegionMap, error) {
+	var q RegionMap
+	found, err := readRegionMap(fsys, name, &q)
 	if err != nil {
 		return nil, err
 	}
@@ -215,14 +216,14 @@ func readPublishedPlan(fsys vfs.FS, name, table string) (*Plan, error) {
 	return &q, nil
 }
 
-// readPlan reads the folder's plan into p; found is false when there is
-// none. The first spill task writes the file in place after creating it
-// exclusively (on HDFS and a local disk the name exists before its bytes
-// do), so another task or `rekey status` can find it short. A plan that
-// does not parse is read again for up to planWait before it is called
-// damaged.
-func readPlan(fsys vfs.FS, name string, p *Plan) (found bool, err error) {
-	deadline := time.Now().Add(planWait)
+// readRegionMap reads the folder's region map into p; found is false when
+// there is none. The first spill task writes the file in place after
+// creating it exclusively (on HDFS and a local disk the name exists
+// before its bytes do), so another task or `rekey status` can find it
+// short. A region map that does not parse is read again for up to
+// regionMapWait before it is called damaged.
+func readRegionMap(fsys vfs.FS, name string, p *RegionMap) (found bool, err error) {
+	deadline := time.Now().Add(regionMapWait)
 	for {
 		found, err = readJSON(fsys, name, p)
 		var bad *badRecordError
@@ -232,20 +233,20 @@ func readPlan(fsys vfs.FS, name string, p *Plan) (found bool, err error) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	if bad := (*badRecordError)(nil); errors.As(err, &bad) {
-		return false, fmt.Errorf("%w; it did not become whole in %s: if the spill task that began the folder died while writing it, remove the file and rerun the shards", err, planWait)
+		return false, fmt.Errorf("%w; it did not become whole in %s: if the spill task that began the folder died while writing it, remove the file and rerun the shards", err, regionMapWait)
 	}
 	return found, err
 }
 
-// planWait bounds how long a reader waits for a plan still being written:
-// the file is a few kilobytes, written and synced at once.
-var planWait = 10 * time.Second
+// regionMapWait bounds how long a reader waits for a region map still
+// being written: the file is a few kilobytes, written and synced at once.
+var regionMapWait = 10 * time.Second
 
-// openLater opens the folder for a merge or load task: the plan must be
+// openLater opens the folder for a merge or load task: the region map must be
 // there, recorded by the spill.
 func (s *Sink) openLater(ctx context.Context) error {
-	var p Plan
-	found, err := readPlan(s.fs, path.Join(s.root, planFile), &p)
+	var p RegionMap
+	found, err := readRegionMap(s.fs, path.Join(s.root, regionMapFile), &p)
 	if err != nil {
 		return err
 	}
@@ -258,7 +259,7 @@ func (s *Sink) openLater(ctx context.Context) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	if err := s.usePlan(&p); err != nil {
+	if err := s.useRegionMap(&p); err != nil {
 		return err
 	}
 	if dir := path.Join(s.root, s.task.Dir()); s.task.Phase != PhaseAll {
@@ -284,7 +285,7 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 	if recs, err = s.taskRecords(recs); err != nil {
 		return err
 	}
-	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, Plan: s.planDigest, Record: s.o.JobRecord, Splits: recs, Committed: time.Now().UTC()}
+	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, RegionMap: s.regionsDigest, Record: s.o.JobRecord, Splits: recs, Committed: time.Now().UTC()}
 	if s.o.Lease != nil {
 		c.LeaseToken, c.LeaseGeneration = s.o.Lease()
 	}
@@ -328,7 +329,7 @@ func (s *Sink) taskRecords(recs []*splitRecord) ([]*splitRecord, error) {
 
 // committedSpills reads every committed spill shard of the folder. All N
 // shards of one count must be there, each partitioned by the folder's
-// plan (digest); a split recorded by two shards is an error, not two
+// region map (digest); a split recorded by two shards is an error, not two
 // copies. When the folder holds a job record (every folder a spill of
 // this build began), N is the record's shard count, and the shards'
 // splits must be the record's, each exactly once (state.Job.Cover): a
@@ -383,8 +384,8 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 		if c.Count != n {
 			return nil, 0, fmt.Errorf("hfiles: %s holds spill shards of %d and of %d; the shards of a job must agree on the count (rerun with one, into a fresh folder)", root, n, c.Count)
 		}
-		if c.Plan != digest {
-			return nil, 0, fmt.Errorf("hfiles: spill shard %d/%d partitioned by plan %s, the folder's plan.json is %s; rerun that shard with --fresh", c.Shard, c.Count, c.Plan, digest)
+		if c.RegionMap != digest {
+			return nil, 0, fmt.Errorf("hfiles: spill shard %d/%d partitioned by plan %s, the folder's plan.json is %s; rerun that shard with --fresh", c.Shard, c.Count, c.RegionMap, digest)
 		}
 		have[c.Shard] = c
 	}
@@ -487,7 +488,7 @@ func dealPartitions(parts []*partition, count int) [][]*partition {
 // merged from every committed spill shard's runs. A part that crashed
 // resumes with its state: finished partitions are kept, the rest redone.
 func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
+	recs, _, err := committedSpills(s.fs, s.root, s.regionsDigest, s.o.Holder)
 	if err != nil {
 		return err
 	}
@@ -559,7 +560,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 		st, err := s.finishState(recs)
 		return recs, st, err
 	}
-	recs, _, err := committedSpills(s.fs, s.root, s.planDigest, s.o.Holder)
+	recs, _, err := committedSpills(s.fs, s.root, s.regionsDigest, s.o.Holder)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -702,8 +703,8 @@ func SpillCoverage(staging string, vo vfs.Options) (rec *state.Job, committed in
 	if committed < rec.Shards {
 		return rec, committed, nil, nil
 	}
-	var p Plan
-	if _, err := readPlan(loc.FS, path.Join(loc.Path, planFile), &p); err != nil {
+	var p RegionMap
+	if _, err := readRegionMap(loc.FS, path.Join(loc.Path, regionMapFile), &p); err != nil {
 		return rec, committed, nil, err
 	}
 	digest, err := p.digest()

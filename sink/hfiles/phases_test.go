@@ -160,7 +160,7 @@ func TestMergePartRedoneAfterRespill(t *testing.T) {
 // whole file; one that never becomes whole is called damaged, naming the
 // file and the way out.
 func TestPlanReadWhileBeingWritten(t *testing.T) {
-	p, err := PlanFromSplitKeys("t", [][]byte{[]byte("m")})
+	p, err := RegionMapFromSplitKeys("t", [][]byte{[]byte("m")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +174,8 @@ func TestPlanReadWhileBeingWritten(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 		fsys.WriteFile("/s/plan.json", whole)
 	}()
-	var got Plan
-	found, err := readPlan(fsys, "/s/plan.json", &got)
+	var got RegionMap
+	found, err := readRegionMap(fsys, "/s/plan.json", &got)
 	if err != nil || !found {
 		t.Fatalf("plan written while read: found %v, %v", found, err)
 	}
@@ -183,10 +183,10 @@ func TestPlanReadWhileBeingWritten(t *testing.T) {
 		t.Errorf("plan read: table %q, %d regions; want t, 2", got.Table, len(got.Regions))
 	}
 
-	defer func(w time.Duration) { planWait = w }(planWait)
-	planWait = 600 * time.Millisecond
+	defer func(w time.Duration) { regionMapWait = w }(regionMapWait)
+	regionMapWait = 600 * time.Millisecond
 	fsys.WriteFile("/s/plan.json", whole[:len(whole)/3])
-	found, err = readPlan(fsys, "/s/plan.json", &got)
+	found, err = readRegionMap(fsys, "/s/plan.json", &got)
 	if err == nil || found {
 		t.Fatalf("a plan that stays short: found %v, err %v; want an error", found, err)
 	}
@@ -195,7 +195,7 @@ func TestPlanReadWhileBeingWritten(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	if _, err := readPublishedPlan(fsys, "/s/plan.json", "t"); err == nil {
-		t.Error("readPublishedPlan accepted a short plan")
+	if _, err := readPublishedRegionMap(fsys, "/s/plan.json", "t"); err == nil {
+		t.Error("readPublishedRegionMap accepted a short plan")
 	}
 }

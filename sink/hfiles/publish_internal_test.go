@@ -13,15 +13,15 @@ import (
 // shards without the plan they partitioned by).
 func TestPublishPlanRaceOnObjectStore(t *testing.T) {
 	fs := vfstest.LateExclusive{Mem: vfs.NewMem()}
-	first, err := PlanFromSplitKeys("t", [][]byte{[]byte("m")})
+	first, err := RegionMapFromSplitKeys("t", [][]byte{[]byte("m")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, _ := PlanFromSplitKeys("t", [][]byte{[]byte("k"), []byte("p")})
-	if _, err := publishPlan(fs, "/plan.json", first); err != nil {
+	second, _ := RegionMapFromSplitKeys("t", [][]byte{[]byte("k"), []byte("p")})
+	if _, err := publishRegionMap(fs, "/plan.json", first); err != nil {
 		t.Fatal(err)
 	}
-	got, err := publishPlan(fs, "/plan.json", second)
+	got, err := publishRegionMap(fs, "/plan.json", second)
 	if err != nil || len(got.Regions) != 2 {
 		t.Fatalf("the second publish: %v, %+v; want the first plan (2 regions)", err, got)
 	}

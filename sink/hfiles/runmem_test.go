@@ -119,6 +119,6 @@ func TestStageHeavyPartitionNoExtraPass(t *testing.T) {
 	if st.MergePasses != 0 {
 		t.Errorf("%d extra merge passes for a partition of %d runs in a pool of %d", st.MergePasses, most, s.o.maxFanIn(0))
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), s.o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), s.o.MaxFiles)
 	equalDumps(t, got, sorted(all))
 }

@@ -103,7 +103,7 @@ func TestStageOnS3WritesFinalNames(t *testing.T) {
 		}
 	}
 	local := filepath.Join(filepath.Dir(st.ConfDir), "data", st.Bucket, filepath.FromSlash(strings.TrimPrefix(prefix, "/")))
-	got := checkStaged(t, s.Plan(), readStaged(t, local), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, local), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 
 	// Nothing writes through a wrapper that hides the store: the mark is

@@ -30,11 +30,11 @@ var ErrStagingFull = errors.New("hfiles: staging folder over its size bound")
 // runs to the staging folder, and in Finish merges each partition's runs
 // into HFiles and bulk loads them region by region.
 type Sink struct {
-	o    Options
-	loc  *vfs.Location
-	fs   vfs.WriteFS
-	root string
-	plan *Plan
+	o       Options
+	loc     *vfs.Location
+	fs      vfs.WriteFS
+	root    string
+	regions *RegionMap
 	// whole is set when fs writes whole objects (vfs.WritesWhole: S3,
 	// GCS, Azure): runs and HFiles are then written under their final
 	// names, which appear whole at Close or not at all, instead of a
@@ -44,10 +44,10 @@ type Sink struct {
 	// task is the phase task this sink is (Options.Task); spill is the
 	// folder of its runs/ and splits/, and state its merge or load state
 	// file, both relative to root (see layout.go).
-	task       Task
-	spill      string
-	state      string
-	planDigest string
+	task          Task
+	spill         string
+	state         string
+	regionsDigest string
 
 	// local is the local run folder of a one-process run (Options.
 	// LocalRuns), nil when runs go to the staging folder; lost are the
@@ -92,8 +92,8 @@ type Sink struct {
 var _ sink.Sink = (*Sink)(nil)
 
 // New opens (or resumes) the staging folder o.Staging. A folder that holds
-// a plan keeps it, so a resumed run partitions like the first one; a new
-// folder gets the plan from o.SplitKeys or the live table. Runs left by
+// a region map keeps it, so a resumed run partitions like the first one; a new
+// folder gets the region map from o.SplitKeys or the live table. Runs left by
 // splits that never committed are removed.
 func New(ctx context.Context, o Options) (*Sink, error) {
 	o.fill()
@@ -144,7 +144,7 @@ func (s *Sink) open(ctx context.Context) error {
 			return fmt.Errorf("hfiles: create %s: %w", d, err)
 		}
 	}
-	if err := s.choosePlan(ctx); err != nil {
+	if err := s.chooseRegionMap(ctx); err != nil {
 		return err
 	}
 	if err := s.readFamilies(ctx); err != nil {
@@ -307,12 +307,13 @@ func claimKind(fsys vfs.WriteFS, root, kind string) (string, error) {
 	}
 }
 
-// choosePlan keeps the folder's plan, or makes one (from o.SplitKeys or
-// the live table) and records it. A spill task publishes its plan only if
-// no other task did first, and then partitions by the one published.
-func (s *Sink) choosePlan(ctx context.Context) error {
-	var p Plan
-	found, err := readPlan(s.fs, path.Join(s.root, planFile), &p)
+// chooseRegionMap keeps the folder's region map, or makes one (from
+// o.SplitKeys or the live table) and records it. A spill task publishes
+// its region map only if no other task did first, and then partitions by
+// the one published.
+func (s *Sink) chooseRegionMap(ctx context.Context) error {
+	var p RegionMap
+	found, err := readRegionMap(s.fs, path.Join(s.root, regionMapFile), &p)
 	if err != nil {
 		return err
 	}
@@ -325,13 +326,13 @@ func (s *Sink) choosePlan(ctx context.Context) error {
 			return err
 		}
 	case len(s.o.SplitKeys) > 0 || s.o.Client == nil:
-		pp, err := PlanFromSplitKeys(s.o.Table, s.o.SplitKeys)
+		pp, err := RegionMapFromSplitKeys(s.o.Table, s.o.SplitKeys)
 		if err != nil {
 			return err
 		}
 		p = *pp
 	default:
-		pp, err := PlanFromTable(ctx, s.o.Client, s.o.Table)
+		pp, err := RegionMapFromTable(ctx, s.o.Client, s.o.Table)
 		if err != nil {
 			return err
 		}
@@ -340,27 +341,27 @@ func (s *Sink) choosePlan(ctx context.Context) error {
 	switch {
 	case found:
 	case s.task.Phase == PhaseSpill:
-		pub, err := publishPlan(s.fs, path.Join(s.root, planFile), &p)
+		pub, err := publishRegionMap(s.fs, path.Join(s.root, regionMapFile), &p)
 		if err != nil {
 			return err
 		}
 		p = *pub
 	default:
-		if err := s.record(path.Join(s.root, planFile), &p); err != nil {
+		if err := s.record(path.Join(s.root, regionMapFile), &p); err != nil {
 			return err
 		}
 	}
-	return s.usePlan(&p)
+	return s.useRegionMap(&p)
 }
 
-// usePlan makes p the sink's plan and notes its digest, which a spill
-// task records so the merge can check every shard used the same plan.
-func (s *Sink) usePlan(p *Plan) error {
+// useRegionMap makes p the sink's region map and notes its digest, which a spill
+// task records so the merge can check every shard used the same region map.
+func (s *Sink) useRegionMap(p *RegionMap) error {
 	d, err := p.digest()
 	if err != nil {
 		return err
 	}
-	s.plan, s.planDigest = p, d
+	s.regions, s.regionsDigest = p, d
 	return nil
 }
 
@@ -378,8 +379,8 @@ func (s *Sink) readFamilies(ctx context.Context) error {
 	return nil
 }
 
-// Plan is the target regions the sink partitions by.
-func (s *Sink) Plan() *Plan { return s.plan }
+// RegionMap is the target regions the sink partitions by.
+func (s *Sink) RegionMap() *RegionMap { return s.regions }
 
 // Name implements sink.Sink.
 func (s *Sink) Name() string { return "hfiles" }
@@ -684,7 +685,7 @@ func (w *splitSink) Write(ctx context.Context, c *cell.Cell) error {
 	w.ents = append(w.ents, entry{
 		ts: c.Timestamp, chunk: uint16(ci), off: uint32(off), rowOff: uint32(rowOff),
 		qual: uint32(len(c.Qualifier)), val: uint32(len(c.Value)),
-		region: int32(w.s.plan.locate(c.Row)),
+		region: int32(w.s.regions.locate(c.Row)),
 		row:    uint16(len(c.Row)), tags: uint16(len(c.Tags)), fam: uint8(len(c.Family)), typ: c.Type,
 	})
 	w.held += cost // reserved above: chunk + grow is cost less the old entries

@@ -138,11 +138,11 @@ func readStaged(t *testing.T, dir string) []stagedFile {
 // family, is sorted, and that the files of each region and family number
 // at most maxFiles and do not share a row; it returns all their cells in
 // order.
-func checkStaged(t *testing.T, plan *Plan, files []stagedFile, maxFiles int) []cell.Cell {
+func checkStaged(t *testing.T, rm *RegionMap, files []stagedFile, maxFiles int) []cell.Cell {
 	t.Helper()
 	byDir := map[string]*Region{}
-	for i := range plan.Regions {
-		byDir[plan.Regions[i].Dir] = &plan.Regions[i]
+	for i := range rm.Regions {
+		byDir[rm.Regions[i].Dir] = &rm.Regions[i]
 	}
 	count := map[string]int{}
 	var all []cell.Cell
@@ -280,7 +280,7 @@ func TestStageTinyBudget(t *testing.T) {
 	if len(st.Examples) == 0 {
 		t.Error("no collision examples")
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	want := sorted(cells)
 	equalDumps(t, got, want)
 	if st.Cells != int64(len(want)) {
@@ -413,7 +413,7 @@ func testStageCrashResume(t *testing.T, workers int) {
 			t.Errorf("HFile %s recorded before the failure was not kept: %v", name, err)
 		}
 	}
-	got := checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 	if piped := s.Stats().MergePiped; (workers > 1) != (piped > 0) {
 		t.Errorf("%d workers: %d partitions merged through a pipe", workers, piped)
@@ -423,12 +423,12 @@ func testStageCrashResume(t *testing.T, workers int) {
 	if err := s.Finish(ctx, logRep{t}); err != nil {
 		t.Fatal(err)
 	}
-	got = checkStaged(t, s.Plan(), readStaged(t, dir), o.MaxFiles)
+	got = checkStaged(t, s.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 }
 
 func TestPlanFromSplitKeys(t *testing.T) {
-	p, err := PlanFromSplitKeys("t", [][]byte{[]byte("m"), []byte("c")})
+	p, err := RegionMapFromSplitKeys("t", [][]byte{[]byte("m"), []byte("c")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestPlanFromSplitKeys(t *testing.T) {
 			t.Errorf("locate(%q) = %d, want %d", tc.row, got, tc.want)
 		}
 	}
-	if _, err := PlanFromSplitKeys("t", [][]byte{[]byte("a"), []byte("a")}); err == nil {
+	if _, err := RegionMapFromSplitKeys("t", [][]byte{[]byte("a"), []byte("a")}); err == nil {
 		t.Error("duplicate split keys accepted")
 	}
 }
@@ -585,7 +585,7 @@ func TestStageConcurrentSplits(t *testing.T) {
 	if st := s.Stats(); st.PeakMemory > o.Memory {
 		t.Errorf("peak sort memory %d over the budget %d with 4 splits at once", st.PeakMemory, o.Memory)
 	}
-	equalDumps(t, checkStaged(t, s.Plan(), readStaged(t, dir), 32), sorted(cells))
+	equalDumps(t, checkStaged(t, s.RegionMap(), readStaged(t, dir), 32), sorted(cells))
 }
 
 func TestFamilyOptions(t *testing.T) {
@@ -776,6 +776,6 @@ func TestStageWideRowsShareRowBytes(t *testing.T) {
 	if st := s2.Stats(); st.Runs < 4 {
 		t.Errorf("%d runs spilled; the budget should force several", st.Runs)
 	}
-	got := checkStaged(t, s2.Plan(), readStaged(t, dir), o.MaxFiles)
+	got := checkStaged(t, s2.RegionMap(), readStaged(t, dir), o.MaxFiles)
 	equalDumps(t, got, sorted(cells))
 }

@@ -55,7 +55,7 @@ type OneProcessStatus struct {
 	HFiles     int   `json:"hfiles"`
 	HFileBytes int64 `json:"hfile_bytes"`
 	HFileCells int64 `json:"hfile_cells"`
-	// Regions is the target regions of the plan, Loaded those whose files
+	// Regions is the target regions of the region map, Loaded those whose files
 	// are bulk loaded.
 	Regions int `json:"regions"`
 	Loaded  int `json:"regions_loaded"`
@@ -131,12 +131,12 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 	defer loc.Close()
 	r := &statusReader{url: loc.URL, fs: loc.FS, root: loc.Path, live: live, holder: holder, now: now}
 	st := &Status{Staging: loc.URL, At: now, ETASeconds: -1}
-	found, err := readPlan(r.fs, path.Join(r.root, planFile), &r.plan)
+	found, err := readRegionMap(r.fs, path.Join(r.root, regionMapFile), &r.regions)
 	if err != nil {
 		return nil, err
 	}
 	if found {
-		st.Table, st.Regions = r.plan.Table, len(r.plan.Regions)
+		st.Table, st.Regions = r.regions.Table, len(r.regions.Regions)
 	}
 	kind, err := r.kind(found)
 	if err != nil {
@@ -164,7 +164,7 @@ func ReadStatus(staging string, live func(fsys vfs.FS, lease string) bool, holde
 }
 
 // ErrNoStaging is matched by ReadStatus's error for a folder that does not
-// exist, or holds no staged job (no kind, plan, split record or task of
+// exist, or holds no staged job (no kind, region map, split record or task of
 // rekey's): a wrong path, not a job that has not started.
 var ErrNoStaging = errors.New("hfiles: no staged job in the folder")
 
@@ -172,7 +172,7 @@ var ErrNoStaging = errors.New("hfiles: no staged job in the folder")
 // folder staged before kind files) the files each kind writes. A folder
 // that does not exist, or holds none of them, is ErrNoStaging. Nothing is
 // created.
-func (r *statusReader) kind(planFound bool) (string, error) {
+func (r *statusReader) kind(regionMapFound bool) (string, error) {
 	if _, err := r.fs.Stat(r.root); err != nil {
 		if notExist(err) {
 			return "", fmt.Errorf("%w: %s does not exist", ErrNoStaging, r.url)
@@ -198,7 +198,7 @@ func (r *statusReader) kind(planFound bool) (string, error) {
 		return kindPhases, nil
 	case has(finishFile) || has(splitsDir) || has(runsDir):
 		return kindOneProcess, nil
-	case planFound:
+	case regionMapFound:
 		return kindPhases, nil // a first spill task published its plan, nothing more yet
 	}
 	return "", fmt.Errorf("%w: %s holds no staged job of rekey's (no kind file, plan, split records or task folders)", ErrNoStaging, r.url)
@@ -236,13 +236,13 @@ func (r *statusReader) oneProcess(st *Status) (*OneProcessStatus, error) {
 }
 
 type statusReader struct {
-	url    string
-	fs     vfs.FS
-	root   string
-	live   func(vfs.FS, string) bool
-	holder func(vfs.FS, string) (string, bool, error)
-	now    time.Time
-	plan   Plan // the folder's, empty when it has none yet
+	url     string
+	fs      vfs.FS
+	root    string
+	live    func(vfs.FS, string) bool
+	holder  func(vfs.FS, string) (string, bool, error)
+	now     time.Time
+	regions RegionMap // the folder's, empty when it has none yet
 
 	// gathered for the ETA
 	spillStart, mergeStart time.Time
@@ -428,7 +428,7 @@ func (r *statusReader) load(st *Status) error {
 			regions[ps.Region] = true
 		}
 	}
-	p := &r.plan
+	p := &r.regions
 	loaded := 0
 	for i := range regions {
 		if i < len(p.Regions) && fs.Loaded[p.Regions[i].Dir] {

@@ -6,25 +6,9 @@ import (
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
-
-// Leases are the leases a task of a job in phases holds its state by:
-// the run's (package pipeline keeps them), seen through what the task
-// needs of them, so that the protocol of the phases lives here whole
-// while how a lease is kept stays with the run.
-type Leases interface {
-	// Take leases the state named what through the lease file at file.
-	Take(file, what string) error
-	// Check is the fence of every durable write: nil while every lease
-	// taken is still held.
-	Check() error
-	// Stamp returns what records made under the lease taken at file are
-	// stamped with, or nil for a local lock.
-	Stamp(file string) func() (string, int64)
-	// Holder reads who holds (or last held) the lease folder p.
-	Holder(fsys vfs.FS, p string) (string, bool, error)
-}
 
 // TaskOptions configure the sink of a merge or load task.
 type TaskOptions struct {
@@ -39,13 +23,14 @@ type TaskOptions struct {
 
 // OpenTask opens the job's staging folder for task, a merge part or the
 // load: it refuses a folder of the other kind of job, leases the task's
-// own folder through ls (the load also the whole folder, whose lease a
+// own folder through ls, which the caller made with its lease options and
+// releases after the task (the load also the whole folder, whose lease a
 // one-process run holds, so it never loads beside a live run; no task of
 // a job in phases takes it), and opens the sink whose Finish runs the
 // task, with the target cluster unless the job is offline (a merge may
 // be; the caller refuses an offline load). The caller closes the sink,
 // then the client (closeClient).
-func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls Leases) (_ *Sink, closeClient func() error, err error) {
+func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *state.Leases) (_ *Sink, closeClient func() error, err error) {
 	st := j.StagingPath()
 	if err := CheckKind(st, task, vfs.Options{Kerberos: o.Kerberos}); err != nil {
 		return nil, nil, err
@@ -62,7 +47,7 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls Leas
 	so := Options{
 		Staging: st, Table: j.Target.Table, Task: task, Workers: o.Workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Fence: ls.Check, Lease: ls.Stamp(LeasePath(st, task)), Holder: ls.Holder,
+		Fence: ls.Check, Lease: ls.Stamp(LeasePath(st, task)), Holder: state.LeaseHolder,
 		// The spill tasks mapped by the job's layouts (a program of one's
 		// own runs in one process); their merge judges by them too.
 		OneToOne: j.Program != nil && j.Run.SetTimestamp == 0 && !j.Program.MayCollide(),

@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"errors"
@@ -15,27 +15,25 @@ import (
 
 // The HDFS lease protocol (create exclusively, renew, expire, take over),
 // run here over a local folder, which gives the same exclusive create; the
-// mini cluster's HDFS runs it in lease_test.go.
+// mini cluster's HDFS runs it in pipeline/lease_test.go.
 
 const testTTL = 600 * time.Millisecond
 
-// LogLines collects what a run or a lease logs; lease_test.go uses it
-// too (this file is of package pipeline, so it is exported to the
-// external tests only).
-type LogLines struct {
+// logLines collects what a lease logs.
+type logLines struct {
 	mu    sync.Mutex
 	lines []string
 }
 
 // Logf is a Logf for Options.
-func (l *LogLines) Logf(f string, a ...any) {
+func (l *logLines) Logf(f string, a ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprintf(f, a...))
 }
 
 // Has reports whether one line holds every part.
-func (l *LogLines) Has(parts ...string) bool {
+func (l *logLines) Has(parts ...string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 next:
@@ -50,7 +48,7 @@ next:
 	return false
 }
 
-func (l *LogLines) String() string {
+func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
@@ -60,7 +58,7 @@ func (l *LogLines) String() string {
 type leaseFixture struct {
 	t   *testing.T
 	p   string
-	log LogLines
+	log logLines
 }
 
 func newLeaseFixture(t *testing.T) *leaseFixture {
@@ -75,7 +73,7 @@ func (f *leaseFixture) take(force bool) (l *fileLease, lost chan error, err erro
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	l, err = acquireFile(vfs.Local{}, loc, "checkpoint "+f.p, leaseOptions{ttl: testTTL, force: force, logf: f.log.Logf})
+	l, err = acquireFile(vfs.Local{}, loc, "checkpoint "+f.p, LeaseOptions{TTL: testTTL, Force: force, Logf: f.log.Logf})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,26 +1,22 @@
-package pipeline
+package state
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	iofs "io/fs"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/rekeyhq/rekey/internal/krb"
-	"github.com/rekeyhq/rekey/job"
-	"github.com/rekeyhq/rekey/source"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
-// A checkpoint is two files side by side (see journal.go for the second):
+// A checkpoint is a run's progress, which splits are done, kept so that
+// a run stopped at any point goes on where it stopped. It is two files
+// side by side (see journal.go for the second):
 //
 //   - the base, at the checkpoint's path: the whole state as of its writing,
 //     rewritten (temp file, sync, rename) only at a compaction, which is
@@ -39,18 +35,20 @@ import (
 // file earlier rekeys rewrote after every split, is still read; the first
 // compaction replaces it.
 
-// Checkpoint format versions: 1, one file rewritten after every split;
-// 2, a base and a journal.
+// Checkpoint format versions: CheckpointV1, one file rewritten after
+// every split (read, never written); CheckpointVersion, a base and a
+// journal. The run tells them apart when it adopts an older base's
+// sketch.
 const (
-	checkpointV1      = 1
-	checkpointVersion = 2
+	CheckpointV1      = 1
+	CheckpointVersion = 2
 )
 
 // ErrCheckpointDamaged: the checkpoint's base or journal is not what rekey
 // writes (a checksum that does not match, a truncated or unknown record, a
 // missing journal, a version this rekey does not read). The run refuses it
 // rather than guess which splits are done; the message says how to go on.
-var ErrCheckpointDamaged = errors.New("pipeline: the checkpoint is damaged")
+var ErrCheckpointDamaged = errors.New("state: the checkpoint is damaged")
 
 // Checkpoint is the state of a run: which splits are done, whether the
 // sink finished, and the entity sketch of the done splits.
@@ -84,8 +82,10 @@ type baseFile struct {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checkpointStore reads and writes a checkpoint's base and journal.
-type checkpointStore struct {
+// CheckpointStore reads and writes a checkpoint's base and journal. The
+// run owns one and serializes its calls (under its own lock), so the
+// store keeps no lock of its own on the path of each split's record.
+type CheckpointStore struct {
 	loc *vfs.Location
 	url string
 
@@ -98,13 +98,16 @@ type checkpointStore struct {
 	broken bool
 }
 
-// compactMinBytes is the journal size below which no compaction runs
+// CompactMinBytes is the journal size below which no compaction runs
 // mid-run: a small job's base is rewritten at its start and end only.
 // (A variable so a test can compact often.)
-var compactMinBytes int64 = 1 << 20
+var CompactMinBytes int64 = 1 << 20
 
-func openCheckpoint(where string, id *krb.Identity) (*checkpointStore, error) {
-	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: id})
+// OpenCheckpoint opens the checkpoint at where (a local path or a URL)
+// through vo (a Kerberos login), refusing a file system that cannot
+// append, since each split's record is an append to the journal.
+func OpenCheckpoint(where string, vo vfs.Options) (*CheckpointStore, error) {
+	loc, err := vfs.OpenWith(where, vo)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", where, err)
 	}
@@ -112,16 +115,16 @@ func openCheckpoint(where string, id *krb.Identity) (*checkpointStore, error) {
 		loc.Close()
 		return nil, fmt.Errorf("checkpoint %s: %s cannot append to a file, which the checkpoint's journal needs", where, loc.FS)
 	}
-	return &checkpointStore{loc: loc, url: where}, nil
+	return &CheckpointStore{loc: loc, url: where}, nil
 }
 
-// sweepTemps removes the temporaries an earlier process left beside the
+// SweepTemps removes the temporaries an earlier process left beside the
 // checkpoint when it died between writing one and renaming it into place
 // (vfs.WriteFileAtomic's NAME.tmp-PID-...: of the base and its journals).
 // The run holds the checkpoint's lease when it calls this, so no live
 // writer of this checkpoint owns them. Errors are left to the writes
 // that follow: a temporary left over is clutter, not state.
-func (s *checkpointStore) sweepTemps() (removed int) {
+func (s *CheckpointStore) SweepTemps() (removed int) {
 	wfs, ok := s.loc.FS.(vfs.WriteFS)
 	if !ok {
 		return 0
@@ -143,20 +146,26 @@ func (s *checkpointStore) sweepTemps() (removed int) {
 	return removed
 }
 
-// loadedCheckpoint is an earlier run's state: the base with its journal's
+// LoadedCheckpoint is an earlier run's state: the base with its journal's
 // splits applied, and the journal's sketch deltas, in the order the run
 // merged them.
-type loadedCheckpoint struct {
+type LoadedCheckpoint struct {
 	*Checkpoint
-	deltas [][]byte
-	// torn describes a torn last journal record that was left out ("" if
-	// none): a crash while it was written, so its split is redone.
-	torn string
+	// Deltas are the done splits' own entity sketches (JSON), in record
+	// order: the run merges them into the base's sketch as the earlier
+	// run did.
+	Deltas [][]byte
+	// Torn describes a torn last journal record that was left out (""
+	// if none): a crash while it was written, so its split is redone.
+	Torn string
+	// Records counts the journal's split records applied, so a test can
+	// tell how many writes a run made, not only which splits they name.
+	Records int
 }
 
-// load returns the earlier run's state, or nil when there is none. A base
+// Load returns the earlier run's state, or nil when there is none. A base
 // or journal that is not what rekey writes is ErrCheckpointDamaged.
-func (s *checkpointStore) load() (*loadedCheckpoint, error) {
+func (s *CheckpointStore) Load() (*LoadedCheckpoint, error) {
 	b, err := vfs.ReadFile(s.loc.FS, s.loc.Path)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil, s.orphanJournals()
@@ -169,8 +178,8 @@ func (s *checkpointStore) load() (*loadedCheckpoint, error) {
 		return nil, err
 	}
 	s.baseBytes = int64(len(b))
-	l := &loadedCheckpoint{Checkpoint: c}
-	if c.Version == checkpointV1 {
+	l := &LoadedCheckpoint{Checkpoint: c}
+	if c.Version == CheckpointV1 {
 		return l, nil
 	}
 	s.gen = c.Journal
@@ -186,7 +195,7 @@ func (s *checkpointStore) load() (*loadedCheckpoint, error) {
 // the base that names it): nothing was recorded, so there is no checkpoint,
 // and the next compaction removes them. Any other journal is refused: the
 // splits it or its lost base record must not read as nothing done.
-func (s *checkpointStore) orphanJournals() error {
+func (s *CheckpointStore) orphanJournals() error {
 	gens, err := s.journals()
 	if err != nil || len(gens) == 0 {
 		return nil
@@ -194,7 +203,7 @@ func (s *checkpointStore) orphanJournals() error {
 	for _, g := range gens {
 		p := s.journalPath(g)
 		if why := s.onlyEmptyBaseHeader(p, g); why != "" {
-			return s.damaged(fmt.Sprintf("the base %s is missing, but its journal %s is there (%s)", s.loc.Path, path.Base(p), why))
+			return s.Damaged(fmt.Sprintf("the base %s is missing, but its journal %s is there (%s)", s.loc.Path, path.Base(p), why))
 		}
 	}
 	return nil
@@ -202,7 +211,7 @@ func (s *checkpointStore) orphanJournals() error {
 
 // onlyEmptyBaseHeader says why the journal at p is not a whole journal
 // holding only its header for an empty base of generation gen ("" if it is).
-func (s *checkpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
+func (s *CheckpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
 	b, err := vfs.ReadFile(s.loc.FS, p)
 	if err != nil {
 		return fmt.Sprintf("unreadable: %v", err)
@@ -218,7 +227,7 @@ func (s *checkpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
 		return "it records splits"
 	}
 	r, err := decodeRecord(payload)
-	if err != nil || r.Type != "header" || r.Generation != gen || r.Version != checkpointVersion {
+	if err != nil || r.Type != "header" || r.Generation != gen || r.Version != CheckpointVersion {
 		return "its header is not one rekey writes"
 	}
 	if !r.BaseEmpty {
@@ -228,50 +237,51 @@ func (s *checkpointStore) onlyEmptyBaseHeader(p string, gen int64) string {
 }
 
 // decodeBase parses a base of version 1 or 2.
-func (s *checkpointStore) decodeBase(b []byte) (*Checkpoint, error) {
+func (s *CheckpointStore) decodeBase(b []byte) (*Checkpoint, error) {
 	var bf baseFile
 	if err := json.Unmarshal(b, &bf); err != nil {
-		return nil, s.damaged(fmt.Sprintf("the base is not the JSON rekey writes (%d bytes; truncated or overwritten?): %v", len(b), err))
+		return nil, s.Damaged(fmt.Sprintf("the base is not the JSON rekey writes (%d bytes; truncated or overwritten?): %v", len(b), err))
 	}
 	switch bf.Version {
-	case checkpointV1:
+	case CheckpointV1:
 		var c Checkpoint
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, s.damaged(fmt.Sprintf("the version 1 checkpoint does not parse: %v", err))
+			return nil, s.Damaged(fmt.Sprintf("the version 1 checkpoint does not parse: %v", err))
 		}
 		if c.Splits == nil {
 			c.Splits = map[string]*SplitStats{}
 		}
 		return &c, nil
-	case checkpointVersion:
+	case CheckpointVersion:
 	default:
-		return nil, s.damaged(fmt.Sprintf("the base has format version %d; this rekey reads versions %d and %d (written by a newer rekey? run that one to go on)", bf.Version, checkpointV1, checkpointVersion))
+		return nil, s.Damaged(fmt.Sprintf("the base has format version %d; this rekey reads versions %d and %d (written by a newer rekey? run that one to go on)", bf.Version, CheckpointV1, CheckpointVersion))
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, bf.State); err != nil || len(bf.State) == 0 {
-		return nil, s.damaged("the base has no state")
+		return nil, s.Damaged("the base has no state")
 	}
 	if got := fmt.Sprintf("%08x", crc32.Checksum(compact.Bytes(), castagnoli)); got != bf.CRC32C {
-		return nil, s.damaged(fmt.Sprintf("the base's state has CRC32C %s, but the base records %s", got, bf.CRC32C))
+		return nil, s.Damaged(fmt.Sprintf("the base's state has CRC32C %s, but the base records %s", got, bf.CRC32C))
 	}
 	var c Checkpoint
 	dec := json.NewDecoder(bytes.NewReader(bf.State))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
-		return nil, s.damaged(fmt.Sprintf("the base's state does not parse: %v", err))
+		return nil, s.Damaged(fmt.Sprintf("the base's state does not parse: %v", err))
 	}
 	if c.Journal < 1 {
-		return nil, s.damaged(fmt.Sprintf("the base names journal generation %d", c.Journal))
+		return nil, s.Damaged(fmt.Sprintf("the base names journal generation %d", c.Journal))
 	}
 	if c.Splits == nil {
 		c.Splits = map[string]*SplitStats{}
 	}
-	c.Version = checkpointVersion
+	c.Version = CheckpointVersion
 	return &c, nil
 }
 
-// damaged is ErrCheckpointDamaged with what is wrong and how to go on.
-func (s *checkpointStore) damaged(what string) error {
+// Damaged is ErrCheckpointDamaged with what is wrong and how to go on;
+// the run uses it too, for a sketch in the checkpoint it cannot read.
+func (s *CheckpointStore) Damaged(what string) error {
 	return fmt.Errorf("%w: checkpoint %s: %s. rekey will not guess which splits are done: run again with --fresh to start over (every split is redone, which writes the same cells again), or restore the checkpoint's files (%s and %s.journal-*) from a copy",
 		ErrCheckpointDamaged, s.url, what, path.Base(s.loc.Path), path.Base(s.loc.Path))
 }
@@ -283,13 +293,13 @@ func encodeBase(c *Checkpoint) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(baseFile{
-		Version: checkpointVersion,
+		Version: CheckpointVersion,
 		CRC32C:  fmt.Sprintf("%08x", crc32.Checksum(state, castagnoli)),
 		State:   state,
 	})
 }
 
-// compact writes c as the base of a new journal generation: first the new
+// Compact writes c as the base of a new journal generation: first the new
 // journal (its header only), then the base naming it (each a temp file,
 // synced and renamed), then the old journals are removed. A crash between
 // any two steps leaves a base and the journal it names intact: before the
@@ -297,7 +307,7 @@ func encodeBase(c *Checkpoint) ([]byte, error) {
 // leftover the next compaction removes. In a run's first compaction there
 // is no old pair: a crash before the base's rename leaves a journal alone,
 // whose header says its base recorded nothing (see orphanJournals).
-func (s *checkpointStore) compact(c *Checkpoint) error {
+func (s *CheckpointStore) Compact(c *Checkpoint) error {
 	wfs := s.loc.FS
 	if err := wfs.MkdirAll(path.Dir(s.loc.Path)); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", s.url, err)
@@ -314,7 +324,7 @@ func (s *checkpointStore) compact(c *Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	c.Version, c.Journal = checkpointVersion, gen
+	c.Version, c.Journal = CheckpointVersion, gen
 	b, err := encodeBase(c)
 	if err != nil {
 		return err
@@ -331,81 +341,18 @@ func (s *checkpointStore) compact(c *Checkpoint) error {
 	return nil
 }
 
-// compactDue says the journal has grown as large as the base, so
+// CompactDue says the journal has grown as large as the base, so
 // rewriting the base costs no more than the records already appended.
-func (s *checkpointStore) compactDue() bool {
-	return s.journalBytes >= max(compactMinBytes, s.baseBytes)
+func (s *CheckpointStore) CompactDue() bool {
+	return s.journalBytes >= max(CompactMinBytes, s.baseBytes)
 }
 
-func (s *checkpointStore) close() error { return s.loc.Close() }
+// Close closes the checkpoint's file system.
+func (s *CheckpointStore) Close() error { return s.loc.Close() }
 
-// cutRule is how a run's regions are cut into splits, as its checkpoint's
-// fingerprint records it.
-type cutRule int
+// Location is where the checkpoint's base lies: the run keeps its other
+// files (rejects, the entity sketch) beside it.
+func (s *CheckpointStore) Location() *vfs.Location { return s.loc }
 
-const (
-	// cutRows cuts at row starts only.
-	cutRows cutRule = iota
-	// cutInRowGreedy cuts inside rows by the rule of the builds before
-	// even in-row cuts (snapshot.SplitOptions.GreedyInRow).
-	cutInRowGreedy
-	// cutInRowEven cuts inside rows nearest even shares of each region.
-	cutInRowEven
-)
-
-func (c cutRule) String() string {
-	switch c {
-	case cutInRowGreedy:
-		return "inside rows, greedily"
-	case cutInRowEven:
-		return "inside rows, at even shares"
-	default:
-		return "at rows"
-	}
-}
-
-// fingerprint hashes the parts of a run that decide which cells it writes
-// where; anything else (workers, limits, progress) may change between a run
-// and its resume.
-func fingerprint(j *job.Job, id source.Identity, scan source.ScanOptions, splitBytes int64, cut cutRule, setTS int64, sink string, only []KeyRange, shard Shard) string {
-	oldKey, newKey := j.Program.Describe()
-	fams := make([]string, 0, len(j.Spec.Families))
-	for o, n := range j.Spec.Families {
-		fams = append(fams, o+"->"+n)
-	}
-	sort.Strings(fams)
-	doc := struct {
-		Snapshot, Table string
-		Created         int64
-		OldKey, NewKey  string
-		Families        []string
-		Entity          []string
-		Target          string
-		Scan            source.ScanOptions
-		SplitBytes      int64
-		SetTimestamp    int64
-		Sink            string
-		Only            []KeyRange
-		Shard           Shard
-		// InRow is left out when false, so the fingerprints of runs cut
-		// at rows are those of the builds before in-row cuts; a run cut
-		// inside rows never adopts their checkpoints, whose splits are
-		// other key ranges.
-		InRow bool `json:",omitempty"`
-		// EvenCut is left out for the greedy in-row rule, so the
-		// fingerprints of its runs are those of the builds before even
-		// cuts.
-		EvenCut bool `json:",omitempty"`
-		// Kind and More are left out for a snapshot, so its fingerprints
-		// are those of the builds before sources; another source's
-		// differ from any snapshot's.
-		Kind string         `json:",omitempty"`
-		More []source.Field `json:",omitempty"`
-	}{id.Name, id.Table, id.Created.UnixMilli(), oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, splitBytes, setTS, sink, only, shard, cut != cutRows, cut == cutInRowEven, "", id.More}
-	if id.Kind != source.KindSnapshot {
-		doc.Kind = id.Kind
-	}
-	b, _ := json.Marshal(doc)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
-}
+// Generation is the generation of the journal records are appended to.
+func (s *CheckpointStore) Generation() int64 { return s.gen }

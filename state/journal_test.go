@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"errors"
@@ -55,18 +55,18 @@ func (f failFS) Append(name string) (vfs.WriteFile, error) {
 var errCrash = errors.New("crash here")
 
 // testStore is a checkpoint store on fsys at dir/checkpoint.json.
-func testStore(dir string, fsys vfs.WriteFS) *checkpointStore {
+func testStore(dir string, fsys vfs.WriteFS) *CheckpointStore {
 	p := filepath.ToSlash(filepath.Join(dir, "checkpoint.json"))
-	return &checkpointStore{loc: &vfs.Location{FS: fsys, Path: p}, url: p}
+	return &CheckpointStore{loc: &vfs.Location{FS: fsys, Path: p}, url: p}
 }
 
 // startedStore is a store with its first base and journal written, as a
 // run's start leaves them, and the state it holds.
-func startedStore(t *testing.T, dir string, fsys vfs.WriteFS) (*checkpointStore, *Checkpoint) {
+func startedStore(t *testing.T, dir string, fsys vfs.WriteFS) (*CheckpointStore, *Checkpoint) {
 	t.Helper()
 	s := testStore(dir, fsys)
 	c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
-	if err := s.compact(c); err != nil {
+	if err := s.Compact(c); err != nil {
 		t.Fatal(err)
 	}
 	return s, c
@@ -75,7 +75,7 @@ func startedStore(t *testing.T, dir string, fsys vfs.WriteFS) (*checkpointStore,
 func done(id string) *SplitStats { return &SplitStats{ID: id, Done: true, Attempts: 1} }
 
 // doneIDs lists the splits a loaded checkpoint records done.
-func doneIDs(l *loadedCheckpoint) string {
+func doneIDs(l *LoadedCheckpoint) string {
 	var ids []string
 	for id, st := range l.Splits {
 		if st.Done {
@@ -102,7 +102,7 @@ func TestCompactionCrashSafe(t *testing.T) {
 			s, c := startedStore(t, dir, fs)
 			for _, id := range []string{"a", "b"} {
 				c.Splits[id] = done(id)
-				if err := s.record(c.Splits[id], nil); err != nil {
+				if err := s.Record(c.Splits[id], nil); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -114,7 +114,7 @@ func TestCompactionCrashSafe(t *testing.T) {
 				return nil
 			}
 			c.Splits["c"] = done("c") // in the new base only
-			if err := s.compact(c); !errors.Is(err, errCrash) {
+			if err := s.Compact(c); !errors.Is(err, errCrash) {
 				t.Fatalf("compaction stopped at %s: %v", step, err)
 			}
 			fs.fail = nil
@@ -122,7 +122,7 @@ func TestCompactionCrashSafe(t *testing.T) {
 			if step == "remove" {
 				want = "a,b,c" // the new base was in place
 			}
-			l, err := testStore(dir, fs).load()
+			l, err := testStore(dir, fs).Load()
 			if err != nil {
 				t.Fatalf("load after a compaction stopped at %s: %v", step, err)
 			}
@@ -132,8 +132,8 @@ func TestCompactionCrashSafe(t *testing.T) {
 			// The next run compacts again: one journal is left, of the
 			// base's generation.
 			s2 := testStore(dir, fs)
-			l, _ = s2.load()
-			if err := s2.compact(l.Checkpoint); err != nil {
+			l, _ = s2.Load()
+			if err := s2.Compact(l.Checkpoint); err != nil {
 				t.Fatal(err)
 			}
 			m, _ := filepath.Glob(filepath.Join(dir, "checkpoint.json.journal-*"))
@@ -169,21 +169,21 @@ func TestFirstCompactionCrashSafe(t *testing.T) {
 					return nil
 				}
 				c := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
-				if err := testStore(dir, fs).compact(c); !errors.Is(err, errCrash) {
+				if err := testStore(dir, fs).Compact(c); !errors.Is(err, errCrash) {
 					t.Fatalf("first compaction stopped at %s: %v", step, err)
 				}
 				fs.fail = nil
-				l, err := testStore(dir, fs).load()
+				l, err := testStore(dir, fs).Load()
 				if err != nil || l != nil {
 					t.Fatalf("load after the first compaction stopped at %s: %v, %v; want no checkpoint", step, l, err)
 				}
 			}
 			s, c := startedStore(t, dir, fs)
 			c.Splits["a"] = done("a")
-			if err := s.record(c.Splits["a"], nil); err != nil {
+			if err := s.Record(c.Splits["a"], nil); err != nil {
 				t.Fatal(err)
 			}
-			l, err := testStore(dir, fs).load()
+			l, err := testStore(dir, fs).Load()
 			if err != nil || doneIDs(l) != "a" {
 				t.Fatalf("after the next run's start and one split: %v, %v", l, err)
 			}
@@ -200,21 +200,21 @@ func TestFirstCompactionCrashSafe(t *testing.T) {
 // the base recorded nothing. A base that recorded splits, or a journal
 // with records, went missing otherwise: the load refuses it.
 func TestOrphanJournalRefused(t *testing.T) {
-	cases := map[string]func(t *testing.T, s *checkpointStore, c *Checkpoint){
-		"a base with splits": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
+	cases := map[string]func(t *testing.T, s *CheckpointStore, c *Checkpoint){
+		"a base with splits": func(t *testing.T, s *CheckpointStore, c *Checkpoint) {
 			c.Splits["a"] = done("a")
-			if err := s.compact(c); err != nil {
+			if err := s.Compact(c); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"a base of a finished sink": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
+		"a base of a finished sink": func(t *testing.T, s *CheckpointStore, c *Checkpoint) {
 			c.SinkFinished = true
-			if err := s.compact(c); err != nil {
+			if err := s.Compact(c); err != nil {
 				t.Fatal(err)
 			}
 		},
-		"an empty base, the journal with a record": func(t *testing.T, s *checkpointStore, c *Checkpoint) {
-			if err := s.record(done("a"), nil); err != nil {
+		"an empty base, the journal with a record": func(t *testing.T, s *CheckpointStore, c *Checkpoint) {
+			if err := s.Record(done("a"), nil); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -227,7 +227,7 @@ func TestOrphanJournalRefused(t *testing.T) {
 			if err := os.Remove(filepath.Join(dir, "checkpoint.json")); err != nil {
 				t.Fatal(err)
 			}
-			l, err := testStore(dir, vfs.Local{}).load()
+			l, err := testStore(dir, vfs.Local{}).Load()
 			if !errors.Is(err, ErrCheckpointDamaged) || !strings.Contains(err.Error(), "is missing") {
 				t.Fatalf("load with the base removed: %v, %v; want ErrCheckpointDamaged", l, err)
 			}
@@ -248,21 +248,21 @@ func TestAppendFailureStopsTheJournal(t *testing.T) {
 		}
 		return nil
 	}
-	if err := s.record(done("a"), nil); !errors.Is(err, errCrash) {
+	if err := s.Record(done("a"), nil); !errors.Is(err, errCrash) {
 		t.Fatalf("append failing: %v", err)
 	}
 	fs.fail = nil
-	if err := s.record(done("b"), nil); err == nil {
+	if err := s.Record(done("b"), nil); err == nil {
 		t.Fatal("an append behind a failed one: no error")
 	}
 	c.Splits["a"], c.Splits["b"] = done("a"), done("b")
-	if err := s.compact(c); err != nil {
+	if err := s.Compact(c); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.record(done("d"), nil); err != nil {
+	if err := s.Record(done("d"), nil); err != nil {
 		t.Fatalf("append after the compaction: %v", err)
 	}
-	l, err := testStore(dir, fs).load()
+	l, err := testStore(dir, fs).Load()
 	if err != nil {
 		t.Fatal(err)
 	}

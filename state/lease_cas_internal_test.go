@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"errors"
@@ -42,7 +42,7 @@ type casFixture struct {
 	fs    vfs.ExclusiveFS
 	dir   string
 	clock *fakeClock
-	log   LogLines
+	log   logLines
 }
 
 func newCASFixture(t *testing.T, fsys vfs.ExclusiveFS) *casFixture {
@@ -54,7 +54,7 @@ func newCASFixture(t *testing.T, fsys vfs.ExclusiveFS) *casFixture {
 
 func (f *casFixture) take(force bool) (*fileLease, error) {
 	loc := &vfs.Location{FS: f.fs, Path: f.dir, URL: "mem://" + f.dir}
-	return acquireFile(f.fs, loc, "checkpoint /job/checkpoint.json", leaseOptions{ttl: time.Minute, force: force, logf: f.log.Logf, clock: f.clock.now})
+	return acquireFile(f.fs, loc, "checkpoint /job/checkpoint.json", LeaseOptions{TTL: time.Minute, Force: force, Logf: f.log.Logf, Clock: f.clock.now})
 }
 
 func (f *casFixture) mustTake(force bool) *fileLease {
@@ -312,7 +312,7 @@ func TestLeaseCASForceTakesOnlyFromTheHolderSeen(t *testing.T) {
 	hook := &hookFS{Mem: mem}
 	hook.before = func() { b = f.mustTake(true) }
 	loc := &vfs.Location{FS: hook, Path: f.dir, URL: "mem://" + f.dir}
-	_, err := acquireFile(hook, loc, "checkpoint /job/checkpoint.json", leaseOptions{ttl: time.Minute, force: true, logf: f.log.Logf, clock: f.clock.now})
+	_, err := acquireFile(hook, loc, "checkpoint /job/checkpoint.json", LeaseOptions{TTL: time.Minute, Force: true, Logf: f.log.Logf, Clock: f.clock.now})
 	var le *LeasedError
 	if !errors.As(err, &le) {
 		t.Fatalf("a forced take that lost the race to another forced take: %v", err)
@@ -331,13 +331,13 @@ func TestLeaseHolderNamesTheLastHolder(t *testing.T) {
 	f := newCASFixture(t, mem)
 	holder := func() string {
 		t.Helper()
-		tok, ok, err := leaseHolder(mem, f.dir)
+		tok, ok, err := LeaseHolder(mem, f.dir)
 		if err != nil || !ok {
 			t.Fatalf("leaseHolder: %q %v %v", tok, ok, err)
 		}
 		return tok
 	}
-	if _, ok, err := leaseHolder(mem, f.dir); ok || err != nil {
+	if _, ok, err := LeaseHolder(mem, f.dir); ok || err != nil {
 		t.Errorf("no lease yet: %v %v", ok, err)
 	}
 	a := f.mustTake(false)
@@ -355,7 +355,7 @@ func TestLeaseHolderNamesTheLastHolder(t *testing.T) {
 		t.Error("not the giver's token after its release")
 	}
 	mem.WriteFile("/local.lock", []byte(`{"token":"x"}`))
-	if _, ok, err := leaseHolder(mem, "/local.lock"); ok || err != nil {
+	if _, ok, err := LeaseHolder(mem, "/local.lock"); ok || err != nil {
 		t.Errorf("a lock file: %v %v", ok, err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestWritable(t *testing.T) {
+func TestProbeCreate(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "a-file")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
@@ -26,12 +26,12 @@ func TestWritable(t *testing.T) {
 		{"a folder", dir, "is a folder"},
 		{"unsupported scheme", "ftp://bucket/r.tsv", "unsupported"},
 	} {
-		err := Writable(c.where)
+		err := ProbeCreate(c.where)
 		switch {
 		case c.says == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.says != "" && (!errors.Is(err, ErrNotWritable) || !strings.Contains(err.Error(), c.says)):
-			t.Errorf("%s: %v; want ErrNotWritable saying %q", c.name, err, c.says)
+		case c.says != "" && (!errors.Is(err, ErrCannotCreate) || !strings.Contains(err.Error(), c.says)):
+			t.Errorf("%s: %v; want ErrCannotCreate saying %q", c.name, err, c.says)
 		}
 	}
 	ents, _ := os.ReadDir(dir)

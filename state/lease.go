@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"context"
@@ -20,8 +20,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rekeyhq/rekey/internal/krb"
-	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -44,25 +42,26 @@ import (
 //
 // A lease fences: every durable write of the run's state (checkpoint
 // journal records and compactions, a spill task's commit, the merge's
-// and the load's state) is made only after leases.check found every
+// and the load's state) is made only after Leases.Check found every
 // lease still this run's, and a run that finds one lost stops with
 // ErrLeaseLost (the CLI's exit 4) and writes nothing more.
 
-// DefaultLeaseTTL is how long an HDFS lease lasts unless its owner renews
-// it, when Options.LeaseTTL is zero: after a crash the next run waits at
-// most this long (or is told --force-takeover).
+// DefaultLeaseTTL is how long a remote lease lasts unless its owner
+// renews it, when the run gives no lifetime (pipeline.Options.LeaseTTL):
+// after a crash the next run waits at most this long (or is told
+// --force-takeover).
 const DefaultLeaseTTL = time.Minute
 
 // ErrLeased is matched by the error (a *LeasedError) of a run refused
 // because another run holds its state.
-var ErrLeased = errors.New("pipeline: the job's state is in use by another run")
+var ErrLeased = errors.New("state: the job's state is in use by another run")
 
 // ErrLeaseLost is matched by the error of a run that lost its remote
 // lease (HDFS or an object store) while it ran: another run took it over
 // (it judged the lease expired, or was told --force-takeover), or the
 // lease could not be renewed before it expired. The run stops at once
 // and writes nothing more; the state is the other run's.
-var ErrLeaseLost = errors.New("pipeline: the run lost its lease on the job's state")
+var ErrLeaseLost = errors.New("state: the run lost its lease on the job's state")
 
 // Owner names the run that holds a lease, as its lease file records it.
 type Owner struct {
@@ -141,12 +140,13 @@ var processStart = time.Now()
 // self is this process as a lease owner.
 func self() Owner {
 	host, _ := os.Hostname()
-	return Owner{Host: host, PID: os.Getpid(), Started: processStart, Version: buildVersion()}
+	return Owner{Host: host, PID: os.Getpid(), Started: processStart, Version: Build()}
 }
 
-// buildVersion is the module version the binary was built as, else its
-// VCS revision, else "".
-func buildVersion() string {
+// Build names the rekey build this binary is, as a lease's owner and a
+// job record's publisher record it: the module version it was built as,
+// else its VCS revision, else "".
+func Build() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
@@ -169,8 +169,10 @@ func newToken(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// leases are the leases a run holds. The first one lost ends the run.
-type leases struct {
+// Leases are the leases a run (or a task of a job in phases) holds, all
+// taken with one LeaseOptions. The first one lost ends the run.
+type Leases struct {
+	o    LeaseOptions
 	held []func() error
 	// fences are the remote leases' stillHeld checks (a local lock needs
 	// none: the kernel holds it for the process's lifetime).
@@ -183,73 +185,43 @@ type leases struct {
 	err      error
 }
 
-func newLeases() *leases {
-	return &leases{lost: make(chan struct{}), released: make(chan struct{})}
-}
-
-// takeLeases leases the run's state before anything reads or writes it:
-// the checkpoint, and the state the sink writes (sink.Kind.State: the
-// hfiles sink's staging folder) when the run builds the sink itself (a
-// given sink owns its own output). The leases are released when the run
-// is closed.
-func (r *Run) takeLeases() error {
-	r.leases = newLeases()
-	r.closers = append(r.closers, r.leases.release)
-	todo := []sink.Lease{{What: "checkpoint", Where: r.o.Checkpoint, File: checkpointLeasePath(r.o.Checkpoint)}}
-	if kind, err := r.sinkKind(); err == nil && r.o.Sink == nil && kind.State != nil {
-		more, err := kind.State(r.sinkEnv())
-		if err != nil {
-			return err
-		}
-		todo = append(todo, more...)
+// NewLeases returns a run's leases, none taken yet, each to be taken and
+// kept as o says.
+func NewLeases(o LeaseOptions) *Leases {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
 	}
-	for _, s := range todo {
-		err := r.leases.take(s.File, s.What+" "+s.Where, r.leaseOptions())
-		var le *LeasedError
-		if errors.As(err, &le) && s.Hint != "" {
-			le.Hint = s.Hint
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return &Leases{o: o, lost: make(chan struct{}), released: make(chan struct{})}
 }
 
-func (r *Run) leaseOptions() leaseOptions {
-	ttl := r.o.LeaseTTL
-	if ttl <= 0 {
-		ttl = DefaultLeaseTTL
-	}
-	return leaseOptions{ttl: ttl, force: r.o.ForceTakeover, logf: r.logf, kerberos: r.o.Kerberos}
-}
-
-// checkpointLeasePath is the lease file of a checkpoint: beside it, named
-// after it, so each shard's and each redo's checkpoint has its own.
-func checkpointLeasePath(checkpoint string) string {
-	return strings.TrimSuffix(checkpoint, ".json") + ".lease"
-}
-
-type leaseOptions struct {
-	ttl   time.Duration
-	force bool
-	logf  func(string, ...any)
-	// kerberos is who to log in as for a lease on a kerberized HDFS.
-	kerberos *krb.Identity
-	// clock is the time leases are judged by; nil is time.Now (the
+// LeaseOptions are how a run's leases are taken and kept.
+type LeaseOptions struct {
+	// TTL is how long a remote lease lasts unless renewed; it is renewed
+	// every third of that.
+	TTL time.Duration
+	// Force takes over a remote lease that has not expired yet (its
+	// owner is known to be dead).
+	Force bool
+	// Logf receives takeovers and failed renewals (nil: discarded).
+	Logf func(string, ...any)
+	// Open opens the lease's file system: who to log in as for a lease
+	// on a kerberized HDFS.
+	Open vfs.Options
+	// Clock is the time leases are judged by; nil is time.Now (the
 	// randomized schedule tests give theirs).
-	clock func() time.Time
-	// await is how a fence check waits for the renewal in flight to be
+	Clock func() time.Time
+	// Await is how a fence check waits for the renewal in flight to be
 	// decided; nil receives from ch (the randomized schedule tests hand
 	// control to their scheduler while it waits).
-	await func(ch <-chan struct{})
+	Await func(ch <-chan struct{})
 }
 
-// take leases the state named what through the lease at where: a local
+// Take leases the state named what through the lease at where: a local
 // lock file, or a remote lease folder (an hdfs://, s3://, gs:// or Azure
 // URL).
-func (s *leases) take(where, what string, o leaseOptions) error {
-	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: o.kerberos})
+func (s *Leases) Take(where, what string) error {
+	o := s.o
+	loc, err := vfs.OpenWith(where, o.Open)
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", what, err)
 	}
@@ -275,7 +247,7 @@ func (s *leases) take(where, what string, o leaseOptions) error {
 		loc.Close()
 		return err
 	}
-	l.onLost = s.lose
+	l.onLost = s.Lose
 	go l.keep()
 	s.held = append(s.held, l.release)
 	s.fences = append(s.fences, l.stillHeld)
@@ -286,10 +258,10 @@ func (s *leases) take(where, what string, o leaseOptions) error {
 	return nil
 }
 
-// stamp returns what the records made under the remote lease taken at
+// Stamp returns what the records made under the remote lease taken at
 // where are stamped with (its token and the generation held at the
 // time), or nil for a local lock or a lease not taken.
-func (s *leases) stamp(where string) func() (string, int64) {
+func (s *Leases) Stamp(where string) func() (string, int64) {
 	if s == nil {
 		return nil
 	}
@@ -303,11 +275,11 @@ func (s *leases) stamp(where string) func() (string, int64) {
 	}
 }
 
-// leaseHolder reads the token of the current generation of the remote
+// LeaseHolder reads the token of the current generation of the remote
 // lease folder p: who holds the state, or last held it (a released
 // generation names its giver). It reports false where there is no lease
 // folder (a local lock file, or no lease yet). It is hfiles.Options.Holder.
-func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
+func LeaseHolder(fsys vfs.FS, p string) (string, bool, error) {
 	fi, err := fsys.Stat(p)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return "", false, nil
@@ -328,16 +300,45 @@ func leaseHolder(fsys vfs.FS, p string) (string, bool, error) {
 	return lf.rec.Token, true, nil
 }
 
-// check is the fence of the run's durable state writes: nil while the run
+// LeaseLive reports whether the lease file p is held by a live run,
+// without taking it (a status poll must never make a task's start fail):
+// on HDFS or an object store, a current generation neither released nor
+// past its expiry; on a local folder, a lock file whose owner process is
+// alive on this host.
+func LeaseLive(fsys vfs.FS, p string) bool {
+	if _, ok := fsys.(vfs.Local); ok {
+		b, err := os.ReadFile(p)
+		var rec leaseRecord
+		if err != nil || json.Unmarshal(b, &rec) != nil || rec.PID == 0 {
+			return false
+		}
+		return rec.Host == self().Host && processAlive(rec.PID)
+	}
+	if fi, err := fsys.Stat(p); err == nil && !fi.IsDir() {
+		// The single lease file of a rekey from before generations.
+		lf, err := readLeaseFile(fsys, p, DefaultLeaseTTL)
+		return err == nil && lf.rec.Token != "" && time.Now().Before(lf.rec.Expires)
+	}
+	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
+	return err == nil && lf != nil && lf.rec.Token != "" && !lf.rec.Released && time.Now().Before(lf.rec.Expires)
+}
+
+// processAlive reports whether a process with this PID exists here.
+func processAlive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// Check is the fence of the run's durable state writes: nil while the run
 // holds every lease it took, else the loss (an error matching
 // ErrLeaseLost, which also stops the run) or the error that kept a lease
-// from being checked. A nil *leases (a run holding none) holds nothing
+// from being checked. A nil *Leases (a run holding none) holds nothing
 // to lose.
-func (s *leases) check() error {
+func (s *Leases) Check() error {
 	if s == nil {
 		return nil
 	}
-	if err := s.lostErr(); err != nil {
+	if err := s.Lost(); err != nil {
 		return err
 	}
 	for _, f := range s.fences {
@@ -348,16 +349,24 @@ func (s *leases) check() error {
 	return nil
 }
 
-// lose records the first lease lost and ends the run (see bind).
-func (s *leases) lose(err error) {
+// AddFence adds check to what Check asks, as a remote lease's own check
+// is: a test stands one in for a lease another run takes, to prove the
+// run asks the fence before every write.
+func (s *Leases) AddFence(check func() error) {
+	s.fences = append(s.fences, check)
+}
+
+// Lose records the first lease lost and ends the run (see Bind): the run
+// calls it too, when a write shows that another run took its state.
+func (s *Leases) Lose(err error) {
 	s.once.Do(func() {
 		s.err = err
 		close(s.lost)
 	})
 }
 
-// lostErr is the first lease lost, or nil.
-func (s *leases) lostErr() error {
+// Lost is the first lease lost, or nil.
+func (s *Leases) Lost() error {
 	if s == nil {
 		return nil
 	}
@@ -369,9 +378,9 @@ func (s *leases) lostErr() error {
 	}
 }
 
-// bind returns ctx, ended with the lease's error when a lease is lost:
+// Bind returns ctx, ended with the lease's error when a lease is lost:
 // the run then stops as it would on an interrupt.
-func (s *leases) bind(ctx context.Context) context.Context {
+func (s *Leases) Bind(ctx context.Context) context.Context {
 	if s == nil {
 		return ctx
 	}
@@ -380,7 +389,7 @@ func (s *leases) bind(ctx context.Context) context.Context {
 		defer cancel(nil)
 		select {
 		case <-s.lost:
-			cancel(s.lostErr())
+			cancel(s.Lost())
 		case <-ctx.Done():
 		case <-s.released:
 		}
@@ -388,20 +397,20 @@ func (s *leases) bind(ctx context.Context) context.Context {
 	return ctx
 }
 
-// explain returns the error a run ends with: a lost lease, which stopped
+// Explain returns the error a run ends with: a lost lease, which stopped
 // it, over the interrupt it caused.
-func (s *leases) explain(err error) error {
+func (s *Leases) Explain(err error) error {
 	if s == nil || err == nil {
 		return err
 	}
-	if lost := s.lostErr(); lost != nil {
+	if lost := s.Lost(); lost != nil {
 		return fmt.Errorf("%w (the run stopped: %v)", lost, err)
 	}
 	return err
 }
 
-// release gives every lease back, the last taken first.
-func (s *leases) release() error {
+// Release gives every lease back, the last taken first.
+func (s *Leases) Release() error {
 	var first error
 	for i := len(s.held) - 1; i >= 0; i-- {
 		if err := s.held[i](); err != nil && first == nil {
@@ -603,7 +612,7 @@ type fileLease struct {
 	fs     vfs.ExclusiveFS
 	loc    *vfs.Location // loc.Path is the lease folder
 	what   string
-	o      leaseOptions
+	o      LeaseOptions
 	onLost func(error)
 
 	// mu guards what the renewal changes and stillHeld reads from the
@@ -629,18 +638,18 @@ type leaseFile struct {
 }
 
 // now is the lease's clock: time.Now unless a test gives another.
-func (o leaseOptions) now() time.Time {
-	if o.clock != nil {
-		return o.clock()
+func (o LeaseOptions) now() time.Time {
+	if o.Clock != nil {
+		return o.Clock()
 	}
 	return time.Now()
 }
 
 // acquireFile takes the lease in the folder loc.Path: it creates the next
 // generation exclusively when the folder holds none, a released one, or
-// one that expired (or any, when o.force says so); a live lease of
+// one that expired (or any, when o.Force says so); a live lease of
 // another run is refused.
-func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o leaseOptions) (*fileLease, error) {
+func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o LeaseOptions) (*fileLease, error) {
 	l := &fileLease{fs: fsys, loc: loc, what: what, o: o, stop: make(chan struct{}), done: make(chan struct{})}
 	l.rec = leaseRecord{Owner: self(), Token: newToken(16)}
 	if err := l.retireSingleFile(); err != nil {
@@ -649,19 +658,19 @@ func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o leaseOp
 	if err := fsys.MkdirAll(loc.Path); err != nil {
 		return nil, fmt.Errorf("lease for %s: %w", what, err)
 	}
-	// o.force takes the lease from the run that held it at the first
+	// o.Force takes the lease from the run that held it at the first
 	// look, also after that run renewed it; a run that took the lease
 	// meanwhile is not taken from again, or two runs told
 	// --force-takeover (a YARN retry beside its first attempt) would take
 	// it from each other in turn.
 	var forceOver *string
 	for i := range 5 {
-		g, cur, err := currentLease(fsys, loc.Path, o.ttl)
+		g, cur, err := currentLease(fsys, loc.Path, o.TTL)
 		if err != nil {
 			return nil, fmt.Errorf("lease for %s: %w", what, err)
 		}
 		live := cur != nil && !cur.rec.Released
-		if i == 0 && live && o.force {
+		if i == 0 && live && o.Force {
 			forceOver = &cur.rec.Token
 		}
 		var took *leaseFile
@@ -695,7 +704,7 @@ func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o leaseOp
 // retireSingleFile deals with a lease an earlier rekey left: a single
 // file where the folder goes. A live one (its owner may still run, and
 // knows nothing of generations) is refused like any live lease, or taken
-// with o.force; an expired or forced one is removed. That removal is not
+// with o.Force; an expired or forced one is removed. That removal is not
 // a compare-and-swap (the earlier rekey's own takeover was not either);
 // two new runs removing it at once both go on to race for generation 1,
 // which one wins.
@@ -707,14 +716,14 @@ func (l *fileLease) retireSingleFile() error {
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", l.what, err)
 	}
-	old, err := readLeaseFile(l.fs, l.loc.Path, l.o.ttl)
+	old, err := readLeaseFile(l.fs, l.loc.Path, l.o.TTL)
 	if errors.Is(err, iofs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("lease for %s: %w", l.what, err)
 	}
-	if !l.o.force && l.o.now().Before(old.rec.Expires) {
+	if !l.o.Force && l.o.now().Before(old.rec.Expires) {
 		return &LeasedError{State: l.what, Lease: l.loc.URL, Owner: old.rec.Owner, Expires: old.rec.Expires,
 			Hint: "the lease file is of a rekey from before lease generations"}
 	}
@@ -746,13 +755,13 @@ func (l *fileLease) cas(g int64, rec leaseRecord) (bool, error) {
 	}()
 	next := g + 1
 	now := l.o.now()
-	rec.Generation, rec.Renewed, rec.Expires = next, now, now.Add(l.o.ttl)
+	rec.Generation, rec.Renewed, rec.Expires = next, now, now.Add(l.o.TTL)
 	err := l.create(l.genPath(next), rec)
 	if errors.Is(err, iofs.ErrExist) {
 		// Ours, when an earlier try's answer was lost (the create landed);
 		// a file naming no owner (its writer is still writing, or died)
 		// is another run's.
-		lf, rerr := readLeaseFile(l.fs, l.genPath(next), l.o.ttl)
+		lf, rerr := readLeaseFile(l.fs, l.genPath(next), l.o.TTL)
 		if rerr != nil || lf.rec.Token != l.rec.Token || lf.rec.Released != rec.Released {
 			return false, nil
 		}
@@ -813,10 +822,10 @@ func (l *fileLease) sweep() {
 // logTakeover says whose lease this run took over, and why it could.
 func (l *fileLease) logTakeover(old *leaseFile) {
 	why := fmt.Sprintf("it expired at %s", old.rec.Expires.Format(time.RFC3339))
-	if l.o.force && l.o.now().Before(old.rec.Expires) {
+	if l.o.Force && l.o.now().Before(old.rec.Expires) {
 		why = "--force-takeover"
 	}
-	l.o.logf("took over the lease on %s (%s) from %s: %s", l.what, l.loc.URL, old.rec.Owner, why)
+	l.o.Logf("took over the lease on %s (%s) from %s: %s", l.what, l.loc.URL, old.rec.Owner, why)
 }
 
 // readLeaseFile reads a lease file. One that names no owner (its writer
@@ -843,7 +852,7 @@ func readLeaseFile(fsys vfs.FS, name string, ttl time.Duration) (*leaseFile, err
 // failed renewal) until it is released or lost.
 func (l *fileLease) keep() {
 	defer close(l.done)
-	t := time.NewTimer(l.o.ttl / 3)
+	t := time.NewTimer(l.o.TTL / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -857,13 +866,13 @@ func (l *fileLease) keep() {
 		}
 		switch {
 		case err == nil:
-			t.Reset(l.o.ttl / 3)
+			t.Reset(l.o.TTL / 3)
 		case errors.Is(err, ErrLeaseLost):
 			l.onLost(l.setLost(err))
 			return
 		default:
-			l.o.logf("renewing the lease %s: %v (trying again)", l.loc.URL, err)
-			t.Reset(max(l.o.ttl/20, 50*time.Millisecond))
+			l.o.Logf("renewing the lease %s: %v (trying again)", l.loc.URL, err)
+			t.Reset(max(l.o.TTL/20, 50*time.Millisecond))
 		}
 	}
 }
@@ -909,7 +918,7 @@ func (l *fileLease) renew() error {
 // lostTo is the ErrLeaseLost of a run whose generation g is no longer the
 // current one, naming the holder when it can be read.
 func (l *fileLease) lostTo(g int64) error {
-	cur, lf, err := currentLease(l.fs, l.loc.Path, l.o.ttl)
+	cur, lf, err := currentLease(l.fs, l.loc.Path, l.o.TTL)
 	switch {
 	case err == nil && lf != nil && lf.rec.Released:
 		return fmt.Errorf("%w: %s: another run took the lease %s (generation %d) after this run's generation %d and has released it", ErrLeaseLost, l.what, l.loc.URL, cur, g)
@@ -968,7 +977,7 @@ func (l *fileLease) stillHeld() error {
 			// this run) it is this run's, if still the highest at the
 			// next listing; being written (no owner yet, on HDFS) it is
 			// either run's, which the renewal decides.
-			lf, err := readLeaseFile(l.fs, l.genPath(top), l.o.ttl)
+			lf, err := readLeaseFile(l.fs, l.genPath(top), l.o.TTL)
 			switch {
 			case err == nil && lf.rec.Token == l.rec.Token && !lf.rec.Released:
 				mine = top
@@ -976,8 +985,8 @@ func (l *fileLease) stillHeld() error {
 			case err == nil && lf.rec.Token != "":
 				// another run's: lost, whatever the renewal finds
 			case err == nil || errors.Is(err, iofs.ErrNotExist):
-				if l.o.await != nil {
-					l.o.await(changing)
+				if l.o.Await != nil {
+					l.o.Await(changing)
 				} else {
 					<-changing
 				}
@@ -1005,7 +1014,7 @@ func (l *fileLease) report(err error) {
 // hand for the clocks of two hosts to disagree. Otherwise it returns err.
 func (l *fileLease) lostIfExpired(err error) error {
 	_, rec, _ := l.held()
-	if l.o.now().Before(rec.Expires.Add(-l.o.ttl / 10)) {
+	if l.o.now().Before(rec.Expires.Add(-l.o.TTL / 10)) {
 		return err
 	}
 	return fmt.Errorf("%w: %s: lease %s: it expired before it could be renewed: %v", ErrLeaseLost, l.what, l.loc.URL, err)

@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ func TestLeaseSimulation(t *testing.T) {
 		s := newLeaseSim(seed)
 		s.run(200)
 		if len(s.violations) > 0 {
-			t.Fatalf("lease simulation seed %d (replay: go test ./pipeline -run TestLeaseSimulation -lease.sim.seed=%d -v):\n%s\n\nschedule:\n%s",
+			t.Fatalf("lease simulation seed %d (replay: go test ./state -run TestLeaseSimulation -lease.sim.seed=%d -v):\n%s\n\nschedule:\n%s",
 				seed, seed, strings.Join(s.violations, "\n"), strings.Join(s.trace, "\n"))
 		}
 		total.add(s.counts)
@@ -329,7 +329,7 @@ func (a *simActor) take(t *simThread, force bool) {
 			}
 		}
 	}
-	l, err := acquireFile(t.fs(), loc, "the task", leaseOptions{ttl: simTTL, force: force, logf: s.logf, clock: s.clock.now, await: await})
+	l, err := acquireFile(t.fs(), loc, "the task", LeaseOptions{TTL: simTTL, Force: force, Logf: s.logf, Clock: s.clock.now, Await: await})
 	var le *LeasedError
 	switch {
 	case errors.As(err, &le):

@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"errors"
@@ -134,19 +134,19 @@ func TestLeaseStalledRenewalOnEveryStore(t *testing.T) {
 	for _, st := range leaseStores {
 		t.Run(st.name, func(t *testing.T) {
 			fsys, dir := st.open(t)
-			var log LogLines
-			o := leaseOptions{ttl: 3 * time.Second, logf: log.Logf}
+			var log logLines
+			o := LeaseOptions{TTL: 3 * time.Second, Logf: log.Logf}
 			where := dir + "/task.lease"
 			stall := newStallFS(fsys)
 			// The old owner, with its renewal and its fence as a run has
-			// them (leases.take, with the store wrapped).
-			old := newLeases()
+			// them (Leases.Take, with the store wrapped).
+			old := NewLeases(o)
 			a, err := acquireFile(stall, &vfs.Location{FS: stall, Path: where, URL: st.name + ":" + where}, "task", o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.onLost = old.lose
-			old.fences = append(old.fences, a.stillHeld)
+			a.onLost = old.Lose
+			old.AddFence(a.stillHeld)
 			stall.arm()
 			renewed := make(chan error, 1)
 			go func() { renewed <- a.renew() }() // keep's step, by hand
@@ -156,15 +156,15 @@ func TestLeaseStalledRenewalOnEveryStore(t *testing.T) {
 				t.Fatal("the renewal never came")
 			}
 			state := dir + "/state"
-			write := func(ls *leases, name string) error {
-				if err := ls.check(); err != nil {
+			write := func(ls *Leases, name string) error {
+				if err := ls.Check(); err != nil {
 					return err
 				}
 				return vfs.WriteFileAtomic(fsys, state+"-"+name, []byte(name))
 			}
 
 			fo := o
-			fo.force = true
+			fo.Force = true
 			b, err := acquireFile(fsys, &vfs.Location{FS: fsys, Path: where, URL: st.name + ":" + where}, "task", fo)
 			if err != nil {
 				t.Fatalf("forced takeover: %v", err)
@@ -178,8 +178,8 @@ func TestLeaseStalledRenewalOnEveryStore(t *testing.T) {
 			if ok, _ := vfs.Exists(fsys, state+"-old"); ok {
 				t.Error("the old owner wrote its state after the takeover")
 			}
-			if !errors.Is(old.lostErr(), ErrLeaseLost) {
-				t.Errorf("the old owner's run was not stopped: %v", old.lostErr())
+			if !errors.Is(old.Lost(), ErrLeaseLost) {
+				t.Errorf("the old owner's run was not stopped: %v", old.Lost())
 			}
 
 			close(stall.lift) // the renewal lands now, late
@@ -192,7 +192,7 @@ func TestLeaseStalledRenewalOnEveryStore(t *testing.T) {
 			if err := a.giveBack(); err != nil {
 				t.Errorf("the old owner's release: %v", err)
 			}
-			g, cur, err := currentLease(fsys, where, o.ttl)
+			g, cur, err := currentLease(fsys, where, o.TTL)
 			if err != nil || cur == nil || cur.rec.Token != b.rec.Token || cur.rec.Released || g != b.gen {
 				t.Fatalf("after the late renewal and release: generation %d %+v (%v); want the new owner's %d", g, cur, err, b.gen)
 			}
@@ -205,7 +205,7 @@ func TestLeaseStalledRenewalOnEveryStore(t *testing.T) {
 			if err := b.giveBack(); err != nil {
 				t.Fatal(err)
 			}
-			if _, cur, _ := currentLease(fsys, where, o.ttl); cur == nil || !cur.rec.Released {
+			if _, cur, _ := currentLease(fsys, where, o.TTL); cur == nil || !cur.rec.Released {
 				t.Errorf("after the new owner's release: %+v", cur)
 			}
 			if gens, _ := leaseGens(fsys, where); len(gens) > 2 {

@@ -1,4 +1,4 @@
-package pipeline
+package state
 
 import (
 	"bytes"
@@ -74,13 +74,13 @@ func frame(payload []byte) []byte {
 }
 
 // journalPath is the journal of generation gen.
-func (s *checkpointStore) journalPath(gen int64) string {
+func (s *CheckpointStore) journalPath(gen int64) string {
 	return fmt.Sprintf("%s.journal-%d", s.loc.Path, gen)
 }
 
 // journals lists the generations of the journals beside the base, lowest
 // first.
-func (s *checkpointStore) journals() ([]int64, error) {
+func (s *CheckpointStore) journals() ([]int64, error) {
 	dir, prefix := path.Dir(s.loc.Path), path.Base(s.loc.Path)+".journal-"
 	infos, err := s.loc.FS.ReadDir(dir)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -111,9 +111,9 @@ func (s *checkpointStore) journals() ([]int64, error) {
 // returns its size. It is written whole (temp file, sync, rename): a crash
 // leaves the journal with its header or no journal, never a part of one,
 // so a journal without its base always says what that base held.
-func (s *checkpointStore) createJournal(gen int64, fp string, baseEmpty bool) (int64, error) {
+func (s *CheckpointStore) createJournal(gen int64, fp string, baseEmpty bool) (int64, error) {
 	p := s.journalPath(gen)
-	hdr, err := json.Marshal(journalRecord{Type: "header", Version: checkpointVersion, Generation: gen, Fingerprint: fp, BaseEmpty: baseEmpty})
+	hdr, err := json.Marshal(journalRecord{Type: "header", Version: CheckpointVersion, Generation: gen, Fingerprint: fp, BaseEmpty: baseEmpty})
 	if err != nil {
 		return 0, err
 	}
@@ -124,9 +124,10 @@ func (s *checkpointStore) createJournal(gen int64, fp string, baseEmpty bool) (i
 	return int64(len(b)), nil
 }
 
-// record appends a split's record (sketch: the split's own entity sketch
-// as JSON, for a done split) to the journal, durably.
-func (s *checkpointStore) record(st *SplitStats, sketch []byte) error {
+// Record appends a split's record (sketch: the split's own entity sketch
+// as JSON, for a done split) to the journal, durably. It is the one write
+// of each split's commit: one append, no rewrite of the base.
+func (s *CheckpointStore) Record(st *SplitStats, sketch []byte) error {
 	p := s.journalPath(s.gen)
 	if s.broken {
 		return fmt.Errorf("checkpoint journal %s: an earlier append failed", p)
@@ -159,17 +160,17 @@ func (s *checkpointStore) record(st *SplitStats, sketch []byte) error {
 }
 
 // readJournal applies the journal of the base's generation to l.
-func (s *checkpointStore) readJournal(l *loadedCheckpoint) error {
+func (s *CheckpointStore) readJournal(l *LoadedCheckpoint) error {
 	p := s.journalPath(s.gen)
 	b, err := vfs.ReadFile(s.loc.FS, p)
 	if errors.Is(err, iofs.ErrNotExist) {
-		return s.damaged(fmt.Sprintf("the base names journal %s, which is missing", path.Base(p)))
+		return s.Damaged(fmt.Sprintf("the base names journal %s, which is missing", path.Base(p)))
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint journal %s: %w", p, err)
 	}
 	s.journalBytes = int64(len(b))
-	bad := func(what string) error { return s.damaged(fmt.Sprintf("journal %s: %s", path.Base(p), what)) }
+	bad := func(what string) error { return s.Damaged(fmt.Sprintf("journal %s: %s", path.Base(p), what)) }
 	if !bytes.HasPrefix(b, []byte(journalMagic)) {
 		return bad("it does not start as a rekey journal does")
 	}
@@ -183,7 +184,7 @@ func (s *checkpointStore) readJournal(l *loadedCheckpoint) error {
 			if n == 0 {
 				return bad("its header record is incomplete: " + torn)
 			}
-			l.torn = fmt.Sprintf("journal %s: the last record (at offset %d) is %s, left by a crash while it was written; its split is redone", path.Base(p), off, torn)
+			l.Torn = fmt.Sprintf("journal %s: the last record (at offset %d) is %s, left by a crash while it was written; its split is redone", path.Base(p), off, torn)
 			return nil
 		}
 		if err := s.apply(l, n, payload); err != nil {
@@ -249,7 +250,7 @@ func decodeRecord(payload []byte) (journalRecord, error) {
 
 // apply adds record n's payload to l: the header must be first and match
 // the base, splits follow.
-func (s *checkpointStore) apply(l *loadedCheckpoint, n int, payload []byte) error {
+func (s *CheckpointStore) apply(l *LoadedCheckpoint, n int, payload []byte) error {
 	r, err := decodeRecord(payload)
 	if err != nil {
 		return err
@@ -260,8 +261,8 @@ func (s *checkpointStore) apply(l *loadedCheckpoint, n int, payload []byte) erro
 	case r.Type == "header" && n > 0:
 		return errors.New("a second header")
 	case r.Type == "header":
-		if r.Version != checkpointVersion || r.Generation != s.gen || r.Fingerprint != l.Fingerprint {
-			return fmt.Errorf("the header (version %d, generation %d, fingerprint %s) is not of this base (version %d, generation %d, fingerprint %s)", r.Version, r.Generation, r.Fingerprint, checkpointVersion, s.gen, l.Fingerprint)
+		if r.Version != CheckpointVersion || r.Generation != s.gen || r.Fingerprint != l.Fingerprint {
+			return fmt.Errorf("the header (version %d, generation %d, fingerprint %s) is not of this base (version %d, generation %d, fingerprint %s)", r.Version, r.Generation, r.Fingerprint, CheckpointVersion, s.gen, l.Fingerprint)
 		}
 	case r.Type == "split":
 		if r.Split == nil || r.Split.ID == "" {
@@ -271,8 +272,9 @@ func (s *checkpointStore) apply(l *loadedCheckpoint, n int, payload []byte) erro
 			return fmt.Errorf("split %s is not done but carries entities", r.Split.ID)
 		}
 		l.Splits[r.Split.ID] = r.Split
+		l.Records++
 		if len(r.Entities) > 0 {
-			l.deltas = append(l.deltas, r.Entities)
+			l.Deltas = append(l.Deltas, r.Entities)
 		}
 	default:
 		return fmt.Errorf("type %q, which this rekey does not know (written by a newer rekey?)", r.Type)

@@ -11,10 +11,11 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 )
 
-// Region is one target region of the plan the cells are partitioned by.
+// Region is one target region of the region map the cells are
+// partitioned by.
 type Region struct {
 	// Dir names the region's folder under STAGING/hfiles: the encoded
-	// region name for a live table, "rNNNNN" for an offline plan.
+	// region name for a live table, "rNNNNN" for an offline region map.
 	Dir string `json:"dir"`
 	// Start and End bound the region's rows, [Start, End); an empty End is
 	// the end of the table.
@@ -27,22 +28,24 @@ func (r *Region) Contains(row []byte) bool {
 	return bytes.Compare(row, r.Start) >= 0 && (len(r.End) == 0 || bytes.Compare(row, r.End) < 0)
 }
 
-// Plan is the target table and its regions as they were when staging
-// began. It is saved in the staging folder: every run of a staging folder
-// partitions by the same plan, even if the table splits meanwhile (the
-// load re-splits files for regions that changed).
-type Plan struct {
+// RegionMap is the target table and its regions as they were when
+// staging began: where each cell's row is looked up for the region, so
+// the partition, it is staged to. It is saved in the staging folder as
+// plan.json: every run of a staging folder partitions by the same map,
+// even if the table splits meanwhile (the load re-splits files for
+// regions that changed).
+type RegionMap struct {
 	Table   string   `json:"table"`
 	Regions []Region `json:"regions"`
 }
 
-// PlanFromSplitKeys builds an offline plan: n split keys make n+1 regions.
-// The keys are sorted and must be distinct and non-empty.
-func PlanFromSplitKeys(table string, keys [][]byte) (*Plan, error) {
+// RegionMapFromSplitKeys builds an offline region map: n split keys make
+// n+1 regions. The keys are sorted and must be distinct and non-empty.
+func RegionMapFromSplitKeys(table string, keys [][]byte) (*RegionMap, error) {
 	ks := make([][]byte, len(keys))
 	copy(ks, keys)
 	sort.Slice(ks, func(i, j int) bool { return bytes.Compare(ks[i], ks[j]) < 0 })
-	p := &Plan{Table: table}
+	p := &RegionMap{Table: table}
 	var start []byte
 	for i, k := range ks {
 		if len(k) == 0 {
@@ -61,8 +64,8 @@ func PlanFromSplitKeys(table string, keys [][]byte) (*Plan, error) {
 	return p, nil
 }
 
-// PlanFromTable reads the live table's regions from hbase:meta.
-func PlanFromTable(ctx context.Context, c *hbase.Client, table string) (*Plan, error) {
+// RegionMapFromTable reads the live table's regions from hbase:meta.
+func RegionMapFromTable(ctx context.Context, c *hbase.Client, table string) (*RegionMap, error) {
 	rs, err := c.Regions(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("hfiles: regions of %s: %w", table, err)
@@ -70,7 +73,7 @@ func PlanFromTable(ctx context.Context, c *hbase.Client, table string) (*Plan, e
 	if len(rs) == 0 {
 		return nil, fmt.Errorf("hfiles: table %s has no regions in hbase:meta", table)
 	}
-	p := &Plan{Table: table}
+	p := &RegionMap{Table: table}
 	for i, r := range rs {
 		p.Regions = append(p.Regions, Region{Dir: regionDir(r.Name, i), Start: bytes.Clone(r.StartKey), End: bytes.Clone(r.EndKey)})
 	}
@@ -91,7 +94,7 @@ func regionDir(name []byte, i int) string {
 
 // check verifies the regions tile the key space: the first starts at "",
 // each starts where the previous ended, the last ends at "".
-func (p *Plan) check() error {
+func (p *RegionMap) check() error {
 	if len(p.Regions) == 0 {
 		return fmt.Errorf("hfiles: plan for %s has no regions", p.Table)
 	}
@@ -111,7 +114,7 @@ func (p *Plan) check() error {
 }
 
 // locate returns the index of the region holding row.
-func (p *Plan) locate(row []byte) int {
+func (p *RegionMap) locate(row []byte) int {
 	// The first region whose End is past row; regions tile the key space.
 	return sort.Search(len(p.Regions)-1, func(i int) bool {
 		return bytes.Compare(row, p.Regions[i].End) < 0
