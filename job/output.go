@@ -15,9 +15,10 @@ type IdentityField struct {
 }
 
 // OutputIdentity is what decides which cells a job's output holds under
-// which keys, whatever run or task wrote it: the source snapshot, the
-// target table, the old and new key layouts, the family mapping and the
-// entity. A staging folder records it (StagedIdentityFile), so that a
+// which keys, whatever run or task wrote it: the source snapshot, the old
+// and new key layouts, the family mapping, the entity and the target
+// table, in the order the job record (package state) has always listed
+// them, so a record's digest does not change with this function. A staging folder records it (StagedIdentityFile), so that a
 // run or a verify of another job on the folder is refused by name rather
 // than mixing two jobs' cells, or reporting every cell missing.
 func (j *Job) OutputIdentity() []IdentityField {
@@ -33,11 +34,11 @@ func (j *Job) OutputIdentity() []IdentityField {
 	entity, _ := json.Marshal(j.Spec.Entity)
 	return []IdentityField{
 		{Name: "source snapshot", Value: j.Source.Name},
-		{Name: "target table", Value: j.Target.Table},
 		{Name: "old key layout", Value: oldKey},
 		{Name: "new key layout", Value: newKey},
 		{Name: "family mapping", Value: "[" + strings.Join(fams, ", ") + "]"},
 		{Name: "entity fields", Value: string(entity)},
+		{Name: "target table", Value: j.Target.Table},
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -87,20 +86,10 @@ func (r *Run) openJobState() (*jobState, error) {
 // parts, each named so a refusal can say which differs).
 func (r *Run) identity(sinkName string) []state.Field {
 	j := r.j
-	oldKey, newKey := "", ""
-	if j.Program != nil {
-		oldKey, newKey = j.Program.Describe()
-	}
-	fams := make([]string, 0, len(j.Spec.Families))
-	for o, n := range j.Spec.Families {
-		fams = append(fams, o+"->"+n)
-	}
-	sort.Strings(fams)
 	scan := r.fpScan()
 	tr := scan.TimeRange
 	scan.TimeRange.Min, scan.TimeRange.Max = 0, 0
 	scanJSON, _ := json.Marshal(scan)
-	entity, _ := json.Marshal(j.Spec.Entity)
 	bound := func(ms int64) string {
 		if ms == 0 {
 			return "none"
@@ -111,12 +100,14 @@ func (r *Run) identity(sinkName string) []state.Field {
 	for _, f := range r.src.Describe().Fields() {
 		out = append(out, state.Field{Name: f.Name, Value: f.Value})
 	}
+	// What the job writes under which keys, as its staging folder records
+	// it too (job.OutputIdentity); the source names itself above.
+	for _, f := range j.OutputIdentity() {
+		if f.Name != "source snapshot" {
+			out = append(out, state.Field{Name: f.Name, Value: f.Value})
+		}
+	}
 	return append(out, []state.Field{
-		{Name: "old key layout", Value: oldKey},
-		{Name: "new key layout", Value: newKey},
-		{Name: "family mapping", Value: "[" + strings.Join(fams, ", ") + "]"},
-		{Name: "entity fields", Value: string(entity)},
-		{Name: "target table", Value: j.Target.Table},
 		{Name: "time range", Value: "from " + bound(tr.Min) + " to " + bound(tr.Max)},
 		{Name: "scan options", Value: string(scanJSON)},
 		{Name: "set_timestamp", Value: fmt.Sprint(r.o.SetTimestamp)},
