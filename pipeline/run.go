@@ -191,8 +191,9 @@ func (r *Run) Wait() (*Summary, error) {
 		return nil, errors.New("pipeline: Wait before Start")
 	}
 	<-r.done
+	err := r.leases.Confirm(r.err) // before close gives the leases back
 	r.close()
-	return r.sum, r.leases.Explain(r.err)
+	return r.sum, r.leases.Explain(err)
 }
 
 // Close releases a run that was never started (or ends one that was, by

@@ -397,6 +397,24 @@ func (s *Leases) Bind(ctx context.Context) context.Context {
 	return ctx
 }
 
+// Confirm asks the leases, while the run still holds them, whether a
+// failure was a takeover in disguise: a run whose state another run took
+// over by force can fail a write before any renewal or fence has noticed
+// (the new holder swept the old one's temporary files as strays), and
+// must then end as a lost lease (a retry for a scheduler) rather than
+// with the write's error. When the check finds a lease lost, it records
+// the loss (Lose), which Explain then reports; err is returned as it is.
+// Call it before Release: a released lease reads as not held.
+func (s *Leases) Confirm(err error) error {
+	if s == nil || err == nil || s.Lost() != nil || errors.Is(err, ErrLeaseLost) {
+		return err
+	}
+	if c := s.Check(); errors.Is(c, ErrLeaseLost) {
+		s.Lose(c)
+	}
+	return err
+}
+
 // Explain returns the error a run ends with: a lost lease, which stopped
 // it, over the interrupt it caused.
 func (s *Leases) Explain(err error) error {

@@ -203,3 +203,27 @@ func TestFileLeaseWithoutOwner(t *testing.T) {
 	}
 	b.release()
 }
+
+// TestConfirmTurnsATakeoverIntoALostLease: a run that failed a write
+// (another run, taking its state over by force, swept its temporary
+// files) before anything noticed the takeover ends with the lost lease,
+// not the write's error: Confirm asks the fence while the leases are
+// held, and Explain then reports the loss over the write's error. A
+// failure with every lease still held stays what it was.
+func TestConfirmTurnsATakeoverIntoALostLease(t *testing.T) {
+	writeErr := errors.New("close checkpoint.json.tmp-1: FileNotFoundException")
+	taken := fmt.Errorf("%w: another run holds it now", ErrLeaseLost)
+
+	held := NewLeases(LeaseOptions{})
+	held.AddFence(func() error { return nil })
+	if got := held.Explain(held.Confirm(writeErr)); got != writeErr {
+		t.Errorf("a failure under held leases became %v", got)
+	}
+
+	lost := NewLeases(LeaseOptions{})
+	lost.AddFence(func() error { return taken })
+	got := lost.Explain(lost.Confirm(writeErr))
+	if !errors.Is(got, ErrLeaseLost) || !strings.Contains(got.Error(), "FileNotFoundException") {
+		t.Errorf("a failure after a takeover ended as %v, want the lost lease, naming the write's error", got)
+	}
+}
