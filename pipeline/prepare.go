@@ -466,6 +466,10 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 		e.JobRecord = r.job.Digest()
 	}
 	s, err := kind.Build(ctx, e)
+	if errors.Is(err, sink.ErrTarget) {
+		// The job's mistake (exit 2), found before any write.
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +490,7 @@ func (r *Run) sinkEnv() sink.Env {
 		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
 		Fence: r.leases.check, Stamp: r.leases.stamp, Holder: leaseHolder,
 		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,
+		Warn: r.warn, Families: sinkFamilies(r.j, r.src.Table()),
 	}
 }
 

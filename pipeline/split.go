@@ -73,17 +73,19 @@ type splitReader struct {
 	coll    *collisionSet // nil when the layout cannot collide
 	setTS   int64
 
-	ctx                context.Context // readAll's, for the sink's writes
-	src                *cell.Cell      // the old cell being mapped
-	writeErr           error           // the sink's first error; emit stops on it
-	emitted, emittedB  int64           // new cells (and their bytes) given to the sink
-	curEnt, ent        []byte          // the entity being counted, the last cell's
-	rowEntity          bool            // the mapper's entities are read from the old row alone
-	entRow             uint64          // with rowEntity, the scanner's RowGen of the old row curEnt was read from
-	haveEntRow         bool            // entRow is set
-	entCells, entBytes int64           // the current entity's new cells and bytes
-	pending            int64           // cells written since the last limiter wait
-	readShown          int64           // st.Read already added to the run's counter
+	ctx                context.Context   // readAll's, for the sink's writes
+	src                *cell.Cell        // the old cell being mapped
+	writeErr           error             // the sink's first error; emit stops on it
+	refused            *sink.BadKeyError // the sink refused a cell of the old cell being mapped for its key
+	dropped            int64             // new cells the sink took and later refused with their row
+	emitted, emittedB  int64             // new cells (and their bytes) given to the sink
+	curEnt, ent        []byte            // the entity being counted, the last cell's
+	rowEntity          bool              // the mapper's entities are read from the old row alone
+	entRow             uint64            // with rowEntity, the scanner's RowGen of the old row curEnt was read from
+	haveEntRow         bool              // entRow is set
+	entCells, entBytes int64             // the current entity's new cells and bytes
+	pending            int64             // cells written since the last limiter wait
+	readShown          int64             // st.Read already added to the run's counter
 }
 
 func (r *Run) newSplitReader(w work, st *SplitStats, out sink.SplitSink) *splitReader {
@@ -128,6 +130,12 @@ func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 		}
 		if sr.writeErr != nil {
 			return sr.writeErr
+		}
+		if bk := sr.refused; bk != nil && merr == nil {
+			sr.refused = nil
+			if err := sr.rejectRefused(bk); err != nil {
+				return err
+			}
 		}
 		if merr != nil {
 			if err := sr.rejectKey(merr); err != nil {
@@ -202,6 +210,16 @@ func (sr *splitReader) write() {
 		sr.r.example("collision: %s and another old cell both become %s", shortCell(sr.src), shortCell(o))
 	}
 	if sr.writeErr = sr.out.Write(sr.ctx, o); sr.writeErr != nil {
+		var bk *sink.BadKeyError
+		if errors.As(sr.writeErr, &bk) {
+			// Not written: the old cell is a bad key, by the job's action.
+			sr.writeErr = nil
+			if sr.refused == nil {
+				sr.refused = bk
+			} else {
+				sr.refused.Dropped = append(sr.refused.Dropped, bk.Dropped...)
+			}
+		}
 		return
 	}
 	sr.emitted++
@@ -222,6 +240,27 @@ func (sr *splitReader) rejectKey(merr error) error {
 	sr.r.rejected.Add(1)
 	sr.r.example("rejected: %v", merr)
 	return sr.rej.add(sr.src, merr)
+}
+
+// rejectRefused deals with an old cell whose new cell the sink refused
+// for its key (sink.BadKeyError), as rejectKey does with a key the layout
+// refuses: the new cells of its row the sink had taken and dropped with
+// it are rejected too, into the reject file as new cells.
+func (sr *splitReader) rejectRefused(bk *sink.BadKeyError) error {
+	if sr.r.j.BadKeys.Action != job.Reject {
+		return fmt.Errorf("%w: %s: %s", ErrBadKeyFatal, shortCell(sr.src), bk.Why)
+	}
+	n := 1 + int64(len(bk.Dropped))
+	sr.st.Rejected += n
+	sr.r.rejected.Add(n)
+	sr.dropped += int64(len(bk.Dropped))
+	sr.r.example("rejected by the %s sink: %s: %s", sr.r.sink.Name(), shortCell(sr.src), bk.Why)
+	for i := range bk.Dropped {
+		if err := sr.rej.add(&bk.Dropped[i], fmt.Errorf("new cell refused with its row: %s", bk.Why)); err != nil {
+			return err
+		}
+	}
+	return sr.rej.add(sr.src, bk)
 }
 
 // countEntity adds the new cells of the old cell just mapped to its
@@ -272,8 +311,8 @@ func (sr *splitReader) acknowledged(ack sink.Ack) error {
 		st.Error = fmt.Sprintf("%d cells failed after every retry (the split is redone by --resume)", ack.Failed)
 		return nil
 	}
-	if ack.Cells != sr.emitted {
-		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given", r.sink.Name(), ack.Cells, sr.emitted)
+	if ack.Cells != sr.emitted-sr.dropped {
+		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given and kept", r.sink.Name(), ack.Cells, sr.emitted-sr.dropped)
 	}
 	st.Done, st.held = true, ack.Held
 	return nil

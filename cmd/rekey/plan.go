@@ -103,6 +103,15 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 		}
 		defer snap.Close()
 		table, nregions = snap.Info().Table, len(snap.Regions())
+		if j.Target.Bigtable != nil {
+			// A source family the job does not rename keeps its name,
+			// which HBase may allow and Bigtable not.
+			for _, fam := range pipeline.TargetFamilies(j, snap) {
+				if err := job.CheckBigtableFamily(fam); err != nil {
+					return usageError{fmt.Errorf("%s: target family: %w", path, err)}
+				}
+			}
+		}
 		if opts.Regions <= 0 {
 			opts.Regions = nregions
 		}
