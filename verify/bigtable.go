@@ -3,12 +3,16 @@ package verify
 import (
 	"context"
 	"fmt"
+	"os"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
 
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
@@ -22,6 +26,7 @@ import (
 // microseconds), every cell a Put.
 type BigtableReader struct {
 	c     *bigtable.Client
+	conn  *grpc.ClientConn // the emulator's, when dialed here
 	tbl   *bigtable.Table
 	table string
 	n     atomic.Int64
@@ -35,13 +40,33 @@ func OpenBigtable(ctx context.Context, bt *job.Bigtable, table string) (*Bigtabl
 	if bt.CredentialsFile != "" {
 		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, bt.CredentialsFile))
 	}
+	var conn *grpc.ClientConn
+	if host := os.Getenv("BIGTABLE_EMULATOR_HOST"); host != "" {
+		// The emulator sends a row in one message, and the connection the
+		// client dials for an emulator takes 4 MiB at most: dial it with
+		// the 256 MiB the client asks of a real instance.
+		var err error
+		conn, err = grpc.NewClient("passthrough:///"+emulatorScheme.ReplaceAllString(host, ""), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(1<<28)))
+		if err != nil {
+			return nil, fmt.Errorf("verify: bigtable emulator %s: %w", host, err)
+		}
+		opts = []option.ClientOption{option.WithGRPCConn(conn)}
+	}
 	c, err := bigtable.NewClientWithConfig(ctx, bt.Project, bt.Instance,
 		bigtable.ClientConfig{AppProfile: bt.AppProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}, opts...)
 	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
 		return nil, fmt.Errorf("verify: bigtable %s/%s: %w", bt.Project, bt.Instance, err)
 	}
-	return &BigtableReader{c: c, tbl: c.Open(table), table: fmt.Sprintf("bigtable %s/%s table %s", bt.Project, bt.Instance, table)}, nil
+	return &BigtableReader{c: c, conn: conn, tbl: c.Open(table), table: fmt.Sprintf("bigtable %s/%s table %s", bt.Project, bt.Instance, table)}, nil
 }
+
+// emulatorScheme strips a URL scheme from BIGTABLE_EMULATOR_HOST, as
+// Google's clients do.
+var emulatorScheme = regexp.MustCompile(`^[a-z][a-z0-9+.-]*://`)
 
 // Read implements Reader: one ReadRows over r, each row's families in
 // name order (HBase's order; a Row holds them in a map), columns and
@@ -86,4 +111,10 @@ func (b *BigtableReader) Live() bool { return true }
 func (b *BigtableReader) String() string { return b.table }
 
 // Close closes the client.
-func (b *BigtableReader) Close() error { return b.c.Close() }
+func (b *BigtableReader) Close() error {
+	err := b.c.Close()
+	if b.conn != nil {
+		b.conn.Close()
+	}
+	return err
+}
