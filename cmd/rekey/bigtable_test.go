@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/rekeyhq/rekey/transform"
 )
 
 // bigtableDemoJob is the demo job with a Bigtable target and the
@@ -55,5 +57,27 @@ func TestPlanBigtableJob(t *testing.T) {
 	code, _, errOut := runRekey(t, "run", demoJob(t), "--sink", "bigtable", "--progress", "none")
 	if code != exitUsage || !strings.Contains(errOut, "sink bigtable needs target.bigtable") {
 		t.Errorf("--sink bigtable without target.bigtable: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestBigtablePlanWarnings: the plan of a Bigtable job warns of a new
+// row past 256 MiB and of one past 100,000 cells, and of neither below.
+func TestBigtablePlanWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		cells, bytes int64
+		want         []string
+	}{
+		{100_000, 256 << 20, nil},
+		{100_001, 1 << 20, []string{"bigtable-row-in-pieces"}},
+		{10, 256<<20 + 1, []string{"bigtable-row-too-large"}},
+		{200_000, 1 << 30, []string{"bigtable-row-too-large", "bigtable-row-in-pieces"}},
+	} {
+		var got []string
+		for _, w := range bigtableWarnings(transform.RowSize{Row: "r", Cells: tc.cells, Bytes: tc.bytes}) {
+			got = append(got, w.Code)
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("%d cells, %d bytes: warnings %v, want %v", tc.cells, tc.bytes, got, tc.want)
+		}
 	}
 }
