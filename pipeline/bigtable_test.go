@@ -10,14 +10,18 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"cloud.google.com/go/bigtable/bttest"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/testenv"
@@ -540,4 +544,112 @@ func TestVerifyBigtable(t *testing.T) {
 	if bad != 2 {
 		t.Errorf("%d mismatching results, want c0007's by both methods", bad)
 	}
+}
+
+// faultyEmulator starts a second emulator whose MutateRows calls pass
+// through fail first: a non-nil error fails call n (1-based) whole, and
+// entry can fail one entry of it (the emulator has applied it) with a
+// code; it points BIGTABLE_EMULATOR_HOST at it for the test.
+func faultyEmulator(t *testing.T, call func(n int64) error, entry func(row string) codes.Code) {
+	t.Helper()
+	bigtableEmulator(t) // the shared one, set up first: its setup sets the variable too
+	var calls atomic.Int64
+	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if !strings.HasSuffix(info.FullMethod, "/MutateRows") {
+			return handler(srv, ss)
+		}
+		if err := call(calls.Add(1)); err != nil {
+			return err
+		}
+		return handler(srv, &entryFaults{ServerStream: ss, code: entry})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", srv.Addr)
+}
+
+// entryFaults sets the status of the entries code names in a MutateRows
+// response.
+type entryFaults struct {
+	grpc.ServerStream
+	code func(row string) codes.Code
+	rows []string
+}
+
+func (s *entryFaults) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if req, ok := m.(*btpb.MutateRowsRequest); ok && err == nil {
+		for _, e := range req.Entries {
+			s.rows = append(s.rows, string(e.RowKey))
+		}
+	}
+	return err
+}
+
+func (s *entryFaults) SendMsg(m any) error {
+	if res, ok := m.(*btpb.MutateRowsResponse); ok {
+		for _, e := range res.Entries {
+			if c := s.code(s.rows[e.Index]); c != codes.OK {
+				e.Status.Code, e.Status.Message = int32(c), "injected: "+c.String()
+			}
+		}
+	}
+	return s.ServerStream.SendMsg(m)
+}
+
+// TestBigtableFailuresThenResume: a run whose first MutateRows calls
+// fail with UNAVAILABLE retries them (counted); entries that keep failing
+// with PERMISSION_DENIED are counted failed with their rows named, their
+// splits are not recorded done and the run ends with problems; once the
+// fault is gone, --resume redoes exactly those splits and the table
+// holds every expected cell once.
+func TestBigtableFailuresThenResume(t *testing.T) {
+	st := testenv.Require(t)
+	ctx := context.Background()
+	p := presets["salt"]
+	src := uniq(t, "bt_fault_src")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	source := seedSource(t, st, src, snap, p, p.gen(rand.New(rand.NewSource(8))), 3)
+	want := inBigtable(expect(p, source))
+	var denied atomic.Bool
+	denied.Store(true)
+	faultyEmulator(t, func(n int64) error {
+		if n <= 2 {
+			return status.Error(codes.Unavailable, "injected: unavailable")
+		}
+		return nil
+	}, func(row string) codes.Code {
+		// Device d07's rows (the heavy one), while the fault lasts.
+		if denied.Load() && strings.Contains(row, "d07|") {
+			return codes.PermissionDenied
+		}
+		return codes.OK
+	})
+	table := uniq(t, "bt_fault")
+	j := bigtableJob(t, p, st, snap, table)
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, _ := sum.SinkStats.(bt.Stats)
+	named := false
+	for _, e := range sum.Examples {
+		named = named || strings.Contains(e, "d07|") && strings.Contains(e, "PermissionDenied")
+	}
+	if sum.Failed == 0 || sum.Finished || !sum.Problems() || sum.Done == sum.Splits || !named || stats.Retries < 2 {
+		t.Errorf("first run: failed %d, finished %v, %d/%d splits done, retries %d, examples %q", sum.Failed, sum.Finished, sum.Done, sum.Splits, stats.Retries, sum.Examples)
+	}
+	t.Logf("first run: %d cells failed in %d of %d splits, %d retries", sum.Failed, sum.Splits-sum.Done, sum.Splits, stats.Retries)
+	denied.Store(false)
+	sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 64 << 10, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Finished || sum.Failed != 0 || sum.Skipped == 0 || sum.Skipped == sum.Splits {
+		t.Errorf("resume: finished %v, failed %d, %d of %d splits done before", sum.Finished, sum.Failed, sum.Skipped, sum.Splits)
+	}
+	sameCells(t, "bigtable target after failures and resume", readBigtable(t, table), want)
 }
