@@ -73,19 +73,20 @@ type splitReader struct {
 	coll    *collisionSet // nil when the layout cannot collide
 	setTS   int64
 
-	ctx                context.Context   // readAll's, for the sink's writes
-	src                *cell.Cell        // the old cell being mapped
-	writeErr           error             // the sink's first error; emit stops on it
-	refused            *sink.BadKeyError // the sink refused a cell of the old cell being mapped for its key
-	dropped            int64             // new cells the sink took and later refused with their row
-	emitted, emittedB  int64             // new cells (and their bytes) given to the sink
-	curEnt, ent        []byte            // the entity being counted, the last cell's
-	rowEntity          bool              // the mapper's entities are read from the old row alone
-	entRow             uint64            // with rowEntity, the scanner's RowGen of the old row curEnt was read from
-	haveEntRow         bool              // entRow is set
-	entCells, entBytes int64             // the current entity's new cells and bytes
-	pending            int64             // cells written since the last limiter wait
-	readShown          int64             // st.Read already added to the run's counter
+	ctx                context.Context // readAll's, for the sink's writes
+	src                *cell.Cell      // the old cell being mapped
+	writeErr           error           // the sink's first error; emit stops on it
+	refused            []cell.Cell     // new cells the sink refused for their key, not yet rejected (copies)
+	refusedWhy         []string        // why, for each of refused
+	dropped            int64           // new cells the sink took, counted in emitted, and later refused with their row
+	emitted, emittedB  int64           // new cells (and their bytes) given to the sink
+	curEnt, ent        []byte          // the entity being counted, the last cell's
+	rowEntity          bool            // the mapper's entities are read from the old row alone
+	entRow             uint64          // with rowEntity, the scanner's RowGen of the old row curEnt was read from
+	haveEntRow         bool            // entRow is set
+	entCells, entBytes int64           // the current entity's new cells and bytes
+	pending            int64           // cells written since the last limiter wait
+	readShown          int64           // st.Read already added to the run's counter
 }
 
 func (r *Run) newSplitReader(w work, st *SplitStats, out sink.SplitSink) *splitReader {
@@ -131,9 +132,8 @@ func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 		if sr.writeErr != nil {
 			return sr.writeErr
 		}
-		if bk := sr.refused; bk != nil && merr == nil {
-			sr.refused = nil
-			if err := sr.rejectRefused(bk); err != nil {
+		if len(sr.refused) > 0 {
+			if err := sr.rejectRefused(); err != nil {
 				return err
 			}
 		}
@@ -179,6 +179,11 @@ func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 		if sr.writeErr != nil {
 			return sr.writeErr
 		}
+		if len(sr.refused) > 0 {
+			if err := sr.rejectRefused(); err != nil {
+				return err
+			}
+		}
 	}
 	if sr.coll != nil && sr.coll.full {
 		r.warn("split %s: the collision check covered only its first %d new cells (memory budget)", sr.w.id, sr.coll.limit)
@@ -212,12 +217,13 @@ func (sr *splitReader) write() {
 	if sr.writeErr = sr.out.Write(sr.ctx, o); sr.writeErr != nil {
 		var bk *sink.BadKeyError
 		if errors.As(sr.writeErr, &bk) {
-			// Not written: the old cell is a bad key, by the job's action.
+			// Not written: a bad key, by the job's action, with the
+			// cells of its row the sink gave back (taken, now dropped).
 			sr.writeErr = nil
-			if sr.refused == nil {
-				sr.refused = bk
-			} else {
-				sr.refused.Dropped = append(sr.refused.Dropped, bk.Dropped...)
+			sr.dropped += int64(len(bk.Dropped))
+			for _, c := range append(bk.Dropped, o.Clone()) {
+				sr.refused = append(sr.refused, c)
+				sr.refusedWhy = append(sr.refusedWhy, bk.Why)
 			}
 		}
 		return
@@ -242,25 +248,27 @@ func (sr *splitReader) rejectKey(merr error) error {
 	return sr.rej.add(sr.src, merr)
 }
 
-// rejectRefused deals with an old cell whose new cell the sink refused
-// for its key (sink.BadKeyError), as rejectKey does with a key the layout
-// refuses: the new cells of its row the sink had taken and dropped with
-// it are rejected too, into the reject file as new cells.
-func (sr *splitReader) rejectRefused(bk *sink.BadKeyError) error {
+// rejectRefused deals with the new cells the sink refused for their key
+// (sink.BadKeyError) as rejectKey does with an old key the layout
+// refuses: each is counted rejected and goes to the reject file, as the
+// new cell it is (a row-level transform may emit it long after its old
+// cells were read), or the run ends when the job says bad_keys: fail.
+func (sr *splitReader) rejectRefused() error {
+	refused, why := sr.refused, sr.refusedWhy
+	sr.refused, sr.refusedWhy = sr.refused[:0], sr.refusedWhy[:0]
 	if sr.r.j.BadKeys.Action != job.Reject {
-		return fmt.Errorf("%w: %s: %s", ErrBadKeyFatal, shortCell(sr.src), bk.Why)
+		return fmt.Errorf("%w: new cell %s: %s", ErrBadKeyFatal, shortCell(&refused[0]), why[0])
 	}
-	n := 1 + int64(len(bk.Dropped))
+	n := int64(len(refused))
 	sr.st.Rejected += n
 	sr.r.rejected.Add(n)
-	sr.dropped += int64(len(bk.Dropped))
-	sr.r.example("rejected by the %s sink: %s: %s", sr.r.sink.Name(), shortCell(sr.src), bk.Why)
-	for i := range bk.Dropped {
-		if err := sr.rej.add(&bk.Dropped[i], fmt.Errorf("new cell refused with its row: %s", bk.Why)); err != nil {
+	sr.r.example("rejected by the %s sink: new cell %s: %s", sr.r.sink.Name(), shortCell(&refused[0]), why[0])
+	for i := range refused {
+		if err := sr.rej.add(&refused[i], fmt.Errorf("new cell refused by the %s sink: %s", sr.r.sink.Name(), why[i])); err != nil {
 			return err
 		}
 	}
-	return sr.rej.add(sr.src, bk)
+	return nil
 }
 
 // countEntity adds the new cells of the old cell just mapped to its
