@@ -140,6 +140,7 @@ type BadKeyError struct {
 	Dropped []cell.Cell
 }
 
+// Error says why the cell was refused.
 func (e *BadKeyError) Error() string { return e.Why }
 
 // Unwrap makes errors.Is(err, ErrBadKey) hold.
