@@ -132,8 +132,13 @@ type Target struct {
 	Create Create
 	// Timeout bounds one operation on the target cluster with all its
 	// retries (hbase.Config.OperationTimeout; 0: the client's default,
-	// 2 minutes).
+	// 2 minutes). The bigtable sink bounds each MutateRows batch with it,
+	// retries included.
 	Timeout time.Duration
+	// Bigtable is target.bigtable: the table is a Cloud Bigtable table
+	// in this instance, written by the bigtable sink (nil: an HBase
+	// table).
+	Bigtable *Bigtable
 }
 
 // BadKeys says what to do with keys that do not parse.
@@ -234,6 +239,7 @@ func Parse(path string, data []byte) (*Job, error) {
 				"timeout":      func(n *yaml.Node, p string) { j.Target.Timeout = d.duration(n, p) },
 				"znode_parent": func(n *yaml.Node, p string) { j.Target.ZNodeParent = d.nonEmpty(n, p, "a znode path such as /hbase") },
 				"create":       func(n *yaml.Node, p string) { d.create(n, p, &j.Target.Create) },
+				"bigtable":     func(n *yaml.Node, p string) { j.Target.Bigtable = d.bigtable(n, p) },
 			}, "table")
 		},
 		"source_layout": func(n *yaml.Node, p string) { j.Spec.Source = d.layout(n, p); have++ },
@@ -290,6 +296,7 @@ func Parse(path string, data []byte) (*Job, error) {
 			}
 		},
 	}, "source", "target", "source_layout", "target_layout", "entity")
+	d.checkBigtable(j)
 
 	// Compile even when the file's shape is wrong, so all mistakes show at
 	// once; drop compile errors that only echo a shape error (the same
@@ -331,6 +338,9 @@ func Parse(path string, data []byte) (*Job, error) {
 	}
 	if j.Sink.SpillDir != "" && j.Sink.SpillDir != SpillStaging {
 		j.Sink.SpillDir = resolve(dir, j.Sink.SpillDir)
+	}
+	if bt := j.Target.Bigtable; bt != nil && bt.CredentialsFile != "" {
+		bt.CredentialsFile = resolve(dir, bt.CredentialsFile)
 	}
 	for _, f := range []*string{&j.Security.Keytab, &j.Security.Krb5Conf} {
 		if *f != "" {
@@ -414,6 +424,9 @@ func pos(n *yaml.Node) transform.Pos { return transform.Pos{Line: n.Line, Col: n
 type decoder struct {
 	file     string
 	problems []Problem
+	// keys and values are the nodes of every option decoded, by dotted
+	// path, for the checks that relate one section to another.
+	keys, values map[string]*yaml.Node
 }
 
 func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) {
@@ -447,6 +460,10 @@ func (d *decoder) mapping(n *yaml.Node, path string, fields map[string]func(*yam
 			d.errorf(k, p, "option %q is given twice", k.Value)
 		default:
 			seen[k.Value] = true
+			if d.keys == nil {
+				d.keys, d.values = map[string]*yaml.Node{}, map[string]*yaml.Node{}
+			}
+			d.keys[p], d.values[p] = k, deref(v)
 			fn(deref(v), p)
 		}
 	}

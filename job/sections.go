@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rekeyhq/rekey/transform"
 )
 
 // Scan is the source.scan section: which cells of the snapshot a run reads.
@@ -44,12 +46,15 @@ const (
 	SinkPuts   SinkKind = "puts"    // batched puts through the HBase client
 	SinkDryRun SinkKind = "dry-run" // read, map and count; write nothing
 	SinkHFiles SinkKind = "hfiles"  // staged HFiles, then bulk load
+	// SinkBigtable writes into a Cloud Bigtable table (target.bigtable)
+	// with batched MutateRows calls.
+	SinkBigtable SinkKind = "bigtable"
 )
 
 // SinkKinds are the sinks a job may name, in the order messages list
 // them: a new sink adds its kind here and its package under sink/, which
 // registers how it is built.
-var SinkKinds = []SinkKind{SinkPuts, SinkHFiles, SinkDryRun}
+var SinkKinds = []SinkKind{SinkPuts, SinkHFiles, SinkBigtable, SinkDryRun}
 
 // Known reports whether k is one of SinkKinds.
 func (k SinkKind) Known() bool {
@@ -79,8 +84,11 @@ func SinkKindList() string {
 
 // Sink is the sink section.
 type Sink struct {
-	// Kind is puts (the default), dry-run or hfiles.
+	// Kind is puts (the default), dry-run, hfiles or bigtable.
 	Kind SinkKind
+	// KindAt is where sink.type is written, for messages about it
+	// (zero when the job does not name a sink).
+	KindAt transform.Pos
 	// BatchCells and BatchBytes bound one Multi call of the puts sink
 	// (0 = the client's defaults, 5000 cells and 2 MiB).
 	BatchCells int
@@ -321,6 +329,7 @@ func ParseInstant(s string) (int64, error) {
 func (d *decoder) sink(n *yaml.Node, p string, s *Sink) {
 	d.mapping(n, p, map[string]func(*yaml.Node, string){
 		"type": func(n *yaml.Node, p string) {
+			s.KindAt = pos(n)
 			if k := SinkKind(d.str(n, p)); k.Known() {
 				s.Kind = k
 			} else {

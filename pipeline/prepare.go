@@ -467,7 +467,14 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 	if r.job != nil {
 		e.JobRecord = r.job.Digest()
 	}
+	if r.src != nil {
+		e.Families = sinkFamilies(r.j, r.src.Table())
+	}
 	s, err := kind.Build(ctx, e)
+	if errors.Is(err, sink.ErrTarget) {
+		// The job's mistake (exit 2), found before any write.
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +486,8 @@ func (r *Run) buildSink(ctx context.Context) (sink.Sink, error) {
 }
 
 // sinkEnv is what the run gives a sink's builder (sink.Env); buildSink
-// adds the splits and the job record once they are known.
+// adds the splits, the job record and the source's families once they
+// are known (the leases are taken before the source is open).
 func (r *Run) sinkEnv() sink.Env {
 	return sink.Env{
 		Job: r.j, Workers: r.o.Workers, Budget: r.budget,
@@ -488,6 +496,7 @@ func (r *Run) sinkEnv() sink.Env {
 		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
 		Fence: r.leases.Check, Stamp: r.leases.Stamp, Holder: state.LeaseHolder,
 		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,
+		Warn: r.warn,
 	}
 }
 

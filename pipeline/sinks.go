@@ -6,6 +6,7 @@ package pipeline
 // linking pipeline can run every kind of job while cmd/rekey and verify
 // import none. A new sink adds its line here.
 import (
+	_ "github.com/rekeyhq/rekey/sink/bigtable"
 	_ "github.com/rekeyhq/rekey/sink/hfiles"
 	_ "github.com/rekeyhq/rekey/sink/puts"
 )

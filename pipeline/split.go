@@ -77,6 +77,9 @@ type splitReader struct {
 	ctx                context.Context // readAll's, for the sink's writes
 	src                *cell.Cell      // the old cell being mapped
 	writeErr           error           // the sink's first error; emit stops on it
+	refused            []cell.Cell     // new cells the sink refused for their key, not yet rejected (copies)
+	refusedWhy         []string        // why, for each of refused
+	dropped            int64           // new cells the sink took, counted in emitted, and later refused with their row
 	emitted, emittedB  int64           // new cells (and their bytes) given to the sink
 	curEnt, ent        []byte          // the entity being counted, the last cell's
 	rowEntity          bool            // the mapper's entities are read from the old row alone
@@ -130,6 +133,11 @@ func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 		if sr.writeErr != nil {
 			return sr.writeErr
 		}
+		if len(sr.refused) > 0 {
+			if err := sr.rejectRefused(); err != nil {
+				return err
+			}
+		}
 		if merr != nil {
 			if err := sr.rejectKey(merr); err != nil {
 				return err
@@ -172,6 +180,11 @@ func (sr *splitReader) readAll(ctx context.Context, sc source.Scanner) error {
 		if sr.writeErr != nil {
 			return sr.writeErr
 		}
+		if len(sr.refused) > 0 {
+			if err := sr.rejectRefused(); err != nil {
+				return err
+			}
+		}
 	}
 	if sr.coll != nil && sr.coll.full {
 		r.warn("split %s: the collision check covered only its first %d new cells (memory budget)", sr.w.id, sr.coll.limit)
@@ -203,6 +216,17 @@ func (sr *splitReader) write() {
 		sr.r.example("collision: %s and another old cell both become %s", shortCell(sr.src), shortCell(o))
 	}
 	if sr.writeErr = sr.out.Write(sr.ctx, o); sr.writeErr != nil {
+		var bk *sink.BadKeyError
+		if errors.As(sr.writeErr, &bk) {
+			// Not written: a bad key, by the job's action, with the
+			// cells of its row the sink gave back (taken, now dropped).
+			sr.writeErr = nil
+			sr.dropped += int64(len(bk.Dropped))
+			for _, c := range append(bk.Dropped, o.Clone()) {
+				sr.refused = append(sr.refused, c)
+				sr.refusedWhy = append(sr.refusedWhy, bk.Why)
+			}
+		}
 		return
 	}
 	sr.emitted++
@@ -223,6 +247,29 @@ func (sr *splitReader) rejectKey(merr error) error {
 	sr.r.rejected.Add(1)
 	sr.r.example("rejected: %v", merr)
 	return sr.rej.add(sr.src, merr)
+}
+
+// rejectRefused deals with the new cells the sink refused for their key
+// (sink.BadKeyError) as rejectKey does with an old key the layout
+// refuses: each is counted rejected and goes to the reject file, as the
+// new cell it is (a row-level transform may emit it long after its old
+// cells were read), or the run ends when the job says bad_keys: fail.
+func (sr *splitReader) rejectRefused() error {
+	refused, why := sr.refused, sr.refusedWhy
+	sr.refused, sr.refusedWhy = sr.refused[:0], sr.refusedWhy[:0]
+	if sr.r.j.BadKeys.Action != job.Reject {
+		return fmt.Errorf("%w: new cell %s: %s", ErrBadKeyFatal, shortCell(&refused[0]), why[0])
+	}
+	n := int64(len(refused))
+	sr.st.Rejected += n
+	sr.r.rejected.Add(n)
+	sr.r.example("rejected by the %s sink: new cell %s: %s", sr.r.sink.Name(), shortCell(&refused[0]), why[0])
+	for i := range refused {
+		if err := sr.rej.add(&refused[i], fmt.Errorf("new cell refused by the %s sink: %s", sr.r.sink.Name(), why[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // countEntity adds the new cells of the old cell just mapped to its
@@ -273,8 +320,8 @@ func (sr *splitReader) acknowledged(ack sink.Ack) error {
 		st.Error = fmt.Sprintf("%d cells failed after every retry (the split is redone by --resume)", ack.Failed)
 		return nil
 	}
-	if ack.Cells != sr.emitted {
-		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given", r.sink.Name(), ack.Cells, sr.emitted)
+	if ack.Cells != sr.emitted-sr.dropped {
+		return fmt.Errorf("the %s sink acknowledged %d cells of the %d it was given and kept", r.sink.Name(), ack.Cells, sr.emitted-sr.dropped)
 	}
 	st.Done = true
 	return nil

@@ -7,12 +7,14 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	bt "github.com/rekeyhq/rekey/sink/bigtable"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 )
 
@@ -140,5 +142,37 @@ func TestTagsThroughRuns(t *testing.T) {
 			t.Errorf("finished %v, written %d, want %d", sum.Finished, sum.Written, len(want))
 		}
 		testenv.SameCellsTags(t, "target written by puts, tags included", snapshotTags(t, st, dst), want)
+	})
+
+	// Bigtable has no place for tags: each tagged cell is written
+	// without them and counted, with a warning; with tags: fail the run
+	// stops at the first.
+	t.Run("bigtable", func(t *testing.T) {
+		table := uniq(t, "tags_bt")
+		j := bigtableJob(t, p, st, snap, table)
+		sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2})
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		var untagged []cell.Cell
+		withTags := int64(0)
+		for _, c := range want {
+			if len(c.Tags) > 0 {
+				withTags++
+			}
+			c.Tags = nil
+			untagged = append(untagged, c)
+		}
+		stats, _ := sum.SinkStats.(bt.Stats)
+		if !sum.Finished || sum.Written != int64(len(want)) || stats.TagsDropped != withTags || len(sum.Warnings) == 0 {
+			t.Errorf("finished %v, written %d (want %d), tags dropped %d (want %d), warnings %q", sum.Finished, sum.Written, len(want), stats.TagsDropped, withTags, sum.Warnings)
+		}
+		sameCells(t, "bigtable target", readBigtable(t, table), inBigtable(untagged))
+
+		jf := bigtableJob(t, p, st, snap, uniq(t, "tags_bt_fail"))
+		jf.Target.Bigtable.FailOnTags = true
+		if _, err := pipeline.Execute(ctx, jf, pipeline.Options{Workers: 2}); err == nil || !strings.Contains(err.Error(), "tags: fail") {
+			t.Errorf("tags: fail: %v", err)
+		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/source"
 )
@@ -70,6 +71,44 @@ func targetFamilies(j *job.Job, table source.Table) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// sinkFamilies describes the source families the run reads for a sink
+// that makes or checks the target's families itself (sink.Env.Families):
+// each under its new name, with the versions the scan reads of it and
+// the job's target.create.families overrides.
+func sinkFamilies(j *job.Job, table source.Table) []sink.Family {
+	read := map[string]bool{}
+	for _, f := range j.Source.Scan.Families {
+		read[f] = true
+	}
+	var out []sink.Family
+	for _, f := range table.Families {
+		name := string(f.Name)
+		if len(read) > 0 && !read[name] {
+			continue
+		}
+		nf := name
+		if m, ok := j.Spec.Families[name]; ok {
+			nf = m
+		}
+		sf := sink.Family{Target: nf, Source: name, MaxVersions: f.MaxVersions, MinVersions: f.MinVersions,
+			KeepDeletedCells: f.KeepDeletedCells != snapshot.KeepDeletedFalse, Attributes: map[string]string{}}
+		if v := j.Source.Scan.Versions; v > 0 && v < sf.MaxVersions {
+			sf.MaxVersions = v
+		}
+		if ms := f.TTLMillis(); ms != 1<<63-1 {
+			sf.TTL = time.Duration(ms) * time.Millisecond
+		}
+		for k, v := range f.Attributes {
+			sf.Attributes[k] = v
+		}
+		for k, v := range j.Target.Create.Families[nf] {
+			sf.Attributes[k] = v
+		}
+		out = append(out, sf)
+	}
 	return out
 }
 

@@ -2,12 +2,15 @@ package sink
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/rekeyhq/rekey/internal/krb"
 	"sort"
 	"sync"
+	"time"
 
+	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/hbase"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -55,6 +58,14 @@ type Env struct {
 	LoadCommand string
 	// Logf receives notable events.
 	Logf func(format string, args ...any)
+	// Warn receives what the run's summary lists as warnings (and logs):
+	// what the sink could not do as the job asked.
+	Warn func(format string, args ...any)
+	// Families are the source families the run reads, each with the
+	// name of the target family it is written into and what HBase kept
+	// of it, for a sink that makes or checks the target's families
+	// itself (Bigtable's GC rules).
+	Families []Family
 	// Kerberos is who the run logs in to Kerberos as (its state folders
 	// may be on a kerberized HDFS).
 	Kerberos *krb.Identity
@@ -84,6 +95,56 @@ type Env struct {
 	Stamp  func(where string) func() (string, int64)
 	Holder func(fsys vfs.FS, p string) (string, bool, error)
 }
+
+// Family is one source family a run reads, as a sink that makes or
+// checks the target's families sees it.
+type Family struct {
+	// Target is the family's name in the target (the job's families:
+	// renames it); Source its name in the snapshot.
+	Target, Source string
+	// MaxVersions is the versions of a column the run reads at most:
+	// the family's VERSIONS, or fewer when the scan asks for fewer.
+	MaxVersions int
+	// TTL is the family's time to live; 0 for none (FOREVER).
+	TTL time.Duration
+	// MinVersions and KeepDeletedCells are the family's MIN_VERSIONS and
+	// whether KEEP_DELETED_CELLS is on (TRUE or TTL).
+	MinVersions      int
+	KeepDeletedCells bool
+	// Attributes holds the family's attributes as HBase stored them
+	// (COMPRESSION, DATA_BLOCK_ENCODING, BLOOMFILTER, ...), with the
+	// job's target.create.families overrides of the target family
+	// applied.
+	Attributes map[string]string
+}
+
+// ErrTarget marks a target that cannot take the run's cells as the job
+// describes it (a family missing, a GC rule that would drop cells the
+// job writes, an option the target cannot honour): the job's mistake,
+// found before anything is written.
+var ErrTarget = errors.New("sink: the target cannot take the job's cells")
+
+// ErrBadKey marks a cell a sink refuses for its key (a row key longer
+// than the target allows, a row it cannot write atomically when the job
+// asks for that): the run deals with it as with a key that does not fit
+// the layout, by the job's bad_keys action.
+var ErrBadKey = errors.New("sink: bad key")
+
+// BadKeyError is the error a SplitSink's Write returns, wrapping
+// ErrBadKey, for a cell it refused for its key. Dropped are cells of
+// the same row it had taken in earlier calls and now refuses as well
+// (it held them, unwritten): the run counts them rejected instead of
+// written.
+type BadKeyError struct {
+	Why     string
+	Dropped []cell.Cell
+}
+
+// Error says why the cell was refused.
+func (e *BadKeyError) Error() string { return e.Why }
+
+// Unwrap makes errors.Is(err, ErrBadKey) hold.
+func (e *BadKeyError) Unwrap() error { return ErrBadKey }
 
 // Lease is one piece of a sink's durable state the run must hold a lease
 // on: What and Where name it in messages, File is the lease itself.

@@ -1,7 +1,7 @@
 // Package sink is the contract between a run and where it writes: the
 // runner in package pipeline drives a Sink split by split, and the sinks
 // implement it: DryRun here, each other sink in a package of its own
-// under this one (sink/puts, sink/hfiles; sink/bigtable next), or a
+// under this one (sink/puts, sink/hfiles, sink/bigtable), or a
 // caller's own given to the run as pipeline.Options.Sink. The sinks are
 // peers of the run, not parts of it: they import neither the run nor the
 // snapshot, and what a builder needs of the run comes in an Env.

@@ -193,7 +193,8 @@ func (o Options) against(j *job.Job) job.Against {
 	return j.Verify.Against
 }
 
-// openNew opens the new side: staged HFiles, a snapshot, or a live table.
+// openNew opens the new side: staged HFiles, a snapshot, the job's
+// Bigtable table, or a live HBase table.
 func (c *Check) openNew(ctx context.Context, o Options) error {
 	a := o.against(c.job)
 	switch {
@@ -209,6 +210,13 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 			return fmt.Errorf("new side: %w", err)
 		}
 		c.newSide, c.closeNew = ns, ns.Close
+	case a.Table == "" && o.ZKQuorum == "" && c.job.Target.Bigtable != nil:
+		// The job's target is a Bigtable table: read it there.
+		br, err := OpenBigtable(ctx, c.job.Target.Bigtable, c.job.Target.Table)
+		if err != nil {
+			return fmt.Errorf("new side: %w", err)
+		}
+		c.newSide, c.closeNew = br, br.Close
 	default:
 		table := a.Table
 		if table == "" {

@@ -309,6 +309,9 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 			return fmt.Errorf("--sink %q: expected %s", f.sink, job.SinkKindList())
 		}
 		j.Sink.Kind = k
+		if err := j.CheckSinkTarget(); err != nil {
+			return fmt.Errorf("--sink %s: %w", f.sink, err)
+		}
 	}
 	if f.workers < 0 || f.workersSet && f.workers == 0 {
 		return fmt.Errorf("--workers %d: expected 1 or more", f.workers)

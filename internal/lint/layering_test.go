@@ -107,7 +107,7 @@ var rules = map[string][]string{
 		"pipeline", "verify", "internal/human"},
 	// It builds runs through a given dry-run sink (sink.DryRun), and
 	// reaches no sink's internals.
-	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "job", "pipeline", "sink", "!sink/hfiles", "!sink/puts", "verify"},
+	"cmd/benchtool": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "job", "pipeline", "sink", "!sink/hfiles", "!sink/puts", "!sink/bigtable", "verify"},
 
 	// Programs written as a user of the library would: no internal/.
 	"examples": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "pipeline", "verify"},
@@ -267,6 +267,59 @@ func TestLayeringRulesNameFolders(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("rules names %s, which holds no Go package", unit)
+		}
+	}
+}
+
+// sdks names the packages outside the module that only some of the
+// module's packages may import, with the folders that may: a program
+// links a cloud SDK only through the package that needs it, and nothing
+// below that package reaches the SDK around it (the Bigtable client in
+// the bigtable sink, which writes, and in verify, which reads the new
+// side; not in the run, the job or the sink contract).
+var sdks = map[string][]string{
+	"cloud.google.com/go/bigtable": {"sink/bigtable", "verify"},
+}
+
+// TestSDKImports holds the imports of the packages sdks names to the
+// folders it lists.
+func TestSDKImports(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, code := range goFolders(t, root) {
+		if !code {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				for sdk, may := range sdks {
+					if !within(p, sdk) {
+						continue
+					}
+					ok := false
+					for _, m := range may {
+						ok = ok || within(dir, m)
+					}
+					if !ok {
+						rel, _ := filepath.Rel(root, path)
+						t.Errorf("%s imports %s, which only %s may import", filepath.ToSlash(rel), p, strings.Join(may, ", "))
+					}
+				}
+			}
 		}
 	}
 }

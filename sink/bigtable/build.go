@@ -1,0 +1,156 @@
+package bigtable
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+
+	"cloud.google.com/go/bigtable"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
+)
+
+// The bigtable sink is built from the job's target.bigtable section by
+// the run that writes through it (sink.type bigtable).
+func init() {
+	sink.Register(job.SinkBigtable, sink.Kind{Build: build})
+}
+
+// build checks the job against what Bigtable can hold, readies the table
+// (created or checked before any write) and returns the sink.
+func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
+	j := e.Job
+	if err := j.CheckSinkTarget(); err != nil {
+		return nil, fmt.Errorf("%w: %w", sink.ErrTarget, err)
+	}
+	bt := j.Target.Bigtable
+	if j.Source.Scan.Raw {
+		return nil, fmt.Errorf("%w: raw mode (--raw) carries delete markers, and Bigtable keeps no tombstones: a Bigtable delete removes what is there without masking a later write, and HBase's version delete has no Bigtable form; run without raw, so the read applies the snapshot's deletes", sink.ErrTarget)
+	}
+	if n := j.Sink.BatchCells; n > MaxMutations {
+		return nil, fmt.Errorf("%w: sink.batch_cells %d: a MutateRows request holds at most %d mutations", sink.ErrTarget, n, MaxMutations)
+	}
+	conn, err := Dial(ctx, bt)
+	if err != nil {
+		return nil, err
+	}
+	created, err := Ready(ctx, conn.Admin, Target{
+		Table: j.Target.Table, Families: e.Families,
+		Create: j.Target.Create.Enabled, SplitKeys: j.Target.Create.SplitKeys,
+		PlanSplitKeys: e.PlanSplitKeys, Warn: e.Warn,
+	})
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if created && e.Logf != nil {
+		e.Logf("created bigtable table %s in %s/%s", j.Target.Table, bt.Project, bt.Instance)
+	}
+	s := New(conn.Data.Open(j.Target.Table), j.Target.Table, conn.Calls(), Options{
+		BatchMutations: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
+		EntryBytes: min(e.Budget.SinkPerWorker()/2, 64<<20),
+		Timeout:    j.Target.Timeout,
+		AtomicRows: bt.AtomicRows, AllowLargeRows: bt.AllowLargeRows, FailOnTags: bt.FailOnTags,
+		Warn: e.Warn,
+	})
+	return &owned{Sink: s, conn: conn}, nil
+}
+
+// owned is a Sink that closes the connection it was built with.
+type owned struct {
+	*Sink
+	conn *Conn
+}
+
+// Close implements sink.Sink.
+func (o *owned) Close() error { return o.conn.Close() }
+
+// Conn is a data and an admin client of one Bigtable instance.
+type Conn struct {
+	Data  *bigtable.Client
+	Admin *bigtable.AdminClient
+	// calls counts the MutateRows calls made through Data.
+	calls atomic.Uint64
+	grpc  *grpc.ClientConn // the emulator's connection, when we dialed it
+}
+
+// Calls counts the MutateRows calls made through Data, each retry
+// its own call: what New takes to count the client's retries.
+func (c *Conn) Calls() *atomic.Uint64 { return &c.calls }
+
+// Close closes both clients.
+func (c *Conn) Close() error {
+	err := c.Data.Close()
+	if aerr := c.Admin.Close(); err == nil {
+		err = aerr
+	}
+	if c.grpc != nil {
+		c.grpc.Close()
+	}
+	return err
+}
+
+// scheme strips a URL scheme from BIGTABLE_EMULATOR_HOST, as Google's
+// clients do.
+var scheme = regexp.MustCompile(`^[a-z][a-z0-9+.-]*://`)
+
+// Dial opens the data and admin clients of the instance bt names, with
+// bt's app profile and credentials. With BIGTABLE_EMULATOR_HOST set,
+// both go to that emulator without credentials, as every Google client
+// does; the data client's connection is dialed here then, so that its
+// MutateRows calls are counted (Retries) as they are on a real instance.
+func Dial(ctx context.Context, bt *job.Bigtable) (*Conn, error) {
+	c := &Conn{}
+	count := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if strings.HasSuffix(method, "/MutateRows") {
+			c.calls.Add(1)
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	var opts []option.ClientOption
+	if bt.CredentialsFile != "" {
+		opts = append(opts, option.WithAuthCredentialsFile(option.ServiceAccount, bt.CredentialsFile))
+	}
+	dataOpts := opts
+	if host := os.Getenv("BIGTABLE_EMULATOR_HOST"); host != "" {
+		conn, err := grpc.NewClient("passthrough:///"+scheme.ReplaceAllString(host, ""),
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithChainStreamInterceptor(count),
+			grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(1<<28), grpc.MaxCallRecvMsgSize(1<<28)))
+		if err != nil {
+			return nil, fmt.Errorf("bigtable emulator %s: %w", host, err)
+		}
+		c.grpc = conn
+		dataOpts = []option.ClientOption{option.WithGRPCConn(conn)}
+	} else {
+		dataOpts = append(dataOpts, option.WithGRPCDialOption(grpc.WithChainStreamInterceptor(count)))
+	}
+	var err error
+	// The client's own metrics go to Cloud Monitoring, which needs a
+	// permission a job's account may well not have; the run reports its
+	// own counts.
+	c.Data, err = bigtable.NewClientWithConfig(ctx, bt.Project, bt.Instance,
+		bigtable.ClientConfig{AppProfile: bt.AppProfile, MetricsProvider: bigtable.NoopMetricsProvider{}}, dataOpts...)
+	if err != nil {
+		if c.grpc != nil {
+			c.grpc.Close()
+		}
+		return nil, fmt.Errorf("bigtable %s/%s: %w", bt.Project, bt.Instance, err)
+	}
+	c.Admin, err = bigtable.NewAdminClient(ctx, bt.Project, bt.Instance, opts...)
+	if err != nil {
+		c.Data.Close()
+		if c.grpc != nil {
+			c.grpc.Close()
+		}
+		return nil, fmt.Errorf("bigtable admin %s/%s: %w", bt.Project, bt.Instance, err)
+	}
+	return c, nil
+}
