@@ -38,8 +38,8 @@ entity: [user]
 }
 
 // TestStagingFolderNamesItsJob: a staged run records in its folder which
-// job's output it holds (identity.json); a verify or a run of another job
-// on that folder is refused with exit 2 naming what differs (before, the
+// job's output it holds (identity.json); a verify, a run or a load of
+// another job on that folder is refused with exit 2 naming what differs (before, the
 // verify reported every entity mismatched and the run staged beside the
 // first job's files), while the job that staged it verifies clean.
 func TestStagingFolderNamesItsJob(t *testing.T) {
@@ -63,6 +63,10 @@ func TestStagingFolderNamesItsJob(t *testing.T) {
 	code, _, errOut = runRekey(t, "run", hour, "--sink", "hfiles", "--offline", "--staging", staging, "--progress", "none")
 	if code != exitUsage || !strings.Contains(errOut, "new key layout") {
 		t.Errorf("run of another job into the folder: exit %d, want %d naming the layout:\n%s", code, exitUsage, errOut)
+	}
+	code, _, errOut = runRekey(t, "load", hour, "--staging", staging)
+	if code != exitUsage || !strings.Contains(errOut, "new key layout") {
+		t.Errorf("load of another job's folder: exit %d, want %d naming the layout:\n%s", code, exitUsage, errOut)
 	}
 	if after, _ := os.ReadFile(filepath.Join(staging, "identity.json")); string(after) != string(record) {
 		t.Errorf("the refused run changed the folder's identity:\n%s", after)

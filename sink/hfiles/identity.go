@@ -58,9 +58,37 @@ func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
 	if err != nil {
 		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
 	}
-	if diff := job.Mismatch(theirs.Identity, ours.Identity); diff != "" {
-		return fmt.Errorf("%w: staging folder %s holds the output of another job (%s, recorded by %s in %s): stage this job into a folder of its own",
-			state.ErrMismatch, loc.URL, diff, theirs.JobFile, job.StagedIdentityFile)
+	return otherJob(loc.URL, theirs, ours.Identity, "stage this job into a folder of its own")
+}
+
+// checkRecordedIdentity is CheckIdentity for a task that stages nothing
+// (a merge part, the load): it claims nothing, and refuses a folder whose
+// record names another job, so that `rekey load` of one job never loads
+// another job's HFiles into the table that job's record names. A folder
+// with no record (staged before it existed) is taken as it is.
+func checkRecordedIdentity(staging string, j *job.Job, vo vfs.Options) error {
+	loc, err := vfs.OpenWith(staging, vo)
+	if err != nil {
+		return fmt.Errorf("hfiles: staging folder: %w", err)
+	}
+	defer loc.Close()
+	name := path.Join(loc.Path, job.StagedIdentityFile)
+	if _, err := loc.FS.Stat(name); notExist(err) {
+		return nil
+	}
+	theirs, err := readIdentity(loc.FS, name)
+	if err != nil {
+		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
+	}
+	return otherJob(loc.URL, theirs, j.OutputIdentity(), "run this task with the job that staged it")
+}
+
+// otherJob is the refusal of a folder whose record theirs names another
+// job than ours, or nil when they agree.
+func otherJob(url string, theirs *job.StagedIdentity, ours []job.IdentityField, hint string) error {
+	if diff := job.Mismatch(theirs.Identity, ours); diff != "" {
+		return fmt.Errorf("%w: staging folder %s holds the output of another job (%s, recorded by %s in %s): %s",
+			state.ErrMismatch, url, diff, theirs.JobFile, job.StagedIdentityFile, hint)
 	}
 	return nil
 }

@@ -35,6 +35,9 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *sta
 	if err := CheckKind(st, task, vfs.Options{Kerberos: o.Kerberos}); err != nil {
 		return nil, nil, err
 	}
+	if err := checkRecordedIdentity(st, j, vfs.Options{Kerberos: o.Kerberos}); err != nil {
+		return nil, nil, err
+	}
 	if err := ls.Take(LeasePath(st, task), "staging folder "+st+" ("+task.String()+")"); err != nil {
 		return nil, nil, err
 	}
