@@ -7,8 +7,9 @@ Exit 1 when any test failed; print "no failure in N rounds" otherwise.
 
 usage: test_flakes.py N EVENTS.json...
 """
-import json
 import sys
+
+from test_skips import read_events
 
 
 def failures(path):
@@ -16,17 +17,12 @@ def failures(path):
     file; a package that failed outside any test (a build error, a panic
     in init, a timeout) counts as the test "(package)"."""
     output, failed = {}, set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            e = json.loads(line)
-            key = (e.get("Package", ""), e.get("Test") or "(package)")
-            if e.get("Action") == "output":
-                output.setdefault(key, []).append(e.get("Output", ""))
-            elif e.get("Action") == "fail":
-                failed.add(key)
+    for e in read_events(path):
+        key = (e.get("Package", ""), e.get("Test") or "(package)")
+        if e.get("Action") == "output":
+            output.setdefault(key, []).append(e.get("Output", ""))
+        elif e.get("Action") == "fail":
+            failed.add(key)
     # A parent fails with its failed subtest; name the subtest alone.
     leaves = {k for k in failed
               if not any(o != k and o[0] == k[0] and o[1].startswith(k[1] + "/") for o in failed)}

@@ -8,21 +8,17 @@ while proving nothing.
 
 usage: test_ran.py EVENTS.json PREFIX COUNT
 """
-import json
 import sys
+
+from test_skips import read_events
 
 
 def main(path, prefix, want):
     ran = set()
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            e = json.loads(line)
-            test = e.get("Test", "")
-            if e.get("Action") in ("pass", "fail") and test.startswith(prefix) and "/" not in test:
-                ran.add((e.get("Package", ""), test))
+    for e in read_events(path):
+        test = e.get("Test", "")
+        if e.get("Action") in ("pass", "fail") and test.startswith(prefix) and "/" not in test:
+            ran.add((e.get("Package", ""), test))
     print(f"{prefix}*: {len(ran)} of {want} tests ran")
     if len(ran) != want:
         for pkg, test in sorted(ran):
