@@ -565,15 +565,19 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 			err := s.open()
 			s.first = false
 			if err != nil {
-				if err := s.fail(err); err != nil {
+				if err := s.fail(err, false); err != nil {
 					return 0, err
 				}
 				continue
 			}
 		}
 		s.r.SetDeadline(time.Now().Add(hdfsReadTimeout))
+		breaks := s.f.h.stats.nnBreaks.Load()
 		n, err := s.r.Read(p)
 		s.pos += int64(n)
+		if err == io.EOF && s.pos < s.f.size {
+			err = earlyEOF(s.f.name, s.pos, s.f.size)
+		}
 		if err == nil || err == io.EOF {
 			if n > 0 {
 				s.fails = 0
@@ -587,7 +591,7 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 		if n > 0 {
 			return n, nil // the next call reopens
 		}
-		if err := s.fail(err); err != nil {
+		if err := s.fail(err, s.f.h.stats.nnBreaks.Load() != breaks); err != nil {
 			return 0, err
 		}
 	}
@@ -595,9 +599,11 @@ func (s *hdfsStream) Read(p []byte) (int, error) {
 
 // fail counts a failure; it returns the error to give up with, or nil to
 // retry after a short pause. Waiting for the NameNode is not counted: it
-// goes on up to the file system's NameNodeWait.
-func (s *hdfsStream) fail(err error) error {
-	if again, gerr := s.nn.again("read", s.f.name, err, false); again {
+// goes on up to the file system's NameNodeWait. nnBroke says a NameNode
+// connection broke during the failed read, so a transport error may be
+// the NameNode's (see earlyEOF).
+func (s *hdfsStream) fail(err error, nnBroke bool) error {
+	if again, gerr := s.nn.again("read", s.f.name, err, nnBroke); again {
 		return nil
 	} else if errors.Is(gerr, ErrNameNodeUnavailable) {
 		return gerr
@@ -621,6 +627,24 @@ func (s *hdfsStream) Close() error {
 	return nil
 }
 
+// errEarlyEOF is matched by the error of a read that the client ended
+// with io.EOF before the end of the file (see earlyEOF).
+var errEarlyEOF = errors.New("the HDFS client reported the end of the file before its end")
+
+// earlyEOF is the error for a read the client ended with io.EOF at pos, short of
+// the file's size. The client returns the NameNode connection's bare EOF
+// as it is: when the NameNode hangs up during the block-locations call of
+// a reader's first read (a NameNode that stops), the read ends in io.EOF
+// as if the file had, and a caller would take a whole file for a
+// truncated one, or a scan for complete. The file's size is known, so such
+// an EOF is a failure to retry; a NameNode connection that broke meanwhile
+// (nnBreaks) makes it a wait for the NameNode. It wraps errEarlyEOF,
+// neither io.EOF nor io.ErrUnexpectedEOF: nobody may take it for the end
+// of the file, nor for a file shorter than it says.
+func earlyEOF(name string, pos, size int64) error {
+	return fmt.Errorf("%w: %s at offset %d of %d bytes", errEarlyEOF, name, pos, size)
+}
+
 // ReadAt reads at off, with a free FileReader of the file. A failed read
 // (other than at the end of the file) is tried again from the start: the
 // client's ReadAt opens a new block read, fetching from the next replica
@@ -633,15 +657,19 @@ func (f *hdfsFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	nn := nameNodeRetry{h: f.h}
 	for attempt := 1; ; attempt++ {
+		breaks := f.h.stats.nnBreaks.Load()
 		n, err := r.ReadAt(p, off)
 		if err == nil && n < len(p) {
 			err = io.ErrUnexpectedEOF
+		}
+		if err == io.EOF && off+int64(n) < f.size {
+			err = earlyEOF(f.name, off+int64(n), f.size)
 		}
 		if err == nil || err == io.EOF {
 			f.give(r)
 			return n, err
 		}
-		if again, gerr := nn.again("read", f.name, err, false); again {
+		if again, gerr := nn.again("read", f.name, err, f.h.stats.nnBreaks.Load() != breaks); again {
 			attempt--
 			continue
 		} else if errors.Is(gerr, ErrNameNodeUnavailable) {
