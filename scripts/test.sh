@@ -114,7 +114,10 @@ scripts/test_skips.py "$secure_events" || status=1
 # The DataNode qop mismatch (TestSecureDataNodeQopMismatchIsClear) needs
 # DataNodes that protect with integrity alone, where the suite above needs
 # them to accept privacy too: a short secure cluster of its own, for that
-# one test (it skipped above, loudly), which must run here.
+# one test (it skipped above, loudly), which must run here. Its NameNode
+# keeps the default hadoop.rpc.protection (authentication), so the token
+# file test runs again here: token authentication without a security
+# layer, and DataNodes at integrity, where the suite above had privacy.
 if [ "$secure_started" = 1 ]; then
 	qop_t0=$(date +%s)
 	SECURE=1 testenv/bin/down || true
@@ -122,8 +125,9 @@ if [ "$secure_started" = 1 ]; then
 	if SECURE=1 TESTENV_DATA_PROTECTION=integrity testenv/bin/up >bin/test-qop-up.log 2>&1; then
 		secure_started=1
 		REKEY_REQUIRE_SECURE=1 go tool gotestsum --format standard-quiet --hide-summary skipped --jsonfile bin/test-events-qop.json -- \
-			-count=1 -run '^TestSecureDataNodeQopMismatchIsClear$' ./vfs/hdfs || status=1
+			-count=1 -run '^(TestSecureDataNodeQopMismatchIsClear|TestSecureTokenFileOnly)$' ./vfs/hdfs || status=1
 		scripts/test_ran.py bin/test-events-qop.json TestSecureDataNodeQopMismatchIsClear 1 || status=1
+		scripts/test_ran.py bin/test-events-qop.json TestSecureTokenFileOnly 1 || status=1
 	else
 		echo "test: the integrity-only secure cluster did not start:" >&2
 		tail -20 bin/test-qop-up.log >&2

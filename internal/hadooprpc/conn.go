@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/jcmturner/gokrb5/v8/client"
 
+	"github.com/rekeyhq/rekey/internal/digestmd5"
 	"github.com/rekeyhq/rekey/internal/sasl"
 )
 
@@ -46,6 +48,15 @@ type Options struct {
 	Protocol string
 	// Dial, when set, opens the TCP connection.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Token, when set and Login is not, authenticates the connection with
+	// a delegation token of the NameNode (SASL DIGEST-MD5, Hadoop's TOKEN
+	// method), as a YARN container does with the tokens its client
+	// obtained (TokenFileEnv). The token's owner is who the calls run as.
+	Token *Token
+
+	// streamOnly: the handshake ends after authentication; the caller of
+	// DialStream sends the connection context.
+	streamOnly bool
 }
 
 // Conn is an authenticated connection to a NameNode. Calls are made one
@@ -55,8 +66,8 @@ type Conn struct {
 	protocol string
 	nc       net.Conn
 	br       *bufio.Reader
-	layer    *sasl.Layer // nil: authentication only
-	in       io.Reader   // the server's packets, unwrapped
+	layer    securityLayer // nil: authentication only
+	in       io.Reader     // the server's packets, unwrapped
 	clientID []byte
 	mu       sync.Mutex
 	nextID   int32
@@ -74,11 +85,33 @@ func (e *RemoteError) Error() string {
 	return fmt.Sprintf("%s: %s", e.Class, msg)
 }
 
-// Dial connects to the NameNode, authenticates with Kerberos and sends the
-// connection context.
+// securityLayer protects the packets after the SASL exchange: the
+// GSSAPI layer of a Kerberos login, or DIGEST-MD5's of a token.
+type securityLayer interface {
+	Wrap(payload []byte) ([]byte, error)
+	Unwrap(tok []byte) ([]byte, error)
+	// MaxPayload is the most one Wrap may take; 0 or less: no limit.
+	MaxPayload() int
+}
+
+// digestLayer is a DIGEST-MD5 security layer as a securityLayer.
+type digestLayer struct{ l digestmd5.Layer }
+
+func (d digestLayer) Wrap(p []byte) ([]byte, error)   { return d.l.Wrap(p), nil }
+func (d digestLayer) Unwrap(t []byte) ([]byte, error) { return d.l.Unwrap(t) }
+func (d digestLayer) MaxPayload() int                 { return d.l.SendLimit() }
+
+// LoginRefused is in the error of a dial the NameNode refused to
+// authenticate (a ticket or token it does not accept): a final answer,
+// not a NameNode that is away. Callers whose HDFS library keeps only the
+// text of the error (DialStream's) look for it there.
+const LoginRefused = "refused the login"
+
+// Dial connects to the NameNode, authenticates with Kerberos (or with
+// Options.Token) and sends the connection context.
 func Dial(ctx context.Context, o Options) (*Conn, error) {
-	if o.Login == nil {
-		return nil, errors.New("hadooprpc: no Kerberos login")
+	if o.Login == nil && o.Token == nil {
+		return nil, errors.New("hadooprpc: no Kerberos login and no delegation token")
 	}
 	if o.Protocol == "" {
 		o.Protocol = ClientProtocol
@@ -114,6 +147,63 @@ func Dial(ctx context.Context, o Options) (*Conn, error) {
 	return c, nil
 }
 
+// DialStream connects to the NameNode and authenticates as Dial does,
+// then hands the connection to another RPC client (the HDFS library's,
+// which speaks no token authentication) as a net.Conn: that client writes
+// its own connection header, as one without security does ("hrpc",
+// version 9, service class 0, auth protocol NONE), which is checked and
+// dropped (the real one went before the SASL exchange), then its
+// connection context and calls; they go wrapped, and the answers come
+// unwrapped, when the exchange agreed on a security layer. The context
+// must name the token's owner as its user, or none (ParseDelegationID).
+func DialStream(ctx context.Context, o Options) (net.Conn, error) {
+	o.streamOnly = true
+	c, err := Dial(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return &streamConn{Conn: c.nc, c: c, header: []byte{'h', 'r', 'p', 'c', 9, 0, 0}}, nil
+}
+
+// streamConn is the connection DialStream returns.
+type streamConn struct {
+	net.Conn
+	c *Conn
+	// header is what is left to come of the caller's connection header.
+	header []byte
+	wmu    sync.Mutex
+}
+
+// Read reads the server's stream, unwrapped.
+func (s *streamConn) Read(p []byte) (int, error) { return s.c.in.Read(p) }
+
+// Write drops the caller's connection header, then sends p, wrapped when
+// a security layer is on.
+func (s *streamConn) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	n := 0
+	if len(s.header) > 0 {
+		k := min(len(s.header), len(p))
+		if !bytes.Equal(p[:k], s.header[:k]) {
+			return 0, fmt.Errorf("hadooprpc: NameNode %s: the client's connection header %q is not the plain one this connection expects", s.c.addr, p[:k])
+		}
+		s.header = s.header[k:]
+		p, n = p[k:], k
+	}
+	if len(p) == 0 {
+		return n, nil
+	}
+	if s.c.layer == nil {
+		m, err := s.Conn.Write(p)
+		return n + m, err
+	}
+	if err := s.c.writeWrapped(p); err != nil {
+		return n, err
+	}
+	return n + len(p), nil
+}
+
 // Close closes the connection.
 func (c *Conn) Close() error { return c.nc.Close() }
 
@@ -124,7 +214,19 @@ func (c *Conn) handshake(o Options, qops []sasl.QOP) error {
 	if _, err := c.nc.Write([]byte{'h', 'r', 'p', 'c', 9, 0, byte(0x100 + saslCallID)}); err != nil {
 		return fmt.Errorf("hadooprpc: NameNode %s: %w", c.addr, err)
 	}
-	layer, err := c.authenticate(o, qops)
+	var layer securityLayer
+	var err error
+	user := o.Principal
+	if o.Login != nil {
+		layer, err = c.authenticate(o, qops)
+	} else {
+		// With a token the connection itself says who the caller is (the
+		// token's owner): the context names no user, as Hadoop's own
+		// client sends it; a name there that is not the owner's would be
+		// refused.
+		user = ""
+		layer, err = c.authenticateToken(o.Token, qops)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,14 +234,93 @@ func (c *Conn) handshake(o Options, qops []sasl.QOP) error {
 		c.layer = layer
 		c.in = &unwrapReader{c: c}
 	}
+	if o.streamOnly {
+		return nil
+	}
 	pkt := appendDelimited(nil, requestHeader(contextCallID, c.clientID, -1))
-	pkt = appendDelimited(pkt, connectionContext(o.Principal, o.Protocol))
+	pkt = appendDelimited(pkt, connectionContext(user, o.Protocol))
 	return c.writePacket(pkt)
+}
+
+// The DIGEST-MD5 qop of each quality of protection.
+var digestQops = map[sasl.QOP]string{
+	sasl.Authentication: digestmd5.QopAuth,
+	sasl.Integrity:      digestmd5.QopIntegrity,
+	sasl.Privacy:        digestmd5.QopPrivacy,
+}
+
+// authenticateToken runs the SASL exchange of Hadoop's TOKEN method:
+// the NameNode's NEGOTIATE carries a DIGEST-MD5 challenge beside its
+// offer; the answer (user name and password: the token's identifier and
+// password, base64) goes in the INITIATE, and the SUCCESS carries the
+// server's proof that it knows the password too. It returns the security
+// layer, nil for authentication only.
+func (c *Conn) authenticateToken(tok *Token, qops []sasl.QOP) (securityLayer, error) {
+	if err := c.sendSasl(&saslMessage{state: saslNegotiate}); err != nil {
+		return nil, err
+	}
+	neg, err := c.readSasl()
+	if err != nil {
+		return nil, err
+	}
+	if neg.state != saslNegotiate {
+		return nil, fmt.Errorf("hadooprpc: NameNode %s answered SASL state %d to NEGOTIATE; it may not use security (hadoop.security.authentication)", c.addr, neg.state)
+	}
+	var auth saslAuth
+	var offered []string
+	for _, a := range neg.auths {
+		offered = append(offered, a.method)
+		if a.method == "TOKEN" && a.mechanism == "DIGEST-MD5" {
+			auth = a
+		}
+	}
+	if auth.method == "" {
+		return nil, fmt.Errorf("hadooprpc: NameNode %s offers no token authentication (offered: %s)", c.addr, strings.Join(offered, ", "))
+	}
+	ch, err := digestmd5.ParseChallenge(auth.challenge)
+	if err != nil {
+		return nil, fmt.Errorf("hadooprpc: NameNode %s: its DIGEST-MD5 challenge: %w", c.addr, err)
+	}
+	cl := &digestmd5.Client{
+		Username: base64.StdEncoding.EncodeToString(tok.Identifier),
+		Password: base64.StdEncoding.EncodeToString(tok.Password),
+		Service:  auth.protocol,
+		Host:     auth.serverID,
+	}
+	for _, q := range qops {
+		cl.Qops = append(cl.Qops, digestQops[q])
+	}
+	answer, session, err := cl.Respond(ch)
+	if err != nil {
+		return nil, fmt.Errorf("hadooprpc: NameNode %s: %w (hadoop.rpc.protection)", c.addr, err)
+	}
+	auth.challenge = nil
+	if err := c.sendSasl(&saslMessage{state: saslInitiate, token: answer, hasToken: true, auths: []saslAuth{auth}}); err != nil {
+		return nil, err
+	}
+	reply, err := c.readSasl()
+	if err != nil {
+		return nil, err
+	}
+	if reply.state != saslSuccess {
+		return nil, fmt.Errorf("%w: SASL state %d after the DIGEST-MD5 answer, want SUCCESS", ErrMalformed, reply.state)
+	}
+	if err := session.Verify(reply.token); err != nil {
+		return nil, fmt.Errorf("hadooprpc: NameNode %s: %w", c.addr, err)
+	}
+	if session.Qop == digestmd5.QopAuth {
+		return nil, nil
+	}
+	l, err := session.Layer()
+	if err != nil {
+		return nil, err
+	}
+	return digestLayer{l}, nil
 }
 
 // authenticate runs the SASL exchange and returns the security layer, nil
 // for authentication only.
-func (c *Conn) authenticate(o Options, qops []sasl.QOP) (*sasl.Layer, error) {
+func (c *Conn) authenticate(o Options, qops []sasl.QOP) (securityLayer, error) {
 	if err := c.sendSasl(&saslMessage{state: saslNegotiate}); err != nil {
 		return nil, err
 	}
@@ -179,7 +360,10 @@ func (c *Conn) authenticate(o Options, qops []sasl.QOP) (*sasl.Layer, error) {
 			if !done {
 				return nil, fmt.Errorf("hadooprpc: NameNode %s ended SASL before the security layer was agreed", c.addr)
 			}
-			return mech.Layer(), nil
+			if l := mech.Layer(); l != nil {
+				return l, nil
+			}
+			return nil, nil
 		case saslChallenge:
 			if done {
 				return nil, fmt.Errorf("hadooprpc: NameNode %s sent a challenge after the exchange was done", c.addr)
@@ -236,7 +420,7 @@ func (c *Conn) readSasl() (saslMessage, error) {
 		if hint := sasl.Explain(h.msg); hint != "" {
 			return saslMessage{}, fmt.Errorf("hadooprpc: NameNode %s refused the Kerberos login: %s: %w", c.addr, hint, re)
 		}
-		return saslMessage{}, fmt.Errorf("hadooprpc: NameNode %s refused the login: %w", c.addr, re)
+		return saslMessage{}, fmt.Errorf("hadooprpc: NameNode %s %s: %w", c.addr, LoginRefused, re)
 	}
 	if h.callID != saslCallID {
 		return saslMessage{}, fmt.Errorf("%w: call id %d during SASL", ErrMalformed, h.callID)
@@ -315,12 +499,29 @@ func (c *Conn) writePacket(pkt []byte) error {
 	if c.layer == nil {
 		return c.writeRaw(pkt)
 	}
-	framed := binary.BigEndian.AppendUint32(nil, uint32(len(pkt)))
-	tok, err := c.layer.Wrap(append(framed, pkt...))
-	if err != nil {
-		return fmt.Errorf("hadooprpc: NameNode %s: %w", c.addr, err)
+	stream := binary.BigEndian.AppendUint32(nil, uint32(len(pkt)))
+	return c.writeWrapped(append(stream, pkt...))
+}
+
+// writeWrapped sends bytes of the RPC stream (length-prefixed packets)
+// in WRAP messages. The server unwraps them into one stream, so bytes
+// more than the layer takes at once go in several messages.
+func (c *Conn) writeWrapped(stream []byte) error {
+	for len(stream) > 0 {
+		n := len(stream)
+		if max := c.layer.MaxPayload(); max > 0 && n > max {
+			n = max
+		}
+		tok, err := c.layer.Wrap(stream[:n])
+		if err != nil {
+			return fmt.Errorf("hadooprpc: NameNode %s: %w", c.addr, err)
+		}
+		if err := c.sendSasl(&saslMessage{state: saslWrap, token: tok, hasToken: true}); err != nil {
+			return err
+		}
+		stream = stream[n:]
 	}
-	return c.sendSasl(&saslMessage{state: saslWrap, token: tok, hasToken: true})
+	return nil
 }
 
 // writeRaw sends pkt with its int32 length on the connection.
@@ -380,7 +581,7 @@ func (u *unwrapReader) next() ([]byte, error) {
 // unwrapPacket checks that pkt is a WRAP message under the SASL call id
 // and returns its token unwrapped. A server error in its place (status
 // not SUCCESS) comes back as a *RemoteError.
-func unwrapPacket(l *sasl.Layer, pkt []byte) ([]byte, error) {
+func unwrapPacket(l securityLayer, pkt []byte) ([]byte, error) {
 	h, body, err := splitResponse(pkt)
 	if err != nil {
 		return nil, err

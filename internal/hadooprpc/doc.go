@@ -1,8 +1,13 @@
 // Package hadooprpc is a minimal client of Hadoop's IPC (RPC version 9,
-// protobuf engine) for the few NameNode calls the HDFS library lacks:
-// getting and cancelling an HDFS delegation token, which a secure HBase
-// region server needs from a bulk-load caller so that it moves the
-// caller's files as the caller.
+// protobuf engine) for what the HDFS library lacks: getting and
+// cancelling an HDFS delegation token, which a secure HBase region server
+// needs from a bulk-load caller so that it moves the caller's files as
+// the caller; and authenticating with a delegation token instead of
+// Kerberos (Hadoop's TOKEN method, SASL DIGEST-MD5 through
+// internal/digestmd5), with the tokens of a Hadoop token storage file
+// (ReadCredentialsFile, what YARN hands a container), for its own calls
+// (Dial) or as a connection the HDFS library then speaks over
+// (DialStream).
 //
 // A connection authenticates with Kerberos through SASL GSSAPI, carried in
 // RpcSaslProto messages under call id -33 (NEGOTIATE, INITIATE,

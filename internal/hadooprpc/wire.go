@@ -69,11 +69,16 @@ func methodHeader(method, protocol string, version uint64) []byte {
 }
 
 // connectionContext encodes an IpcConnectionContextProto: userInfo 2
-// (UserInformationProto, effectiveUser 1) and protocol 3.
+// (UserInformationProto, effectiveUser 1, left out when empty) and
+// protocol 3.
 func connectionContext(effectiveUser, protocol string) []byte {
+	var user []byte
+	if effectiveUser != "" {
+		user = appendString(nil, 1, effectiveUser)
+	}
 	var b []byte
 	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendBytes(b, appendString(nil, 1, effectiveUser))
+	b = protowire.AppendBytes(b, user)
 	return appendString(b, 3, protocol)
 }
 
@@ -82,6 +87,11 @@ func connectionContext(effectiveUser, protocol string) []byte {
 type saslAuth struct {
 	method, mechanism, protocol, serverID string
 	challenge                             []byte
+	// hasProtocol and hasServerID: the field was present. The server
+	// checks the client's choice by equality with its own offer, where a
+	// field present and empty (TOKEN's protocol) differs from one left
+	// out, so a choice echoes the offer's fields exactly.
+	hasProtocol, hasServerID bool
 }
 
 // saslMessage is an RpcSaslProto: version 1, state 2, token 3, auths 4.
@@ -105,10 +115,10 @@ func (m *saslMessage) encode() []byte {
 		var ab []byte
 		ab = appendString(ab, 1, a.method)
 		ab = appendString(ab, 2, a.mechanism)
-		if a.protocol != "" {
+		if a.protocol != "" || a.hasProtocol {
 			ab = appendString(ab, 3, a.protocol)
 		}
-		if a.serverID != "" {
+		if a.serverID != "" || a.hasServerID {
 			ab = appendString(ab, 4, a.serverID)
 		}
 		b = protowire.AppendTag(b, 4, protowire.BytesType)
@@ -158,9 +168,9 @@ func decodeAuth(b []byte) (saslAuth, error) {
 		case 2:
 			a.mechanism = string(raw)
 		case 3:
-			a.protocol = string(raw)
+			a.protocol, a.hasProtocol = string(raw), true
 		case 4:
-			a.serverID = string(raw)
+			a.serverID, a.hasServerID = string(raw), true
 		case 5:
 			a.challenge = raw
 		}

@@ -272,6 +272,7 @@ type Identity struct {
 	opts  Options
 	mu    sync.Mutex
 	login *Login
+	made  bool // the login was the caller's (Of)
 }
 
 // NewIdentity returns an identity that logs in as o says (the ticket
@@ -280,7 +281,12 @@ func NewIdentity(o Options) *Identity { return &Identity{opts: o} }
 
 // Of returns an identity already logged in as l (a caller that made its
 // own login, a test).
-func Of(l *Login) *Identity { return &Identity{login: l} }
+func Of(l *Login) *Identity { return &Identity{login: l, made: true} }
+
+// Explicit reports whether the identity is a login asked for: from a
+// keytab, or made by the caller (Of), rather than whatever the ticket
+// cache holds; false for nil.
+func (id *Identity) Explicit() bool { return id != nil && (id.opts.Keytab != "" || id.made) }
 
 // Login returns the identity's login, logging in at the first call. A
 // failed login is tried again at the next call. A nil Identity fails

@@ -29,8 +29,12 @@ func (t *token) String() string { return t.tok.String() }
 // DelegationToken implements vfs.TokenIssuer: it asks the NameNode for a delegation token that renewer
 // may renew ("" means the logged-in principal itself). It returns nil and
 // no error when the file system does not use Kerberos: such a NameNode
-// issues no tokens, and none is needed. Cancel the token when done.
+// issues no tokens, and none is needed. Under a token file it returns the
+// file's token, which its Cancel leaves alone. Cancel the token when done.
 func (h *FS) DelegationToken(ctx context.Context, renewer string) (*vfs.DelegationToken, error) {
+	if h.fileToken != nil {
+		return h.fileDelegationToken(), nil
+	}
 	if h.login == nil {
 		return nil, nil
 	}

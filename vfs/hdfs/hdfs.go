@@ -2,7 +2,9 @@
 // (host:port) or a nameservice of the Hadoop configuration, and a path.
 // It speaks HDFS natively: NameNode RPC, DataNode block transfer with its
 // SASL protection, delegation tokens, and Kerberos when the cluster
-// requires it (the login is passed in, Options.Kerberos, never looked up).
+// requires it (the login is passed in, Options.Kerberos, never looked up;
+// with no keytab given, the HDFS delegation token of the token file a
+// YARN container is handed, HADOOP_TOKEN_FILE_LOCATION, goes first).
 // Importing it registers the scheme with vfs.Open.
 package hdfs
 
@@ -26,6 +28,7 @@ import (
 	gohdfs "github.com/colinmarc/hdfs/v2"
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
+	"github.com/rekeyhq/rekey/internal/hadooprpc"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -53,6 +56,11 @@ type FS struct {
 	// runs itself (ownDataNodeQops); dnAES asks for AES after privacy.
 	dnQops []string
 	dnAES  bool
+	// fileToken, when set, is the delegation token of the process's token
+	// file (tokenFile) that NameNode connections authenticate with
+	// (useTokenFile), in place of a Kerberos login.
+	fileToken *hadooprpc.Token
+	tokenFile string
 }
 
 // Stats counts an HDFS file system's DataNode connections and what
@@ -180,8 +188,20 @@ func DialWith(authority string, o Options) (*FS, error) {
 	opts.Addresses = addrs
 	h := &FS{name: "hdfs://" + authority, nnWait: o.NameNodeWait, addrs: addrs}
 	if opts.KerberosClient != nil {
-		if err := h.kerberize(&opts, conf, o.Kerberos); err != nil {
-			return nil, err
+		tokens := false
+		if !o.Kerberos.Explicit() {
+			// No keytab given: a YARN container may have been handed its
+			// delegation tokens, which go before a ticket cache (Hadoop's
+			// clients, too, use a token for the service when they hold
+			// one). A keytab, when given, is the login asked for.
+			if tokens, err = h.useTokenFile(&opts, conf); err != nil {
+				return nil, err
+			}
+		}
+		if !tokens {
+			if err := h.kerberize(&opts, conf, o.Kerberos); err != nil {
+				return nil, err
+			}
 		}
 		if h.dnQops = ownDataNodeQops(conf); h.dnQops != nil {
 			opts.DataTransferProtection = "" // the client's DIGEST-MD5 layers misread; digestConn does it
@@ -200,7 +220,10 @@ func DialWith(authority string, o Options) (*FS, error) {
 	}
 	opts.DatanodeDialFunc = h.countingDial(dial)
 	opts.NamenodeDialFunc = h.watchingNameNodeDial(opts.NamenodeDialFunc)
-	opts.User = os.Getenv("HADOOP_USER_NAME")
+	if h.fileToken == nil {
+		// Under a token the user is its owner (useTokenFile).
+		opts.User = os.Getenv("HADOOP_USER_NAME")
+	}
 	if opts.User == "" && h.login == nil {
 		u, err := user.Current()
 		if err != nil {

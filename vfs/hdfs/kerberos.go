@@ -16,6 +16,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rekeyhq/rekey/internal/hadooprpc"
 	"github.com/rekeyhq/rekey/internal/krb"
 )
 
@@ -116,7 +117,7 @@ const simpleRefused = "SIMPLE authentication is not enabled"
 // connection first, which looks like a NameNode going away: so at the
 // first such error a client without Kerberos asks the NameNode itself.
 func (h *FS) simpleRefusal(op, name string, err error) error {
-	if h.login != nil {
+	if h.login != nil || h.fileToken != nil {
 		return nil
 	}
 	m := err.Error()
@@ -192,6 +193,10 @@ func (h *FS) explain(op, name string, err error) error {
 	}
 	if e := h.simpleRefusal(op, name, err); e != nil {
 		return e
+	}
+	if h.fileToken != nil && strings.Contains(err.Error(), hadooprpc.LoginRefused) {
+		return fmt.Errorf("%w: %s refused the delegation token of %s=%s (cancelled, past its lifetime, or another cluster's; a resubmitted job gets fresh tokens): %w",
+			ErrKerberos, h.name, hadooprpc.TokenFileEnv, h.tokenFile, err)
 	}
 	if h.login == nil {
 		return err

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gohdfs "github.com/colinmarc/hdfs/v2"
+
+	"github.com/rekeyhq/rekey/internal/hadooprpc"
 )
 
 // ErrNameNodeUnavailable is matched by the error of an HDFS operation that
@@ -51,6 +53,11 @@ func nameNodeDown(err error, transport bool) bool {
 		case excSafeMode, excRetriable, excStandby:
 			return true
 		}
+		return false
+	}
+	// A NameNode that refused this client's token (DialStream) answered:
+	// waiting would not change its mind.
+	if strings.Contains(err.Error(), hadooprpc.LoginRefused) {
 		return false
 	}
 	// The client's own words when it could dial no NameNode (connection

@@ -39,6 +39,7 @@ func TestNameNodeDown(t *testing.T) {
 		{"connection broke, NameNode call", &os.PathError{Op: "stat", Path: "/x", Err: io.EOF}, true, true},
 		{"connection broke, read path", io.EOF, false, false},
 		{"reset, NameNode call", fmt.Errorf("rename: %w", syscall.ECONNRESET), true, true},
+		{"token refused", fmt.Errorf("no available namenodes: hadooprpc: NameNode 127.0.0.1:1 refused the login: InvalidToken"), true, false},
 		{"gave up already", fmt.Errorf("%w: no available namenodes", ErrNameNodeUnavailable), true, false},
 		{"permission", iofs.ErrPermission, true, false},
 	} {

@@ -77,6 +77,8 @@ public final class Oracle {
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
       "  digest-table TABLE | digest-snapshot ROOTDIR NAME [--rekey]   cells and an order-independent digest",
+      "  write-credentials FILE proto|legacy RENEWER  the file system's HDFS delegation tokens in a Hadoop token storage file",
+      "  cancel-token FILE                    cancel the tokens of a token storage file",
       "  hang SECONDS                         sleep, then exit 0: a call that does not answer, for testenv's own deadline test",
       "  rekey-dump ROOTDIR NAME              the wide -> bucketed re-key of a snapshot's cells (refusals on stderr)",
       "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
@@ -483,6 +485,50 @@ public final class Oracle {
         need(a, 2, 2, "snapshot TABLE NAME");
         try (Connection conn = connect()) {
           snapshot(conn, TableName.valueOf(a[0]), a[1], false);
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "write-credentials": {
+        // What a YARN client hands a container: the HDFS delegation tokens
+        // of the cluster's file system in Hadoop's own token storage file
+        // (HADOOP_TOKEN_FILE_LOCATION), in the current format or the
+        // legacy Writable one.
+        need(a, 3, 3, "write-credentials FILE proto|legacy RENEWER");
+        Configuration conf = Conf.client(statePath());
+        org.apache.hadoop.security.Credentials creds = new org.apache.hadoop.security.Credentials();
+        FileSystem fs = FileSystem.get(conf);
+        org.apache.hadoop.security.token.Token<?>[] got = fs.addDelegationTokens(a[2], creds);
+        if (got == null || got.length == 0) {
+          throw new IOException(fs.getUri() + " issued no delegation token (is it secure?)");
+        }
+        switch (a[1]) {
+          case "proto":
+            creds.writeTokenStorageFile(path(a[0]), conf, org.apache.hadoop.security.Credentials.SerializedFormat.PROTOBUF);
+            break;
+          case "legacy":
+            creds.writeTokenStorageFile(path(a[0]), conf, org.apache.hadoop.security.Credentials.SerializedFormat.WRITABLE);
+            break;
+          default:
+            throw new UsageException("format " + a[1] + ": want proto or legacy");
+        }
+        // One line per token: alias, kind, service, owner.
+        for (java.util.Map.Entry<org.apache.hadoop.io.Text, org.apache.hadoop.security.token.Token<? extends org.apache.hadoop.security.token.TokenIdentifier>> e
+            : creds.getTokenMap().entrySet()) {
+          org.apache.hadoop.security.token.Token<?> t = e.getValue();
+          System.out.println(e.getKey() + "\t" + t.getKind() + "\t" + t.getService() + "\t" + t.decodeIdentifier().getUser().getUserName());
+        }
+        return;
+      }
+      case "cancel-token": {
+        // Cancels the HDFS delegation tokens of a token storage file, as
+        // the YARN ResourceManager does when the application ends.
+        need(a, 1, 1, "cancel-token FILE");
+        Configuration conf = Conf.client(statePath());
+        org.apache.hadoop.security.Credentials creds =
+            org.apache.hadoop.security.Credentials.readTokenStorageFile(new java.io.File(a[0]), conf);
+        for (org.apache.hadoop.security.token.Token<?> t : creds.getAllTokens()) {
+          t.cancel(conf);
         }
         System.out.println("ok");
         return;
