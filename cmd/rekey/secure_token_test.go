@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekeyhq/rekey/internal/hadooprpc"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/sasl"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs/hdfs"
@@ -32,7 +32,7 @@ func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 	secureConfWith(t, s, qops[0])
 	tokens := filepath.Join(t.TempDir(), "container_tokens")
 	testenv.SecureOracle(t, nil, "write-credentials", tokens, "proto", "yarn")
-	t.Setenv(hadooprpc.TokenFileEnv, tokens)
+	t.Setenv(hadooptoken.TokenFileEnv, tokens)
 
 	dir := fmt.Sprintf("/user/user/rekey-token-phases-%d", time.Now().UnixNano())
 	staging := "hdfs://" + s.NameNode + dir

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 )
 
 // ClientProtocol is the protocol name of the NameNode's client RPC
@@ -16,71 +18,16 @@ const (
 )
 
 // HDFSTokenKind is the kind of an HDFS delegation token.
-const HDFSTokenKind = "HDFS_DELEGATION_TOKEN"
+const HDFSTokenKind = hadooptoken.HDFSTokenKind
 
-// Token is a Hadoop security token (Security.proto's TokenProto). The
-// identifier and password are secrets: String leaves them out.
-type Token struct {
-	Identifier []byte
-	Password   []byte
-	Kind       string
-	// Service names the server the token is for, as Hadoop's clients
-	// select tokens: "ip:port" of a NameNode, or "ha-hdfs:<nameservice>".
-	// The NameNode leaves it empty; the caller sets it.
-	Service string
-}
+// Token is a Hadoop security token (hadooptoken.Token).
+type Token = hadooptoken.Token
 
-// String describes the token without its secrets.
-func (t *Token) String() string {
-	if t == nil {
-		return "no token"
-	}
-	return fmt.Sprintf("%s token for %s (%d-byte identifier, password withheld)", t.Kind, t.Service, len(t.Identifier))
-}
-
-// GoString is String: %#v must not print the secrets either.
-func (t *Token) GoString() string { return t.String() }
-
-// encode encodes t as a TokenProto: identifier 1, password 2, kind 3,
-// service 4 (all required).
-func (t *Token) encode() []byte {
-	var b []byte
-	b = protowire.AppendTag(b, 1, protowire.BytesType)
-	b = protowire.AppendBytes(b, t.Identifier)
-	b = protowire.AppendTag(b, 2, protowire.BytesType)
-	b = protowire.AppendBytes(b, t.Password)
-	b = appendString(b, 3, t.Kind)
-	return appendString(b, 4, t.Service)
-}
-
-// decodeToken decodes a TokenProto. Its errors never quote the bytes.
+// decodeToken decodes a TokenProto.
 func decodeToken(b []byte) (*Token, error) {
-	t := &Token{}
-	seen := 0
-	err := fields(b, func(num protowire.Number, typ protowire.Type, _ uint64, raw []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			t.Identifier = append([]byte(nil), raw...)
-		case 2:
-			t.Password = append([]byte(nil), raw...)
-		case 3:
-			t.Kind = string(raw)
-		case 4:
-			t.Service = string(raw)
-		default:
-			return nil
-		}
-		seen |= 1 << num
-		return nil
-	})
+	t, err := hadooptoken.DecodeProto(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: TokenProto: %v", ErrMalformed, err)
-	}
-	if seen&(1<<1|1<<2|1<<3) != 1<<1|1<<2|1<<3 {
-		return nil, fmt.Errorf("%w: TokenProto lacks its identifier, password or kind", ErrMalformed)
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return t, nil
 }
@@ -126,7 +73,7 @@ func decodeTokenResponse(resp []byte) (*Token, error) {
 func (c *Conn) RenewDelegationToken(ctx context.Context, t *Token) (time.Time, error) {
 	var req []byte // RenewDelegationTokenRequestProto.token
 	req = protowire.AppendTag(req, 1, protowire.BytesType)
-	req = protowire.AppendBytes(req, t.encode())
+	req = protowire.AppendBytes(req, t.EncodeProto())
 	resp, err := c.Call(ctx, "renewDelegationToken", req)
 	if err != nil {
 		if re, ok := err.(*RemoteError); ok {
@@ -164,7 +111,7 @@ func decodeRenewResponse(resp []byte) (time.Time, error) {
 func (c *Conn) CancelDelegationToken(ctx context.Context, t *Token) error {
 	var req []byte // CancelDelegationTokenRequestProto.token
 	req = protowire.AppendTag(req, 1, protowire.BytesType)
-	req = protowire.AppendBytes(req, t.encode())
+	req = protowire.AppendBytes(req, t.EncodeProto())
 	if _, err := c.Call(ctx, "cancelDelegationToken", req); err != nil {
 		if re, ok := err.(*RemoteError); ok {
 			return fmt.Errorf("hadooprpc: cancelDelegationToken at %s: the NameNode answered %s", c.addr, re.Class)

@@ -10,6 +10,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/testenv"
 )
 
@@ -56,7 +57,7 @@ func TestSecureTokenFileAuthenticates(t *testing.T) {
 		t.Run(format, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "container_tokens")
 			out := strings.TrimSpace(string(testenv.SecureOracle(t, as, "write-credentials", file, format, "rekey")))
-			creds, err := ReadCredentialsFile(file)
+			creds, err := hadooptoken.ReadCredentialsFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +75,7 @@ func TestSecureTokenFileAuthenticates(t *testing.T) {
 				if got.Alias != f[0] || got.Token.Kind != f[1] || got.Token.Service != f[2] {
 					t.Fatalf("token %d: alias %q, kind %q, service %q; Hadoop wrote %q", i, got.Alias, got.Token.Kind, got.Token.Service, line)
 				}
-				id, err := ParseDelegationID(got.Token.Identifier)
+				id, err := hadooptoken.ParseDelegationID(got.Token.Identifier)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -114,7 +114,7 @@ func TestTokenNeverPrintsSecrets(t *testing.T) {
 			t.Errorf("%s: %s", f, s)
 		}
 	}
-	back, err := decodeToken(tok.encode())
+	back, err := decodeToken(tok.EncodeProto())
 	if err != nil || !bytes.Equal(back.Password, tok.Password) || back.Service != tok.Service {
 		t.Fatalf("round trip: %v", err)
 	}
@@ -144,7 +144,7 @@ func appendDelimitedField(num int, msg []byte) []byte {
 func FuzzDecoders(f *testing.F) {
 	f.Add(packet(f, "negotiate.bin"))
 	f.Add(packet(f, "simple-refused.bin"))
-	f.Add((&Token{Identifier: []byte{1}, Password: []byte{2}, Kind: "k", Service: "s"}).encode())
+	f.Add((&Token{Identifier: []byte{1}, Password: []byte{2}, Kind: "k", Service: "s"}).EncodeProto())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if _, body, err := splitResponse(b); err == nil {
 			if mb, _, err := nextDelimited(body); err == nil {

@@ -55,7 +55,7 @@ var rules = map[string][]string{
 	// What the object stores share: ranged reads, whole-object writes.
 	"vfs/objstore": {"vfs"},
 	// Each backend: the core, and what its protocol needs.
-	"vfs/hdfs":  {"vfs", "!vfs/s3", "!vfs/gcs", "!vfs/azure", "!vfs/objstore", "!vfs/all", "internal/krb", "internal/hadooprpc", "internal/digestmd5"},
+	"vfs/hdfs":  {"vfs", "!vfs/s3", "!vfs/gcs", "!vfs/azure", "!vfs/objstore", "!vfs/all", "internal/krb", "internal/hadooprpc", "internal/hadooptoken", "internal/digestmd5"},
 	"vfs/s3":    {"vfs", "!vfs/hdfs", "!vfs/gcs", "!vfs/azure", "!vfs/all", "vfs/objstore"},
 	"vfs/gcs":   {"vfs", "!vfs/hdfs", "!vfs/s3", "!vfs/azure", "!vfs/all", "vfs/objstore"},
 	"vfs/azure": {"vfs", "!vfs/hdfs", "!vfs/s3", "!vfs/gcs", "!vfs/all", "vfs/objstore"},
@@ -91,8 +91,10 @@ var rules = map[string][]string{
 	// SASL GSSAPI over Kerberos: HBase's RPC and the NameNode's use it.
 	"internal/sasl": {},
 	// The NameNode calls the HDFS library lacks, over the SASL GSSAPI
-	// mechanism HBase's RPC uses too.
-	"internal/hadooprpc": {"internal/sasl"},
+	// mechanism HBase's RPC uses too, or DIGEST-MD5 with a token.
+	"internal/hadooprpc": {"internal/sasl", "internal/digestmd5", "internal/hadooptoken"},
+	// Hadoop's tokens and the token storage file YARN hands containers.
+	"internal/hadooptoken": {"internal/writable"},
 	// DIGEST-MD5 for DataNode connections the HDFS library misreads.
 	"internal/digestmd5": {},
 	"internal/testenv":   {"cell"},

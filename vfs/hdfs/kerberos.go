@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rekeyhq/rekey/internal/hadooprpc"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/krb"
 )
 
@@ -196,7 +197,7 @@ func (h *FS) explain(op, name string, err error) error {
 	}
 	if h.fileToken != nil && strings.Contains(err.Error(), hadooprpc.LoginRefused) {
 		return fmt.Errorf("%w: %s refused the delegation token of %s=%s (cancelled, past its lifetime, or another cluster's; a resubmitted job gets fresh tokens): %w",
-			ErrKerberos, h.name, hadooprpc.TokenFileEnv, h.tokenFile, err)
+			ErrKerberos, h.name, hadooptoken.TokenFileEnv, h.tokenFile, err)
 	}
 	if h.login == nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/colinmarc/hdfs/v2/hadoopconf"
 
 	"github.com/rekeyhq/rekey/internal/hadooprpc"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -27,14 +28,14 @@ import (
 // Kerberos login. It reports false, with no error, when the variable is
 // not set.
 func (h *FS) useTokenFile(opts *gohdfs.ClientOptions, conf hadoopconf.HadoopConf) (bool, error) {
-	path := os.Getenv(hadooprpc.TokenFileEnv)
+	path := os.Getenv(hadooptoken.TokenFileEnv)
 	if path == "" {
 		return false, nil
 	}
 	service := tokenService(conf, strings.TrimPrefix(h.name, "hdfs://"), h.addrs)
-	creds, err := hadooprpc.ReadCredentialsFile(path)
+	creds, err := hadooptoken.ReadCredentialsFile(path)
 	if err != nil {
-		return false, fmt.Errorf("vfs: HDFS %s requires Kerberos and no login was given, so its delegation token is looked for in %s=%s: %w", h.name, hadooprpc.TokenFileEnv, path, err)
+		return false, fmt.Errorf("vfs: HDFS %s requires Kerberos and no login was given, so its delegation token is looked for in %s=%s: %w", h.name, hadooptoken.TokenFileEnv, path, err)
 	}
 	tok := creds.ForService(hadooprpc.HDFSTokenKind, service)
 	if tok == nil {
@@ -46,15 +47,15 @@ func (h *FS) useTokenFile(opts *gohdfs.ClientOptions, conf hadoopconf.HadoopConf
 			held = []string{"none"}
 		}
 		return false, fmt.Errorf("%w: %s (hadoop.security.authentication=kerberos), no Kerberos login was given, and the token file %s=%s holds no %s for %s (it holds: %s); give the job a keytab (security section), or have the submitting client obtain a token for this file system",
-			ErrKerberos, h.name, hadooprpc.TokenFileEnv, path, hadooprpc.HDFSTokenKind, service, strings.Join(held, "; "))
+			ErrKerberos, h.name, hadooptoken.TokenFileEnv, path, hadooprpc.HDFSTokenKind, service, strings.Join(held, "; "))
 	}
-	id, err := hadooprpc.ParseDelegationID(tok.Identifier)
+	id, err := hadooptoken.ParseDelegationID(tok.Identifier)
 	if err != nil {
 		return false, fmt.Errorf("vfs: HDFS %s: the delegation token in %s: %w", h.name, path, err)
 	}
 	if id.MaxMillis > 0 && time.Now().After(time.UnixMilli(id.MaxMillis)) {
 		return false, fmt.Errorf("%w: %s: the delegation token in %s=%s passed its maximum lifetime at %s; resubmit the job for fresh tokens",
-			ErrKerberos, h.name, hadooprpc.TokenFileEnv, path, time.UnixMilli(id.MaxMillis).UTC().Format(time.RFC3339))
+			ErrKerberos, h.name, hadooptoken.TokenFileEnv, path, time.UnixMilli(id.MaxMillis).UTC().Format(time.RFC3339))
 	}
 	protection := conf["hadoop.rpc.protection"]
 	dial := opts.NamenodeDialFunc

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rekeyhq/rekey/internal/hadooprpc"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
 )
@@ -32,7 +32,7 @@ func TestSecureTokenFileOnly(t *testing.T) {
 	t.Setenv("HADOOP_CONF_DIR", s.Secure.HadoopConfDir)
 	file := filepath.Join(t.TempDir(), "container_tokens")
 	testenv.SecureOracle(t, nil, "write-credentials", file, "proto", "yarn")
-	t.Setenv(hadooprpc.TokenFileEnv, file)
+	t.Setenv(hadooptoken.TokenFileEnv, file)
 
 	h, err := DialWith(s.NameNode, Options{NameNodeWait: 20 * time.Second})
 	if err != nil {

@@ -1,4 +1,4 @@
-package hadooprpc
+package hadooptoken
 
 import (
 	"bufio"
@@ -20,7 +20,7 @@ const TokenFileEnv = "HADOOP_TOKEN_FILE_LOCATION"
 
 // ErrCredentials is matched by the error of a token storage file that is
 // not one: another magic, an unknown version, a record cut short.
-var ErrCredentials = errors.New("hadooprpc: not a Hadoop token storage file")
+var ErrCredentials = errors.New("hadooptoken: not a Hadoop token storage file")
 
 // Credentials are the tokens of a Hadoop token storage file, by alias.
 // Secret keys the file may also hold (opaque bytes other frameworks pass
@@ -53,7 +53,7 @@ func (c *Credentials) ForService(kind, service string) *Token {
 func ReadCredentialsFile(path string) (*Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("hadooprpc: token file: %w", err)
+		return nil, fmt.Errorf("hadooptoken: token file: %w", err)
 	}
 	defer f.Close()
 	c, err := ReadCredentials(bufio.NewReader(f))
@@ -111,13 +111,13 @@ func readCredentialsProto(b []byte) (*Credentials, error) {
 		return nil, fmt.Errorf("%w: %d bytes after the CredentialsProto", ErrCredentials, len(b)-n)
 	}
 	c := &Credentials{}
-	err := fields(msg, func(num protowire.Number, typ protowire.Type, _ uint64, raw []byte) error {
+	err := Fields(msg, func(num protowire.Number, typ protowire.Type, _ uint64, raw []byte) error {
 		if num != 1 || typ != protowire.BytesType {
 			return nil // secrets, and fields of later versions
 		}
 		var alias string
 		var tok *Token
-		err := fields(raw, func(num protowire.Number, typ protowire.Type, _ uint64, raw []byte) error {
+		err := Fields(raw, func(num protowire.Number, typ protowire.Type, _ uint64, raw []byte) error {
 			if typ != protowire.BytesType {
 				return nil
 			}
@@ -125,7 +125,7 @@ func readCredentialsProto(b []byte) (*Credentials, error) {
 			case 1:
 				alias = string(raw)
 			case 2:
-				t, err := decodeToken(raw)
+				t, err := DecodeProto(raw)
 				if err != nil {
 					return err
 				}

@@ -1,4 +1,4 @@
-package hadooprpc
+package hadooptoken
 
 import (
 	"bytes"
@@ -32,13 +32,15 @@ func writableFile() []byte {
 }
 
 func protoFile() []byte {
-	tok := (&Token{Identifier: []byte("ident"), Password: []byte("secret-pw"), Kind: HDFSTokenKind, Service: "ha-hdfs:ns1"}).encode()
+	tok := (&Token{Identifier: []byte("ident"), Password: []byte("secret-pw"), Kind: HDFSTokenKind, Service: "ha-hdfs:ns1"}).EncodeProto()
 	var kv []byte
-	kv = appendString(kv, 1, "ha-hdfs:ns1")
+	kv = protowire.AppendTag(kv, 1, protowire.BytesType)
+	kv = protowire.AppendString(kv, "ha-hdfs:ns1")
 	kv = protowire.AppendTag(kv, 2, protowire.BytesType)
 	kv = protowire.AppendBytes(kv, tok)
 	var sec []byte
-	sec = appendString(sec, 1, "key")
+	sec = protowire.AppendTag(sec, 1, protowire.BytesType)
+	sec = protowire.AppendString(sec, "key")
 	sec = protowire.AppendTag(sec, 3, protowire.BytesType)
 	sec = protowire.AppendBytes(sec, []byte("value"))
 	var msg []byte
