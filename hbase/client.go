@@ -101,16 +101,18 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.ZKQuorum == "" {
 		return nil, errors.New("hbase: Config.ZKQuorum is required")
 	}
-	if cfg.Kerberos != nil {
-		k := *cfg.Kerberos // the caller's value stays as given
-		if err := k.ready(); err != nil {
-			return nil, err
-		}
-		cfg.Kerberos = &k
-	}
 	z, err := dialZK(cfg.ZKQuorum, cfg.ZNodeParent, 30*time.Second)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Kerberos != nil {
+		k := *cfg.Kerberos // the caller's value stays as given
+		// A token is chosen by the cluster's id, which ZooKeeper holds.
+		if err := k.ready(z); err != nil {
+			z.close()
+			return nil, err
+		}
+		cfg.Kerberos = &k
 	}
 	return &Client{cfg: cfg, zk: z, pool: map[poolKey]*poolEntry{}, cache: regionCache{tables: map[string]*tableRegions{}}}, nil
 }

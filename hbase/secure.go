@@ -1,10 +1,14 @@
 package hbase
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/rekeyhq/rekey/hbase/rpc"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/internal/sasl"
 )
@@ -28,6 +32,12 @@ type Kerberos struct {
 	// Protection is hbase.rpc.protection, most preferred first; empty
 	// means authentication.
 	Protection []sasl.QOP
+	// Token, when set, authenticates every connection with this HBase
+	// authentication token (SASL DIGEST-MD5) instead of a login. NewClient
+	// sets it from the token file a YARN container is handed
+	// (HADOOP_TOKEN_FILE_LOCATION) when no Login is given and Identity has
+	// no keytab.
+	Token *hadooptoken.Token
 }
 
 // kerberosFromSite returns the security settings of hbase-site.xml's
@@ -51,13 +61,26 @@ func kerberosFromSite(props map[string]string, path string) (*Kerberos, error) {
 	}, nil
 }
 
-// ready checks the settings and, without a Login, logs in as Identity.
-func (k *Kerberos) ready() error {
-	if k.RegionServerPrincipal == "" {
-		return fmt.Errorf("hbase: Kerberos is on but the region servers' principal is not set (hbase.regionserver.kerberos.principal in hbase-site.xml)")
+// ready checks the settings and, without a Login, takes the HBase token
+// of the process's token file for this cluster (when no keytab was given:
+// a YARN container is handed one, and Hadoop's clients too use a token
+// for the service when they hold one) or logs in as Identity.
+func (k *Kerberos) ready(z *zkClient) error {
+	if k.Login != nil || k.Token != nil {
+		return k.checkPrincipals()
 	}
-	if k.Login != nil {
-		return nil
+	if !k.Identity.Explicit() {
+		tok, err := tokenFromFile(z)
+		if err != nil {
+			return err
+		}
+		if tok != nil {
+			k.Token = tok
+			return nil
+		}
+	}
+	if err := k.checkPrincipals(); err != nil {
+		return err
 	}
 	l, err := k.Identity.Login()
 	if err != nil {
@@ -67,10 +90,60 @@ func (k *Kerberos) ready() error {
 	return nil
 }
 
+// checkPrincipals checks that the servers' principals a Kerberos login
+// needs are set.
+func (k *Kerberos) checkPrincipals() error {
+	if k.Token == nil && k.RegionServerPrincipal == "" {
+		return fmt.Errorf("hbase: Kerberos is on but the region servers' principal is not set (hbase.regionserver.kerberos.principal in hbase-site.xml)")
+	}
+	return nil
+}
+
+// tokenFromFile returns the HBase authentication token of the token file
+// named by HADOOP_TOKEN_FILE_LOCATION for this cluster (its service is
+// the cluster's id, from the hbaseid znode); nil when the variable is not
+// set or the file holds no HBase token. A file that holds HBase tokens,
+// none of them this cluster's, is an error: the job was handed another
+// cluster's.
+func tokenFromFile(z *zkClient) (*hadooptoken.Token, error) {
+	path := os.Getenv(hadooptoken.TokenFileEnv)
+	if path == "" {
+		return nil, nil
+	}
+	creds, err := hadooptoken.ReadCredentialsFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("hbase: the cluster needs Kerberos and no keytab was given, so its token is looked for in %s=%s: %w", hadooptoken.TokenFileEnv, path, err)
+	}
+	var held []string
+	for _, t := range creds.Tokens {
+		if t.Token.Kind == hadooptoken.HBaseTokenKind {
+			held = append(held, t.Token.Service)
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := z.clusterID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok := creds.ForService(hadooptoken.HBaseTokenKind, id); tok != nil {
+		return tok, nil
+	}
+	return nil, fmt.Errorf("hbase: the token file %s=%s holds HBase tokens for the clusters %s, not for this one (%s, the hbaseid znode): the job was handed another cluster's tokens",
+		hadooptoken.TokenFileEnv, path, strings.Join(held, ", "), id)
+}
+
 // forService returns the connection's Kerberos settings for a service:
 // the master's principal for MasterService, the region servers' for the
 // others (as HBase's client picks them).
 func (k *Kerberos) forService(service string) (*rpc.Kerberos, error) {
+	if k.Token != nil {
+		// One token for every server of the cluster.
+		return &rpc.Kerberos{Token: k.Token, Protection: k.Protection}, nil
+	}
 	p := k.RegionServerPrincipal
 	if service == rpc.MasterService {
 		if k.MasterPrincipal == "" {

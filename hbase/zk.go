@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rekeyhq/rekey/hbase/pb"
@@ -224,6 +225,40 @@ func (z *zkClient) metaServer(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("hbase: znode %s/meta-region-server: %w", z.parent, err)
 	}
 	return serverAddr(m.GetServer()), nil
+}
+
+// clusterID returns the cluster's id, the hbaseid znode's ClusterId
+// (cluster_id 1): the service of the cluster's HBase tokens.
+func (z *zkClient) clusterID(ctx context.Context) (string, error) {
+	b, err := z.get(ctx, "hbaseid")
+	if err != nil {
+		return "", err
+	}
+	id := ""
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			break
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeString(b)
+			if m < 0 {
+				break
+			}
+			id, b = v, b[m:]
+			continue
+		}
+		if m := protowire.ConsumeFieldValue(num, typ, b); m >= 0 {
+			b = b[m:]
+			continue
+		}
+		break
+	}
+	if id == "" || len(b) != 0 {
+		return "", fmt.Errorf("hbase: znode %s/hbaseid holds no cluster id", z.parent)
+	}
+	return id, nil
 }
 
 // master returns host:port of the active master.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +17,18 @@ import (
 	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
-// TestSecurePhasesWithTokenFileOnly: the spill and merge tasks of a
-// staged job run as a YARN container runs them on a kerberized cluster:
-// no keytab, no ticket cache, only the token storage file its client
-// wrote (HADOOP_TOKEN_FILE_LOCATION; here Hadoop's own Credentials, the
-// oracle, as the hbase principal). Two spill shards and two merge parts
-// stage the demo snapshot on the secure HDFS; HBase's own HFile reader
-// (the oracle) then finds every cell of the snapshot's dump (31413) in the
-// merged HFiles.
+// TestSecurePhasesWithTokenFileOnly: the tasks of a staged job run as a
+// YARN container runs them on a kerberized cluster: no keytab, no ticket
+// cache, only the token storage file its client wrote
+// (HADOOP_TOKEN_FILE_LOCATION; here Hadoop's own Credentials, the oracle,
+// as the hbase principal, with the HDFS token and the HBase token that
+// TableMapReduceUtil.initCredentials adds). Offline, two spill shards and
+// two merge parts stage the demo snapshot on the secure HDFS, and HBase's
+// own HFile reader (the oracle) finds every cell of the snapshot's dump
+// (31413) in the merged HFiles. Then against the cluster: spill, merge
+// and the load into a table the first task creates, the load handing the
+// region servers the file's HDFS token; the oracle's dump of the table is
+// the demo rule over the snapshot.
 func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 	s := testenv.RequireSecure(t)
 	qops, err := sasl.ParseProtection(s.Secure.RPCProtection)
@@ -31,7 +37,7 @@ func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 	}
 	secureConfWith(t, s, qops[0])
 	tokens := filepath.Join(t.TempDir(), "container_tokens")
-	testenv.SecureOracle(t, nil, "write-credentials", tokens, "proto", "yarn")
+	testenv.SecureOracle(t, nil, "write-credentials", tokens, "proto", "yarn", "--hbase")
 	t.Setenv(hadooptoken.TokenFileEnv, tokens)
 
 	dir := fmt.Sprintf("/user/user/rekey-token-phases-%d", time.Now().UnixNano())
@@ -98,4 +104,34 @@ func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 		t.Fatalf("HBase reads %d cells in the %d staged HFiles, want 31413", cells, len(files))
 	}
 	t.Logf("%d HFiles, %d cells, staged with the token file only", len(files), cells)
+
+	// The same tasks against the cluster, the load included.
+	admin := secureAdmin(t, s)
+	table := "secure_token_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		admin.DisableTable(ctx, table)
+		admin.DeleteTable(ctx, table)
+	})
+	online := demoJob(t)
+	f, err = os.OpenFile(online, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("sink:\n  type: hfiles\n  staging: " + staging + "-online\n")
+	f.Close()
+	defer fsys.RemoveAll(dir + "-online")
+	for _, task := range [][]string{
+		{"--phase", "spill", "--shard", "0/2", "--create"},
+		{"--phase", "spill", "--shard", "1/2"},
+		{"--phase", "merge", "--part", "0/2"},
+		{"--phase", "merge", "--part", "1/2"},
+		{"--phase", "load"},
+	} {
+		code, out, errOut := runRekey(t, append([]string{"run", online, "--table", table, "--progress", "none", "--split-bytes", "16KiB"}, task...)...)
+		if code != 0 {
+			t.Fatalf("rekey run %v with the token file only: exit %d\n%s\n%s", task, code, errOut, out)
+		}
+	}
+	requireDemoRule(t, table)
 }

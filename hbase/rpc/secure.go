@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"github.com/jcmturner/gokrb5/v8/messages"
 	"github.com/jcmturner/gokrb5/v8/types"
 
+	"github.com/rekeyhq/rekey/internal/digestmd5"
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/internal/sasl"
 )
@@ -29,13 +32,28 @@ type Kerberos struct {
 	// Protection lists the acceptable qualities of protection, most
 	// preferred first (hbase.rpc.protection); empty means authentication.
 	Protection []sasl.QOP
+	// Token, when set, authenticates with an HBase authentication token
+	// (SASL DIGEST-MD5, HBase's DIGEST method) instead of Login: what a
+	// YARN container is handed in place of a Kerberos login.
+	Token *hadooptoken.Token
 }
 
 // Auth bytes of the connection preamble (HBase's AuthMethod codes).
 const (
 	authSimple   = 80
 	authKerberos = 81
+	authDigest   = 82
 )
+
+// securityLayer protects a connection's bytes after the SASL exchange:
+// GSSAPI's, or DIGEST-MD5's of a token.
+type securityLayer interface {
+	Wrap(payload []byte) ([]byte, error)
+	Unwrap(tok []byte) ([]byte, error)
+	// MaxPayload is the most one Wrap may take; 0: no limit; below 0: the
+	// peer takes too little for a single token.
+	MaxPayload() int
+}
 
 // SASL reply statuses and the length HBase sends instead of a token to ask
 // for SIMPLE authentication (SaslStatus, SaslUtil.SWITCH_TO_SIMPLE_AUTH).
@@ -159,8 +177,11 @@ func (e explainingLogin) GetServiceTicket(spn string) (messages.Ticket, types.En
 // reply and the answer to it until the mechanism is done. It returns the
 // security layer for the rest of the connection (nil for authentication
 // only). Errors refusing the connection are *AuthError.
-func saslHandshake(nc net.Conn, br *bufio.Reader, addr, service string, k *Kerberos, deadline time.Time) (*sasl.Layer, error) {
+func saslHandshake(nc net.Conn, br *bufio.Reader, addr, service string, k *Kerberos, deadline time.Time) (securityLayer, error) {
 	authErr := func(err error) error { return &AuthError{Server: addr, Service: service, Err: err} }
+	if k.Token != nil {
+		return digestHandshake(nc, br, addr, service, k, deadline)
+	}
 	if k.Login == nil || k.Login.Client == nil {
 		return nil, authErr(errors.New("Kerberos is configured but there is no login"))
 	}
@@ -217,9 +238,89 @@ func saslHandshake(nc net.Conn, br *bufio.Reader, addr, service string, k *Kerbe
 			// HBase sends nothing on success: the next thing the server
 			// says answers the connection header or a call (or is a SASL
 			// error, which readLoop recognises).
-			return mech.Layer(), nil
+			if l := mech.Layer(); l != nil {
+				return l, nil
+			}
+			return nil, nil
 		}
 	}
+}
+
+// tokenDigestURI is the digest-uri of HBase's DIGEST method: the client
+// and server both name no protocol (Java prints the missing one as
+// "null") and the default realm as the server.
+const tokenDigestURIService, tokenDigestURIHost = "null", "default"
+
+// digestHandshake runs the SASL DIGEST-MD5 exchange of an HBase
+// authentication token: the preamble with auth byte 82 and an empty
+// initial response, the server's challenge, the answer (user name and
+// password: the token's identifier and password, base64), then the
+// server's proof that it knows the password too. It returns the security
+// layer, nil for authentication only.
+func digestHandshake(nc net.Conn, br *bufio.Reader, addr, service string, k *Kerberos, deadline time.Time) (securityLayer, error) {
+	authErr := func(err error) error { return &AuthError{Server: addr, Service: service, Err: err} }
+	refused := func(err error) error {
+		var se *saslServerError
+		if errors.As(err, &se) {
+			return &AuthError{Server: addr, Service: service, Class: se.class, Message: se.msg,
+				Hint: "the server refused the HBase token of the token file (cancelled, expired, or another cluster's); a resubmitted job gets fresh tokens"}
+		}
+		if errors.Is(err, errSwitchToSimple) {
+			return authErr(errors.New("the server does not use security (hbase.security.authentication=simple there) and asks for SIMPLE authentication"))
+		}
+		if errors.Is(err, ErrCorrupt) {
+			return authErr(err)
+		}
+		return fmt.Errorf("%w: %s (%s): SASL exchange with a token: %v", ErrDial, addr, service, err)
+	}
+	want := k.Protection
+	if len(want) == 0 {
+		want = []sasl.QOP{sasl.Authentication}
+	}
+	cl := &digestmd5.Client{
+		Username: base64.StdEncoding.EncodeToString(k.Token.Identifier),
+		Password: base64.StdEncoding.EncodeToString(k.Token.Password),
+		Service:  tokenDigestURIService,
+		Host:     tokenDigestURIHost,
+	}
+	for _, q := range want {
+		cl.Qops = append(cl.Qops, q.SASLName())
+	}
+	nc.SetDeadline(deadline)
+	defer nc.SetDeadline(time.Time{})
+	if err := writeToken(nc, append([]byte("HBas"), 0, authDigest), nil); err != nil {
+		return nil, fmt.Errorf("%w: %s (%s): SASL: %v", ErrDial, addr, service, err)
+	}
+	challenge, err := ReadSASLReply(br)
+	if err != nil {
+		return nil, refused(err)
+	}
+	ch, err := digestmd5.ParseChallenge(challenge)
+	if err != nil {
+		return nil, authErr(fmt.Errorf("the server's DIGEST-MD5 challenge: %w", err))
+	}
+	answer, session, err := cl.Respond(ch)
+	if err != nil {
+		return nil, authErr(fmt.Errorf("%w (hbase.rpc.protection)", err))
+	}
+	if err := writeToken(nc, nil, answer); err != nil {
+		return nil, fmt.Errorf("%w: %s (%s): SASL: %v", ErrDial, addr, service, err)
+	}
+	final, err := ReadSASLReply(br)
+	if err != nil {
+		return nil, refused(err)
+	}
+	if err := session.Verify(final); err != nil {
+		return nil, authErr(err)
+	}
+	if session.Qop == digestmd5.QopAuth {
+		return nil, nil
+	}
+	l, err := session.Layer()
+	if err != nil {
+		return nil, authErr(err)
+	}
+	return digestmd5.ErrLayer{Layer: l}, nil
 }
 
 // writeToken writes prefix, then tok as an int32 length and its bytes, in
@@ -340,7 +441,7 @@ func readString(r io.Reader) (string, error) {
 // the token, none larger than the peer announced.
 type wrapWriter struct {
 	w     io.Writer
-	layer *sasl.Layer
+	layer securityLayer
 	buf   []byte
 }
 
@@ -377,7 +478,7 @@ func (ww *wrapWriter) Write(p []byte) (int, error) {
 // unwrapReader reads a stream the server sends as wrap tokens.
 type unwrapReader struct {
 	r     io.Reader
-	layer *sasl.Layer
+	layer securityLayer
 	plain []byte
 }
 

@@ -78,3 +78,14 @@ func (p *Privacy) Unwrap(tok []byte) ([]byte, error) {
 	// Decrypted, tok is laid out as the integrity layer's message.
 	return p.mac.Unwrap(tok)
 }
+
+// ErrLayer is a Layer as the other SASL layers rekey holds beside it
+// (internal/sasl's GSSAPI layer) are used: a Wrap that may fail, and
+// MaxPayload for the most one Wrap takes (0: any).
+type ErrLayer struct{ Layer }
+
+// Wrap protects one message; it never fails.
+func (e ErrLayer) Wrap(msg []byte) ([]byte, error) { return e.Layer.Wrap(msg), nil }
+
+// MaxPayload is the Layer's SendLimit.
+func (e ErrLayer) MaxPayload() int { return e.Layer.SendLimit() }

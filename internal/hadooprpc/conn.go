@@ -94,13 +94,6 @@ type securityLayer interface {
 	MaxPayload() int
 }
 
-// digestLayer is a DIGEST-MD5 security layer as a securityLayer.
-type digestLayer struct{ l digestmd5.Layer }
-
-func (d digestLayer) Wrap(p []byte) ([]byte, error)   { return d.l.Wrap(p), nil }
-func (d digestLayer) Unwrap(t []byte) ([]byte, error) { return d.l.Unwrap(t) }
-func (d digestLayer) MaxPayload() int                 { return d.l.SendLimit() }
-
 // LoginRefused is in the error of a dial the NameNode refused to
 // authenticate (a ticket or token it does not accept): a final answer,
 // not a NameNode that is away. Callers whose HDFS library keeps only the
@@ -242,13 +235,6 @@ func (c *Conn) handshake(o Options, qops []sasl.QOP) error {
 	return c.writePacket(pkt)
 }
 
-// The DIGEST-MD5 qop of each quality of protection.
-var digestQops = map[sasl.QOP]string{
-	sasl.Authentication: digestmd5.QopAuth,
-	sasl.Integrity:      digestmd5.QopIntegrity,
-	sasl.Privacy:        digestmd5.QopPrivacy,
-}
-
 // authenticateToken runs the SASL exchange of Hadoop's TOKEN method:
 // the NameNode's NEGOTIATE carries a DIGEST-MD5 challenge beside its
 // offer; the answer (user name and password: the token's identifier and
@@ -288,7 +274,7 @@ func (c *Conn) authenticateToken(tok *Token, qops []sasl.QOP) (securityLayer, er
 		Host:     auth.serverID,
 	}
 	for _, q := range qops {
-		cl.Qops = append(cl.Qops, digestQops[q])
+		cl.Qops = append(cl.Qops, q.SASLName())
 	}
 	answer, session, err := cl.Respond(ch)
 	if err != nil {
@@ -315,7 +301,7 @@ func (c *Conn) authenticateToken(tok *Token, qops []sasl.QOP) (securityLayer, er
 	if err != nil {
 		return nil, err
 	}
-	return digestLayer{l}, nil
+	return digestmd5.ErrLayer{Layer: l}, nil
 }
 
 // authenticate runs the SASL exchange and returns the security layer, nil

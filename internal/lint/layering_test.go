@@ -63,7 +63,7 @@ var rules = map[string][]string{
 	"vfs/all":   {"vfs/hdfs", "vfs/s3", "vfs/gcs", "vfs/azure"},
 	"hfile":     {"cell", "internal/writable"},
 	"snapshot":  append([]string{"cell", "hfile", "vfs", "internal/writable"}, noBackends...),
-	"hbase":     {"cell", "internal/krb", "internal/pause", "internal/sasl"},
+	"hbase":     {"cell", "internal/krb", "internal/pause", "internal/sasl", "internal/digestmd5", "internal/hadooptoken"},
 	"transform": {"cell"},
 	"entity":    {"cell"},
 	"job":       {"cell", "transform"},

@@ -32,6 +32,18 @@ func (q QOP) String() string {
 	return fmt.Sprintf("QOP(%#x)", byte(q))
 }
 
+// SASLName returns the SASL qop token of q (RFC 2222): auth, auth-int
+// or auth-conf, as DIGEST-MD5 names the qualities.
+func (q QOP) SASLName() string {
+	switch q {
+	case Integrity:
+		return "auth-int"
+	case Privacy:
+		return "auth-conf"
+	}
+	return "auth"
+}
+
 // ParseProtection reads hbase.rpc.protection: a comma-separated list of
 // authentication, integrity and privacy (or their SASL names auth,
 // auth-int and auth-conf), case-insensitive, in order of preference. An

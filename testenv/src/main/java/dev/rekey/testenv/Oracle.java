@@ -77,7 +77,7 @@ public final class Oracle {
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
       "  digest-table TABLE | digest-snapshot ROOTDIR NAME [--rekey]   cells and an order-independent digest",
-      "  write-credentials FILE proto|legacy RENEWER  the file system's HDFS delegation tokens in a Hadoop token storage file",
+      "  write-credentials FILE proto|legacy RENEWER [--hbase]  the file system's HDFS delegation tokens (and the HBase token) in a Hadoop token storage file",
       "  cancel-token FILE                    cancel the tokens of a token storage file",
       "  hang SECONDS                         sleep, then exit 0: a call that does not answer, for testenv's own deadline test",
       "  rekey-dump ROOTDIR NAME              the wide -> bucketed re-key of a snapshot's cells (refusals on stderr)",
@@ -494,13 +494,25 @@ public final class Oracle {
         // of the cluster's file system in Hadoop's own token storage file
         // (HADOOP_TOKEN_FILE_LOCATION), in the current format or the
         // legacy Writable one.
-        need(a, 3, 3, "write-credentials FILE proto|legacy RENEWER");
+        // With --hbase, the HBase authentication token of the cluster too,
+        // as TableMapReduceUtil.initCredentials adds it to a job.
+        need(a, 3, 4, "write-credentials FILE proto|legacy RENEWER [--hbase]");
         Configuration conf = Conf.client(statePath());
         org.apache.hadoop.security.Credentials creds = new org.apache.hadoop.security.Credentials();
         FileSystem fs = FileSystem.get(conf);
         org.apache.hadoop.security.token.Token<?>[] got = fs.addDelegationTokens(a[2], creds);
         if (got == null || got.length == 0) {
           throw new IOException(fs.getUri() + " issued no delegation token (is it secure?)");
+        }
+        if (a.length == 4) {
+          if (!a[3].equals("--hbase")) {
+            throw new UsageException("expected --hbase, not " + a[3]);
+          }
+          try (Connection conn = connect()) {
+            org.apache.hadoop.security.token.Token<?> t =
+                org.apache.hadoop.hbase.security.token.ClientTokenUtil.obtainToken(conn);
+            creds.addToken(t.getService(), t);
+          }
         }
         switch (a[1]) {
           case "proto":

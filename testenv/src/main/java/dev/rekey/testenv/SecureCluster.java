@@ -146,6 +146,9 @@ final class SecureCluster {
     conf.set("hadoop.security.authentication", "kerberos");
     conf.set("hbase.security.authentication", "kerberos");
     conf.setBoolean("hbase.security.authorization", true);
+    // Issues HBase authentication tokens (what a YARN submission obtains
+    // for its containers, and rekey's token file tests read).
+    conf.set("hbase.coprocessor.region.classes", "org.apache.hadoop.hbase.security.token.TokenProvider");
     conf.set("hbase.rpc.protection", rpcProtection);
     // Hadoop's own RPC (the NameNode), TESTENV_HADOOP_RPC_PROTECTION; the
     // client configuration copies it.

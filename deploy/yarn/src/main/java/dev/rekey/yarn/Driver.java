@@ -118,6 +118,36 @@ public final class Driver extends Configured implements Tool {
     return p;
   }
 
+  /**
+   * On a cluster with HBase security, adds an HBase authentication token
+   * to the job's credentials, as HBase's own MapReduce jobs do
+   * (TableMapReduceUtil.initCredentials): the tasks then reach HBase with
+   * no keytab (rekey reads the token from the container's token file, as
+   * it reads the HDFS tokens MapReduce obtains by itself). HBase's classes
+   * are not bundled; they are there when the driver runs with HBase on its
+   * class path (HADOOP_CLASSPATH=$(hbase mapredcp)). Without them, or on a
+   * cluster without HBase security, no token is added.
+   */
+  private void addHBaseToken(Job job) throws IOException {
+    Class<?> util;
+    try {
+      util = Class.forName("org.apache.hadoop.hbase.mapreduce.TableMapReduceUtil");
+    } catch (ClassNotFoundException e) {
+      if (org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled()) {
+        log.println("rekey-yarn: warning: HBase's classes are not on the class path (HADOOP_CLASSPATH=$(hbase mapredcp)), so the tasks get no HBase token: "
+            + "the load phase and the puts sink then need a keytab in the job's security section");
+      }
+      return;
+    }
+    try {
+      util.getMethod("initCredentials", Job.class).invoke(null, job);
+    } catch (java.lang.reflect.InvocationTargetException e) {
+      throw new IOException("obtaining an HBase token for the tasks: " + e.getCause(), e.getCause());
+    } catch (ReflectiveOperationException e) {
+      throw new IOException("obtaining an HBase token for the tasks: " + e, e);
+    }
+  }
+
   /** Copies a local file to dst (replacing it) and returns dst. */
   private static Path upload(Configuration conf, String local, Path dst) throws IOException {
     FileSystem fs = dst.getFileSystem(conf);
@@ -147,6 +177,7 @@ public final class Driver extends Configured implements Tool {
     job.setOutputValueClass(NullWritable.class);
     job.addCacheFile(new URI(bin.toUri() + "#" + Phase.BINARY));
     job.addCacheFile(new URI(jobFile.toUri() + "#" + Phase.JOB_FILE));
+    addHBaseToken(job);
     job.submit();
     log.println("rekey-yarn: " + p.label + ": submitted " + job.getJobID() + " with " + n + " tasks; " + job.getTrackingURL());
     return watch(job, p, new Failures(conf));
