@@ -107,7 +107,10 @@ func (r *Run) settle(o Options) error {
 	}
 	r.ckptGiven = o.Checkpoint != ""
 	if o.Checkpoint == "" {
-		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
+		o.Checkpoint = sinceSuffix(checkpointPath(j, o.Shard, o.Only), o.Since)
+	}
+	if o.AssumeAt && o.Since == "" {
+		return fmt.Errorf("%w: --assume-at needs the snapshot the catch-up starts from", ErrInvalid)
 	}
 	if o.Memory <= 0 {
 		o.Memory = j.Run.MemoryOrDefault()
@@ -198,6 +201,12 @@ func (r *Run) openSource(ctx context.Context) error {
 	ra := o.Open.ReadAhead
 	if ra.Budget == nil {
 		ra.Budget = vfs.NewBudget(r.budget.ReadAhead)
+	}
+	if o.Since != "" {
+		if err := r.checkCatchupSink(); err != nil {
+			return err
+		}
+		return r.openCatchup(ctx, root, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
 	}
 	src, err := source.OpenSnapshot(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
 	if err != nil {
