@@ -233,3 +233,61 @@ func TestChangesMatchOracle(t *testing.T) {
 		})
 	}
 }
+
+// TestTTLExpiryBetweenReadTimes reads one snapshot of a table whose family
+// has a TTL of a day as of two times an hour apart: the cells that expire
+// in that hour are removed, exactly as the oracle's dumps at the two times
+// differ, and the region whose cells are all fresh is skipped by its
+// files' TIMERANGE alone, with no change to any file.
+func TestTTLExpiryBetweenReadTimes(t *testing.T) {
+	st := testenv.Require(t)
+	prefix := os.Getenv("REKEY_TEST_PREFIX")
+	table := prefix + "diff_ttl"
+	snap := table + "_snap"
+	t.Cleanup(func() { testenv.Drop([]string{snap}, []string{table}) })
+	now := time.Now()
+	day := int64(24 * time.Hour / time.Millisecond)
+	var cells []cell.Cell
+	for r := 0; r < 10; r++ {
+		// Rows a*: every ten minutes from a day ago on, some expiring
+		// within the hour; rows b*: written now, none expiring.
+		for k := 0; k < 12; k++ {
+			ts := now.UnixMilli() - day + int64(k)*10*60*1000 + int64(r)
+			cells = append(cells, put(fmt.Sprintf("a%02d", r), "f", fmt.Sprintf("q%02d", k), ts, "old"))
+		}
+		cells = append(cells, put(fmt.Sprintf("b%02d", r), "f", "q", now.UnixMilli()-int64(r), "fresh"))
+	}
+	dir := t.TempDir()
+	dump := dir + "/cells"
+	if err := os.WriteFile(dump, testenv.DumpCells(cells), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := fmt.Sprintf(`{"table": %q, "drop_existing": true, "split_keys": ["b"],
+		"families": [{"name": "f", "versions": 1, "ttl": 86400, "encoding": "FAST_DIFF", "compression": "SNAPPY"}],
+		"steps": [{"op": "cells", "file": %q}, {"op": "flush"}, {"op": "snapshot", "name": %q}]}`, table, dump, snap)
+	if err := os.WriteFile(dir+"/spec.json", []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Oracle(t, "seed", dir+"/spec.json")
+
+	nowA, nowB := now.Add(time.Minute), now.Add(time.Hour+time.Minute)
+	wantAdded, wantRemoved := expected(dumpAt(t, st, snap, nowA), dumpAt(t, st, snap, nowB))
+	if len(wantRemoved) == 0 || len(wantAdded) != 0 {
+		t.Fatalf("an hour of TTL removed %d cells and added %d: the test needs some removed and none added", len(wantRemoved), len(wantAdded))
+	}
+	added, removed, p, counts := engine(t, st, snap, snap, nowA, nowB)
+	testenv.SameCells(t, "added", sorted(added), nil)
+	testenv.SameCells(t, "removed", sorted(removed), sorted(wantRemoved))
+	s := p.Stats()
+	t.Logf("plan: %+v; counts: %+v", s, counts)
+	// Both sides count their entries: the same file twice each.
+	if s.FilesSkipped != 2 || s.FilesRead != 2 {
+		t.Fatalf("the plan reads %d and skips %d store file entries; want the old region's read and the fresh one's skipped, on each side", s.FilesRead, s.FilesSkipped)
+	}
+	// Read as of one time, the same snapshot has no difference and no
+	// row to read.
+	added, removed, p, _ = engine(t, st, snap, snap, nowA, nowA)
+	if len(added)+len(removed) != 0 || len(p.Ranges()) != 0 {
+		t.Fatalf("one snapshot at one time: %d added, %d removed, %d ranges", len(added), len(removed), len(p.Ranges()))
+	}
+}
