@@ -25,7 +25,7 @@ func TestUnion(t *testing.T) {
 		{nil, ""},
 		{[]Range{r("c", "d"), r("a", "b")}, "[a,b)[c,d)"},
 		{[]Range{r("a", "c"), r("b", "d")}, "[a,d)"},
-		{[]Range{r("a", "b"), r("b", "c")}, "[a,c)"},          // a split's two halves
+		{[]Range{r("a", "b"), r("b", "c")}, "[a,c)"},              // a split's two halves
 		{[]Range{r("a", "z"), r("c", "d"), r("e", "f")}, "[a,z)"}, // inside
 	} {
 		if got := show(union(tc.in)); got != tc.want {
