@@ -291,3 +291,73 @@ func TestTTLExpiryBetweenReadTimes(t *testing.T) {
 		t.Fatalf("one snapshot at one time: %d added, %d removed, %d ranges", len(added), len(removed), len(p.Ranges()))
 	}
 }
+
+// TestSplitBetweenSnapshots: a region split between A and B hands the
+// parent's files to the daughters as references (compactions are off, so
+// they stay); resolved to the same underlying files over the same rows,
+// they make no difference and nothing is read. A put after the split (C)
+// is found, exactly as the oracle's dumps differ, reading only the
+// daughter it landed in.
+func TestSplitBetweenSnapshots(t *testing.T) {
+	st := testenv.Require(t)
+	prefix := os.Getenv("REKEY_TEST_PREFIX")
+	table := prefix + "diff_split"
+	snapA, snapB, snapC := table+"_a", table+"_b", table+"_c"
+	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB, snapC}, []string{table}) })
+	dir := t.TempDir()
+	dump := dir + "/cells"
+	if err := os.WriteFile(dump, testenv.DumpCells(seedCells()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := fmt.Sprintf(`{"table": %q, "drop_existing": true, "compaction_enabled": false, "split_keys": ["r20"],
+		"families": [{"name": "f", "versions": 3, "encoding": "FAST_DIFF", "compression": "SNAPPY"}, {"name": "g", "versions": 3, "encoding": "FAST_DIFF", "compression": "SNAPPY"}],
+		"steps": [{"op": "cells", "file": %q}, {"op": "flush"}, {"op": "snapshot", "name": %q},
+			{"op": "split", "key": "r10"}, {"op": "snapshot", "name": %q}]}`, table, dump, snapA, snapB)
+	if err := os.WriteFile(dir+"/spec.json", []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Oracle(t, "seed", dir+"/spec.json")
+	now := time.Now()
+
+	ctx := context.Background()
+	b, err := snapshot.Open(ctx, st.RootDir, snapB, snapshot.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	for _, r := range b.Regions() {
+		for _, ff := range r.Families {
+			for _, sf := range ff.Files {
+				if sf.Reference != nil {
+					refs++
+				}
+			}
+		}
+	}
+	b.Close()
+	if refs == 0 {
+		t.Fatal("snapshot B holds no reference: the split's daughters were compacted, and the test proves nothing")
+	}
+
+	added, removed, p, _ := engine(t, st, snapA, snapB, now, now)
+	if len(added)+len(removed) != 0 || p.Stats().FilesRead != 0 {
+		t.Fatalf("a split alone: %d added, %d removed, plan %+v; want nothing read and no difference", len(added), len(removed), p.Stats())
+	}
+
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	apply(t, client, table, []change{{row: "r12", puts: []cell.Cell{put("r12", "f", "q1", t0+9, "after the split")}}})
+	testenv.Oracle(t, "flush", table)
+	testenv.Oracle(t, "snapshot", table, snapC)
+	wantAdded, wantRemoved := expected(dumpAt(t, st, snapA, now), dumpAt(t, st, snapC, now))
+	added, removed, p, counts := engine(t, st, snapA, snapC, now, now)
+	testenv.SameCells(t, "added", sorted(added), sorted(wantAdded))
+	testenv.SameCells(t, "removed", sorted(removed), sorted(wantRemoved))
+	t.Logf("plan %+v, counts %+v, %d refs in B", p.Stats(), counts, refs)
+	if len(wantAdded) == 0 || counts.Rows != 1 || p.Stats().FilesSkipped == 0 {
+		t.Fatalf("a put into one row after a split: %d added, %d rows read, plan %+v", len(wantAdded), counts.Rows, p.Stats())
+	}
+}
