@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,5 +27,20 @@ func TestCatchupSummaryLine(t *testing.T) {
 	printRunSummary(&b, s)
 	if strings.Contains(b.String(), "catch-up") {
 		t.Fatalf("a whole run's summary mentions a catch-up:\n%s", b.String())
+	}
+}
+
+// TestCatchupRefusalsExitTwo: a catch-up refused because the reached
+// record does not put the target at its snapshot, or because the two
+// snapshots cannot be compared by their files, is the user's to fix:
+// exit 2, not a failure to retry or a damaged input.
+func TestCatchupRefusalsExitTwo(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("prepare: %w: the target reached snapshot b", pipeline.ErrNotAt),
+		fmt.Errorf("catch-up from a to b: %w: family f reads by other rules", pipeline.ErrIncompatible),
+	} {
+		if code := exitCode(runError("j.yaml", err)); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", err, code, exitUsage)
+		}
 	}
 }
