@@ -80,7 +80,8 @@ func catchupChanges(t *testing.T, client *hbase.Client, table string, source []c
 // the job with B as its source --since A: the target, dumped by the
 // oracle with every version, must equal the preset's rule applied to the
 // oracle's dump of B. A second catch-up from A is then refused (the
-// target is at B), and so is one from a job folder with no record.
+// target is at B), and so is one from a job folder with no record
+// (unless --assume-at) and one into a target that does not exist.
 func TestCatchupThroughPuts(t *testing.T) {
 	st := testenv.Require(t)
 	t.Parallel()
@@ -163,6 +164,12 @@ func TestCatchupThroughPuts(t *testing.T) {
 				t.Fatalf("--assume-at: %v", err)
 			}
 			r.Close()
+			// A target that does not exist is not at A: a catch-up does
+			// not create it, whatever target.create says.
+			j3 := loadJob(t, p, st, snapB, uniq(t, "cu_none"))
+			if _, err := pipeline.Prepare(ctx, j3, pipeline.Options{Workers: 2, Since: snapA, AssumeAt: true}); !errors.Is(err, pipeline.ErrNotAt) {
+				t.Fatalf("a catch-up into a missing target: %v, want ErrNotAt", err)
+			}
 		})
 	}
 }

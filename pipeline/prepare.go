@@ -551,6 +551,19 @@ func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
 // a sample of the snapshot.
 func (r *Run) readyTarget(ctx context.Context, c *hbase.Client) error {
 	j := r.j
+	if r.catchup != nil {
+		// A catch-up writes the difference into the target a run brought
+		// to the snapshot it starts from: a missing target is not there.
+		exists, err := c.TableExists(ctx, j.Target.Table)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: the target table %s does not exist; a catch-up does not create it (run the job whole)", ErrNotAt, j.Target.Table)
+		}
+		_, err = prepareTarget(ctx, c, j, r.src.Table(), nil)
+		return err
+	}
 	keys := j.Target.Create.SplitKeys
 	if j.Target.Create.Enabled && len(keys) == 0 {
 		exists, err := c.TableExists(ctx, j.Target.Table)
