@@ -114,6 +114,11 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 	if j.Source.Scan.Raw {
 		return fmt.Errorf("%w: --since: a raw copy cannot be caught up (a delete marker that vanished cannot be undone by a write)", ErrInvalid)
 	}
+	if o.SetTimestamp != 0 {
+		// Every cell written at one timestamp: a removed cell's version
+		// delete would mask the cells written beside it.
+		return fmt.Errorf("%w: --since cannot catch up a job that sets every cell's timestamp (set_timestamp)", ErrInvalid)
+	}
 	if o.Phase != "" || o.Shard.Count > 1 || len(o.Only) > 0 {
 		return fmt.Errorf("%w: --since runs in one process, whole (not with --phase, --shard or --only)", ErrInvalid)
 	}
