@@ -107,6 +107,7 @@ func TestCatchupThroughPuts(t *testing.T) {
 			if sum.Catchup != nil {
 				t.Fatal("a whole run reports a catch-up")
 			}
+			fullRead := sum.BytesRead
 
 			srcClient, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
 			if err != nil {
@@ -129,7 +130,7 @@ func TestCatchupThroughPuts(t *testing.T) {
 			if cu == nil {
 				t.Fatal("the catch-up's summary has no catch-up section")
 			}
-			t.Logf("catch-up: %+v", *cu)
+			t.Logf("catch-up: %+v; bytes read from the file system: %d by the catch-up (both snapshots), %d by the whole run from A", *cu, sum.BytesRead, fullRead)
 
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 			dumpB, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snapB, "--now", now))
