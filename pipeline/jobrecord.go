@@ -55,7 +55,7 @@ func (r *Run) jobStatePath() string {
 	base := r.o.Checkpoint
 	if !r.ckptGiven {
 		// Beside the job's checkpoint, which every shard's sits beside.
-		base = checkpointPath(r.j, Shard{}, nil)
+		base = sinceSuffix(checkpointPath(r.j, Shard{}, nil), r.o.Since)
 	}
 	return state.RecordBeside(base)
 }

@@ -110,6 +110,16 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Now is the clock (tests); nil = time.Now.
 	Now func() time.Time
+	// Since, when set, makes the run a catch-up: it writes only the
+	// difference between this earlier snapshot (in the job's source root)
+	// and the job's, into a target the job's reached record puts at Since
+	// (see ErrNotAt). It keeps its own checkpoint and job record, named
+	// after Since. Puts (or the dry run) only, in one process.
+	Since string
+	// AssumeAt, with Since, takes the target to be at Since without the
+	// reached record (a target brought there by other means); Since is
+	// then read as of its creation time.
+	AssumeAt bool
 }
 
 // KeyRange is a row range of the old table: [Start, Stop), empty Stop = to

@@ -107,7 +107,10 @@ func (r *Run) settle(o Options) error {
 	}
 	r.ckptGiven = o.Checkpoint != ""
 	if o.Checkpoint == "" {
-		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
+		o.Checkpoint = sinceSuffix(checkpointPath(j, o.Shard, o.Only), o.Since)
+	}
+	if o.AssumeAt && o.Since == "" {
+		return fmt.Errorf("%w: --assume-at needs the snapshot the catch-up starts from", ErrInvalid)
 	}
 	if o.Memory <= 0 {
 		o.Memory = j.Run.MemoryOrDefault()
@@ -198,6 +201,12 @@ func (r *Run) openSource(ctx context.Context) error {
 	ra := o.Open.ReadAhead
 	if ra.Budget == nil {
 		ra.Budget = vfs.NewBudget(r.budget.ReadAhead)
+	}
+	if o.Since != "" {
+		if err := r.checkCatchupSink(); err != nil {
+			return err
+		}
+		return r.openCatchup(ctx, root, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
 	}
 	src, err := source.OpenSnapshot(ctx, root, j.Source.Name, snapshot.OpenOptions{FS: r.mfs, MaxOpenFiles: o.Open.MaxOpenFiles, ReadAhead: ra})
 	if err != nil {
@@ -542,6 +551,19 @@ func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
 // a sample of the snapshot.
 func (r *Run) readyTarget(ctx context.Context, c *hbase.Client) error {
 	j := r.j
+	if r.catchup != nil {
+		// A catch-up writes the difference into the target a run brought
+		// to the snapshot it starts from: a missing target is not there.
+		exists, err := c.TableExists(ctx, j.Target.Table)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: the target table %s does not exist; a catch-up does not create it (run the job whole)", ErrNotAt, j.Target.Table)
+		}
+		_, err = prepareTarget(ctx, c, j, r.src.Table(), nil)
+		return err
+	}
 	keys := j.Target.Create.SplitKeys
 	if j.Target.Create.Enabled && len(keys) == 0 {
 		exists, err := c.TableExists(ctx, j.Target.Table)

@@ -40,10 +40,12 @@ var (
 // ready. Start sets the workers going; Wait returns the summary and
 // releases everything. A Run that is never started must be closed.
 type Run struct {
-	j          *job.Job
-	o          Options
-	budget     job.Budget
-	src        source.Source
+	j      *job.Job
+	o      Options
+	budget job.Budget
+	src    source.Source
+	// catchup is src when the run is a catch-up (Options.Since).
+	catchup    *source.Catchup
 	mfs        *meteredFS
 	sink       sink.Sink
 	ctl        *Control
@@ -375,8 +377,12 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 		if werr == nil {
 			werr = r.commitToJob(sum)
 		}
+		if werr == nil {
+			werr = r.recordReached(sum)
+		}
 	}
 	r.finishFiles(sum, items)
+	r.fillCatchup(sum)
 	if a, ok := r.sink.(sink.Accounted); ok {
 		sum.SinkStats = a.Account()
 	}

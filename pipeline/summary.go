@@ -71,8 +71,11 @@ type Summary struct {
 	Finished bool `json:"finished"`
 	// Coverage is what the run knows of its job's coverage, for a task
 	// of a job in one process that finished (nil otherwise).
-	Coverage   *JobCoverage `json:"coverage,omitempty"`
-	Checkpoint string       `json:"checkpoint"`
+	Coverage *JobCoverage `json:"coverage,omitempty"`
+	// Catchup is what a catch-up (Options.Since) read, skipped and
+	// changed; nil for any other run.
+	Catchup    *CatchupSummary `json:"catchup,omitempty"`
+	Checkpoint string          `json:"checkpoint"`
 	// SinkStats is the sink's own account, for sinks that keep one
 	// (sink.Accounted); Staged reads the hfiles sink's back.
 	SinkStats any `json:"sink_stats,omitempty"`

@@ -31,6 +31,7 @@ func openHFile(r io.ReaderAt, size int64, name string) (storeReader, error) {
 		TimeRangeMax:  fi.TimeRangeMax,
 		HasTimeRange:  fi.HasTimeRange,
 		Entries:       rd.Entries(),
+		MaxTagsLen:    fi.MaxTagsLen,
 	}
 	if lk, ok := rd.LastKey(); ok {
 		m.LastKey = lk

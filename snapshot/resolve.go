@@ -24,6 +24,8 @@ type fileMeta struct {
 	TimeRangeMax   int64
 	HasTimeRange   bool
 	Entries        uint64
+	// MaxTagsLen is hfile.MAX_TAGS_LEN: 0 when no cell has tags.
+	MaxTagsLen int32
 	// LastKey is the serialized key of the file's last cell (nil when
 	// unknown); the store file iterator checks it at the end of the file.
 	LastKey []byte

@@ -57,6 +57,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--sink", "dry-run", "--workers", "0", "../../configs/demo.yaml"}, exitUsage, "--workers 0: expected 1 or more"},
 		{[]string{"run", "--sink", "dry-run", "--memory", "1KiB", "../../configs/demo.yaml"}, exitUsage, "1 MiB is the least rekey runs with"},
 		{[]string{"run", "--offline", "../../configs/demo.yaml"}, exitUsage, "it needs --sink hfiles"},
+		{[]string{"run", "--sink", "dry-run", "--since", "a", "--assume-at", "b", "../../configs/demo.yaml"}, exitUsage, "name different snapshots"},
 		{[]string{"run", "--sink", "dry-run", "--to", "1970-01-01T00:00:00Z", "../../configs/demo.yaml"}, exitUsage, "would copy nothing"},
 		// What cobra itself finds: an unknown subcommand or flag, a wrong
 		// number of arguments; and no subcommand at all prints the help.

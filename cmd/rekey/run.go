@@ -25,6 +25,9 @@ import (
 
 // runFlags are the options of rekey run; each overrides the job file.
 type runFlags struct {
+	// since and assumeAt make the run a catch-up from an earlier
+	// snapshot (pipeline.Options.Since and AssumeAt).
+	since, assumeAt string
 	// waitReady: a merge or load task waits this long for its input
 	// phase to finish before it gives up with exit 4.
 	waitReady time.Duration
@@ -145,6 +148,8 @@ tasks. Without --phase, the run does all three in one process.
 	fl.DurationVar(&f.waitReady, "wait-ready", 0, "with --phase merge or load: wait up to this long for the phase before to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")
 	fl.StringVar(&f.part, "part", "", "J/R: with --phase merge, merge part J (0-based) of R of the target partitions, balanced by bytes")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
+	fl.StringVar(&f.since, "since", "", "catch up from this earlier `SNAPSHOT` of the same table (same root): write only what changed between it and the job's snapshot, deletes included, into a target the job's last run brought to it (puts sink); refused (exit 2) when the job's reached record does not put the target there")
+	fl.StringVar(&f.assumeAt, "assume-at", "", "with or instead of --since: take the target to be at this `SNAPSHOT` without the reached record (a target brought there by other means); it is read as of its creation time")
 	return cmd
 }
 
@@ -236,7 +241,8 @@ func runError(path string, err error) error {
 	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch),
 		errors.Is(err, pipeline.ErrTargetFamilies), errors.Is(err, pipeline.ErrInvalid),
 		errors.Is(err, hbase.ErrNoCluster), errors.Is(err, pipeline.ErrLeased), errors.Is(err, pipeline.ErrNotReady),
-		errors.Is(err, pipeline.ErrOtherKind), errors.Is(err, pipeline.ErrJobMismatch):
+		errors.Is(err, pipeline.ErrOtherKind), errors.Is(err, pipeline.ErrJobMismatch),
+		errors.Is(err, pipeline.ErrNotAt), errors.Is(err, pipeline.ErrIncompatible):
 		return usageError{err}
 	}
 	return err
@@ -272,7 +278,13 @@ func stopOnSignal(parent context.Context, logf func(string, ...any)) (ctx contex
 // how progress is shown.
 func runOptions(f runFlags, stderr io.Writer, logf func(string, ...any)) (pipeline.Options, error) {
 	o := pipeline.Options{Resume: f.resume, Fresh: f.fresh, ForceTakeover: f.forceTakeover, Logf: logf,
-		Phase: pipeline.Phase(f.phase)}
+		Phase: pipeline.Phase(f.phase), Since: f.since}
+	if f.assumeAt != "" {
+		if f.since != "" && f.since != f.assumeAt {
+			return o, fmt.Errorf("--since %s and --assume-at %s name different snapshots", f.since, f.assumeAt)
+		}
+		o.Since, o.AssumeAt = f.assumeAt, true
+	}
 	if f.shard != "" {
 		sh, err := parseShard(f.shard)
 		if err != nil {
@@ -502,6 +514,10 @@ func printRunSummary(w io.Writer, s *pipeline.Summary) {
 		p("            and %d read in splits left unfinished, read again on --resume\n", s.ReadUnfinished)
 	}
 	p("  bytes     %.1f MB %s, %.1f MB read from the snapshot\n", float64(s.Bytes)/1e6, strings.Fields(verb)[0], float64(s.BytesRead)/1e6)
+	if c := s.Catchup; c != nil {
+		p("  catch-up  since %s: store files %d read (%.1f MB), %d skipped (%.1f MB); %d rows touched; %d cells added (%d replacing a value), %d removed\n",
+			c.Since, c.FilesRead, float64(c.BytesRead)/1e6, c.FilesSkipped, float64(c.BytesSkipped)/1e6, c.RowsTouched, c.CellsAdded, c.CellsReplace, c.CellsRemoved)
+	}
 	for i, h := range s.Heaviest {
 		if i == 0 {
 			p("  heaviest  ")

@@ -1,0 +1,281 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rekeyhq/rekey/internal/human"
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink/hfiles"
+	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/snapshot/diff"
+	"github.com/rekeyhq/rekey/source"
+	"github.com/rekeyhq/rekey/state"
+	"github.com/rekeyhq/rekey/vfs"
+)
+
+// A catch-up (Options.Since) writes into a target that holds the job's
+// result for an earlier snapshot A only the difference between A and the
+// job's snapshot B (source.Catchup). Whether the target holds A's result
+// is what the reached record says: every run that brings its target to
+// its snapshot (a whole run, or a catch-up, whose last put or load
+// succeeded) records that snapshot, the TTL time it was read at and the
+// job's fingerprint without its source, beside the job's checkpoint. A
+// catch-up refuses a target the record does not put at A, unless
+// Options.AssumeAt says the target was brought there by other means.
+
+// ErrNotAt is matched by the error of a catch-up whose target the reached
+// record does not put at the snapshot it catches up from (or whose job
+// differs from the record's).
+var ErrNotAt = errors.New("pipeline: the target is not at the snapshot the catch-up starts from")
+
+// ErrIncompatible is matched by the error of a catch-up between snapshots
+// that cannot be compared by their files (diff.ErrIncompatible).
+var ErrIncompatible = diff.ErrIncompatible
+
+// sinceSuffix names a catch-up's own checkpoint and job record after the
+// snapshot it starts from, beside the job's: they describe other work
+// than the job's whole run, which must not be refused or replaced by them.
+func sinceSuffix(p, since string) string {
+	if since == "" {
+		return p
+	}
+	var b strings.Builder
+	for _, r := range since {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			b.WriteRune(r)
+		} else {
+			fmt.Fprintf(&b, "%%%02x", r)
+		}
+	}
+	return strings.TrimSuffix(p, ".json") + ".since-" + b.String() + ".json"
+}
+
+// reachedPath is the URL of the job's reached record.
+func (r *Run) reachedPath() string {
+	return state.ReachedBeside(checkpointPath(r.j, Shard{}, nil))
+}
+
+// jobFingerprint hashes what decides the cells a job writes where, apart
+// from its source snapshot: layouts, families, entity, target, the scan
+// without its TTL time, set_timestamp. A catch-up must be of the same job
+// as the run that brought the target to A.
+func (r *Run) jobFingerprint() string {
+	j := r.j
+	oldKey, newKey := j.Program.Describe()
+	fams := make([]string, 0, len(j.Spec.Families))
+	for o, n := range j.Spec.Families {
+		fams = append(fams, o+"->"+n)
+	}
+	sort.Strings(fams)
+	scan := r.scan
+	scan.Now = time.Time{}
+	doc := struct {
+		OldKey, NewKey string
+		Families       []string
+		Entity         []string
+		Target         string
+		Scan           source.ScanOptions
+		SetTimestamp   int64
+	}{oldKey, newKey, fams, j.Spec.Entity, j.Target.Table, scan, r.o.SetTimestamp}
+	b, _ := json.Marshal(doc)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// openReachedFS opens the folder of the reached record for writing.
+func (r *Run) openReachedFS() (vfs.WriteFS, string, error) {
+	where := r.reachedPath()
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: r.o.Kerberos})
+	if err != nil {
+		return nil, "", fmt.Errorf("reached record: %w", err)
+	}
+	r.closers = append(r.closers, loc.Close)
+	wfs, ok := loc.FS.(vfs.WriteFS)
+	if !ok {
+		return nil, "", fmt.Errorf("reached record %s: file system is read-only", where)
+	}
+	return wfs, loc.Path, nil
+}
+
+// openCatchup opens snapshots A (Options.Since) and B (the job's) from the
+// source root, checks the reached record puts the target at A, and makes
+// the run's source their difference.
+func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOptions) error {
+	j, o := r.j, r.o
+	if j.Source.Scan.Raw {
+		return fmt.Errorf("%w: --since: a raw copy cannot be caught up (a delete marker that vanished cannot be undone by a write)", ErrInvalid)
+	}
+	if o.SetTimestamp != 0 {
+		// Every cell written at one timestamp: a removed cell's version
+		// delete would mask the cells written beside it.
+		return fmt.Errorf("%w: --since cannot catch up a job that sets every cell's timestamp (set_timestamp)", ErrInvalid)
+	}
+	if o.Phase != "" || o.Shard.Count > 1 || len(o.Only) > 0 {
+		return fmt.Errorf("%w: --since runs in one process, whole (not with --phase, --shard or --only)", ErrInvalid)
+	}
+	if o.Since == j.Source.Name {
+		return fmt.Errorf("%w: --since %s names the job's own snapshot", ErrInvalid, o.Since)
+	}
+	b, err := snapshot.Open(ctx, root, j.Source.Name, oo)
+	if err != nil {
+		return fmt.Errorf("source snapshot: %w", err)
+	}
+	r.scan = scanOptions(j, b.Info().CreationTime)
+	a, err := snapshot.Open(ctx, root, o.Since, oo)
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("--since snapshot: %w", err)
+	}
+	nowA, err := r.checkAt(a)
+	if err != nil {
+		a.Close()
+		b.Close()
+		return err
+	}
+	src, err := source.NewCatchup(ctx, a, b, r.scan, nowA)
+	if err != nil {
+		return err
+	}
+	r.src, r.catchup = src, src
+	st := src.Stats().Plan
+	r.logf("catch-up from %s to %s: %d store files (%s) to read, %d (%s) skipped", o.Since, j.Source.Name,
+		st.FilesRead, human.Bytes(st.BytesRead), st.FilesSkipped, human.Bytes(st.BytesSkipped))
+	return nil
+}
+
+// checkCatchupSink refuses a sink a catch-up cannot write through yet:
+// removed cells are version delete markers, which the puts sink sends as
+// Deletes; staged HFiles and Bigtable do not carry them here.
+func (r *Run) checkCatchupSink() error {
+	name, err := r.sinkName()
+	if err != nil {
+		return err
+	}
+	switch job.SinkKind(name) {
+	case job.SinkPuts, job.SinkDryRun:
+		return nil
+	}
+	return fmt.Errorf("%w: --since writes through the puts sink (or the dry run), not %s", ErrInvalid, name)
+}
+
+// checkAt returns the TTL time the target's copy of a was read at, from
+// the reached record, or refuses a target the record does not put at a.
+// With AssumeAt the record is not read and a's creation time is taken.
+func (r *Run) checkAt(a *snapshot.Snapshot) (time.Time, error) {
+	in := a.Info()
+	if r.o.AssumeAt {
+		r.logf("--assume-at %s: the target is taken to hold this job's result for %s, read as of its creation time %s", in.Name, in.Name, in.CreationTime.UTC().Format(time.RFC3339))
+		return in.CreationTime, nil
+	}
+	fsys, name, err := r.openReachedFS()
+	if err != nil {
+		return time.Time{}, err
+	}
+	rec, found, err := state.ReadReached(fsys, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	how := "run the job whole, or pass --assume-at " + in.Name + " if the target was brought to it by other means"
+	switch {
+	case !found:
+		return time.Time{}, fmt.Errorf("%w: no run of this job recorded the snapshot its target reached (%s); %s", ErrNotAt, r.reachedPath(), how)
+	case rec.Snapshot != in.Name || rec.Created != in.CreationTime.UnixMilli():
+		return time.Time{}, fmt.Errorf("%w: the target reached snapshot %s (created %d), not %s (created %d), by %s; catch up from %s, or %s",
+			ErrNotAt, rec.Snapshot, rec.Created, in.Name, in.CreationTime.UnixMilli(), r.reachedPath(), rec.Snapshot, how)
+	case rec.Job != r.jobFingerprint():
+		return time.Time{}, fmt.Errorf("%w: the target reached %s by another job (its layouts, families, scan, target or set_timestamp differ: fingerprint %s, this job's %s); %s",
+			ErrNotAt, in.Name, rec.Job, r.jobFingerprint(), how)
+	}
+	return time.UnixMilli(rec.TTLTime), nil
+}
+
+// recordReached writes the reached record after a run that brought its
+// target to its snapshot: a whole run or a catch-up, every split done and
+// the sink finished (puts acknowledged, staged files loaded), and for a
+// job in shards once the last shard proved the job's coverage.
+func (r *Run) recordReached(sum *Summary) error {
+	o := r.o
+	if len(o.Only) > 0 || o.Phase == hfiles.PhaseSpill || !sum.Finished {
+		return nil
+	}
+	if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkDryRun {
+		return nil
+	}
+	if job.SinkKind(r.sink.Name()) == job.SinkHFiles && (r.j.Sink.NoLoad || r.j.Sink.Offline) {
+		return nil // the load, later, reaches the snapshot
+	}
+	if o.Shard.Count > 1 && (sum.Coverage == nil || !sum.Coverage.Proven) {
+		return nil
+	}
+	id := r.src.Describe()
+	ttl := r.scan.Now
+	switch {
+	case r.catchup != nil:
+		ttl = r.catchup.NowB()
+	case ttl.IsZero():
+		// The scanners read the clock as they opened, from the start of
+		// the run on.
+		ttl = r.prepared
+	}
+	fsys, name, err := r.openReachedFS()
+	if err != nil {
+		return err
+	}
+	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
+		return fmt.Errorf("reached record %s: %w", name, err)
+	}
+	rec := state.Reached{Snapshot: id.Name, Table: id.Table, Created: id.Created.UnixMilli(), TTLTime: ttl.UnixMilli(), Job: r.jobFingerprint(), Written: time.Now().UTC()}
+	if err := state.WriteReached(fsys, name, rec); err != nil {
+		return err
+	}
+	r.logf("the target reached snapshot %s (recorded in %s)", id.Name, r.reachedPath())
+	return nil
+}
+
+// fillCatchup puts a catch-up's work into the summary.
+func (r *Run) fillCatchup(sum *Summary) {
+	if r.catchup == nil {
+		return
+	}
+	st := r.catchup.Stats()
+	sum.Catchup = &CatchupSummary{
+		Since:        r.o.Since,
+		FilesRead:    st.Plan.FilesRead,
+		FilesSkipped: st.Plan.FilesSkipped,
+		BytesRead:    st.Plan.BytesRead,
+		BytesSkipped: st.Plan.BytesSkipped,
+		RowsTouched:  st.Rows,
+		CellsAdded:   st.Added,
+		CellsRemoved: st.Removed,
+		CellsReplace: st.Replaced,
+	}
+}
+
+// CatchupSummary is what a catch-up read, skipped and changed.
+type CatchupSummary struct {
+	// Since is the snapshot the catch-up started from.
+	Since string `json:"since"`
+	// FilesRead and BytesRead are the store files (of both snapshots)
+	// whose rows were compared; FilesSkipped and BytesSkipped those whose
+	// data blocks were never read.
+	FilesRead    int   `json:"store_files_read"`
+	FilesSkipped int   `json:"store_files_skipped"`
+	BytesRead    int64 `json:"store_bytes_read"`
+	BytesSkipped int64 `json:"store_bytes_skipped"`
+	// RowsTouched counts the rows compared (read on either side).
+	RowsTouched int64 `json:"rows_touched"`
+	// CellsAdded are written as puts (CellsReplace of them replace a value
+	// at the same key); CellsRemoved as version deletes.
+	CellsAdded   int64 `json:"cells_added"`
+	CellsRemoved int64 `json:"cells_removed"`
+	CellsReplace int64 `json:"cells_replaced"`
+}
