@@ -182,6 +182,7 @@ func sorted(cs []cell.Cell) []cell.Cell {
 // to C (every file rewritten) nothing is.
 func TestChangesMatchOracle(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel() // each on a table of its own
 	prefix := os.Getenv("REKEY_TEST_PREFIX")
 	table := prefix + "diff_oracle"
 	snapA, snapB, snapC := table+"_a", table+"_b", table+"_c"
@@ -241,6 +242,7 @@ func TestChangesMatchOracle(t *testing.T) {
 // files' TIMERANGE alone, with no change to any file.
 func TestTTLExpiryBetweenReadTimes(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel() // each on a table of its own
 	prefix := os.Getenv("REKEY_TEST_PREFIX")
 	table := prefix + "diff_ttl"
 	snap := table + "_snap"
@@ -300,6 +302,7 @@ func TestTTLExpiryBetweenReadTimes(t *testing.T) {
 // daughter it landed in.
 func TestSplitBetweenSnapshots(t *testing.T) {
 	st := testenv.Require(t)
+	t.Parallel() // each on a table of its own
 	prefix := os.Getenv("REKEY_TEST_PREFIX")
 	table := prefix + "diff_split"
 	snapA, snapB, snapC := table+"_a", table+"_b", table+"_c"
