@@ -235,6 +235,21 @@ func (c *Conn) handshake(o Options, qops []sasl.QOP) error {
 	return c.writePacket(pkt)
 }
 
+// negotiate sends NEGOTIATE and returns the server's offer.
+func (c *Conn) negotiate() (saslMessage, error) {
+	if err := c.sendSasl(&saslMessage{state: saslNegotiate}); err != nil {
+		return saslMessage{}, err
+	}
+	neg, err := c.readSasl()
+	if err != nil {
+		return saslMessage{}, err
+	}
+	if neg.state != saslNegotiate {
+		return saslMessage{}, fmt.Errorf("hadooprpc: NameNode %s answered SASL state %d to NEGOTIATE; it may not require security (hadoop.security.authentication)", c.addr, neg.state)
+	}
+	return neg, nil
+}
+
 // authenticateToken runs the SASL exchange of Hadoop's TOKEN method:
 // the NameNode's NEGOTIATE carries a DIGEST-MD5 challenge beside its
 // offer; the answer (user name and password: the token's identifier and
@@ -242,15 +257,9 @@ func (c *Conn) handshake(o Options, qops []sasl.QOP) error {
 // server's proof that it knows the password too. It returns the security
 // layer, nil for authentication only.
 func (c *Conn) authenticateToken(tok *Token, qops []sasl.QOP) (securityLayer, error) {
-	if err := c.sendSasl(&saslMessage{state: saslNegotiate}); err != nil {
-		return nil, err
-	}
-	neg, err := c.readSasl()
+	neg, err := c.negotiate()
 	if err != nil {
 		return nil, err
-	}
-	if neg.state != saslNegotiate {
-		return nil, fmt.Errorf("hadooprpc: NameNode %s answered SASL state %d to NEGOTIATE; it may not use security (hadoop.security.authentication)", c.addr, neg.state)
 	}
 	var auth saslAuth
 	var offered []string
@@ -307,15 +316,9 @@ func (c *Conn) authenticateToken(tok *Token, qops []sasl.QOP) (securityLayer, er
 // authenticate runs the SASL exchange and returns the security layer, nil
 // for authentication only.
 func (c *Conn) authenticate(o Options, qops []sasl.QOP) (securityLayer, error) {
-	if err := c.sendSasl(&saslMessage{state: saslNegotiate}); err != nil {
-		return nil, err
-	}
-	neg, err := c.readSasl()
+	neg, err := c.negotiate()
 	if err != nil {
 		return nil, err
-	}
-	if neg.state != saslNegotiate {
-		return nil, fmt.Errorf("hadooprpc: NameNode %s answered SASL state %d to NEGOTIATE; it may not require Kerberos (hadoop.security.authentication)", c.addr, neg.state)
 	}
 	auth, err := pickKerberos(neg.auths, o.SPN)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/rekeyhq/rekey/internal/hadooptoken"
 )
 
 // ErrMalformed is wrapped by every error about a message from the server
@@ -237,35 +239,5 @@ func nextDelimited(b []byte) (msg, rest []byte, err error) {
 	return m, b[n:], nil
 }
 
-// fields calls f with each field of the message b: its number, its type,
-// the value of a varint and the contents of a length-delimited field.
-// Fixed-width and group fields are skipped.
-func fields(b []byte, f func(num protowire.Number, typ protowire.Type, v uint64, raw []byte) error) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		var v uint64
-		var raw []byte
-		switch typ {
-		case protowire.VarintType:
-			v, n = protowire.ConsumeVarint(b)
-		case protowire.BytesType:
-			raw, n = protowire.ConsumeBytes(b)
-		default:
-			n = protowire.ConsumeFieldValue(num, typ, b)
-		}
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		if typ == protowire.VarintType || typ == protowire.BytesType {
-			if err := f(num, typ, v, raw); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// fields walks a protobuf message's fields (hadooptoken.Fields).
+var fields = hadooptoken.Fields
