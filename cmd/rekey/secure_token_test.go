@@ -20,10 +20,10 @@ import (
 // cache, only the token storage file its client wrote
 // (HADOOP_TOKEN_FILE_LOCATION; here Hadoop's own Credentials, the oracle,
 // as the hbase principal, with the HDFS token and the HBase token that
-// TableMapReduceUtil.initCredentials adds). Two spill shards (the first
-// creating the table), two merge parts on the secure HDFS, and the load,
-// which hands the region servers the file's HDFS token; the oracle's dump
-// of the table is the demo rule over the snapshot.
+// TableMapReduceUtil.initCredentials adds). A spill task (creating the
+// table), a merge task on the secure HDFS, and the load, which hands the
+// region servers the file's HDFS token; the oracle's dump of the table is
+// the demo rule over the snapshot.
 func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 	s := testenv.RequireSecure(t)
 	qops, err := sasl.ParseProtection(s.Secure.RPCProtection)
@@ -59,13 +59,11 @@ func TestSecurePhasesWithTokenFileOnly(t *testing.T) {
 	f.WriteString("sink:\n  type: hfiles\n  staging: " + staging + "\n")
 	f.Close()
 	for _, task := range [][]string{
-		{"--phase", "spill", "--shard", "0/2", "--create"},
-		{"--phase", "spill", "--shard", "1/2"},
-		{"--phase", "merge", "--part", "0/2"},
-		{"--phase", "merge", "--part", "1/2"},
+		{"--phase", "spill", "--shard", "0/1", "--create"},
+		{"--phase", "merge", "--part", "0/1"},
 		{"--phase", "load"},
 	} {
-		code, out, errOut := runRekey(t, append([]string{"run", online, "--table", table, "--progress", "none", "--split-bytes", "16KiB"}, task...)...)
+		code, out, errOut := runRekey(t, append([]string{"run", online, "--table", table, "--progress", "none"}, task...)...)
 		if code != 0 {
 			t.Fatalf("rekey run %v with the token file only: exit %d\n%s\n%s", task, code, errOut, out)
 		}
