@@ -30,20 +30,20 @@ type verifyFlags struct {
 	verbose          bool
 	table            string
 	snapRoot, snap   string
+	staging          string
+	ttl              []string
+	retries          int
+	backoff          time.Duration
+	workers          int
+	json             bool
+	html             string
+	out              string
+	zk, znodeParent  string
+	timeout          time.Duration
+	method           string
 	// sourceSnapshot overrides the job's source.name, as rekey run's
 	// --source-snapshot: a nightly catch-up's verify names that night's.
-	sourceSnapshot  string
-	staging         string
-	ttl             []string
-	retries         int
-	backoff         time.Duration
-	workers         int
-	json            bool
-	html            string
-	out             string
-	zk, znodeParent string
-	timeout         time.Duration
-	method          string
+	sourceSnapshot string
 }
 
 // verifyLong is the help of rekey verify; its two %d are the default
