@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/internal/human"
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -59,9 +60,53 @@ func sinceSuffix(p, since string) string {
 	return strings.TrimSuffix(p, ".json") + ".since-" + b.String() + ".json"
 }
 
+// SinceLast, as Options.Since (`--since last`), starts the catch-up from
+// the snapshot the job's reached record names: the one the job's last
+// whole run or catch-up brought its target to. It is what a scheduled
+// catch-up passes every night, whatever yesterday's snapshot was called.
+const SinceLast = "last"
+
+// reachedBase is the checkpoint the reached record lies beside: the one
+// given (Options.Checkpoint, --checkpoint) as given, before a catch-up's
+// suffix, or else the job's own (not a shard's or a redo's), so that a
+// whole run, its catch-ups and `--since last` given the same checkpoint
+// (or none) find the same record.
+func reachedBase(j *job.Job, given string) string {
+	if given != "" {
+		return given
+	}
+	return checkpointPath(j, Shard{}, nil)
+}
+
 // reachedPath is the URL of the job's reached record.
 func (r *Run) reachedPath() string {
-	return state.ReachedBeside(checkpointPath(r.j, Shard{}, nil))
+	return state.ReachedBeside(r.reachedBase)
+}
+
+// resolveSinceLast replaces Options.Since "last" by the snapshot the
+// reached record names; a job with no record cannot catch up from "last".
+// It runs in settle, before the catch-up's checkpoint is named after
+// Since; checkAt reads the record again and checks it as for a name.
+func (r *Run) resolveSinceLast(o *Options) error {
+	if o.Since != SinceLast {
+		return nil
+	}
+	if o.AssumeAt {
+		return fmt.Errorf("%w: --assume-at names the snapshot the target was brought to by other means; \"last\" is the one the reached record names", ErrInvalid)
+	}
+	fsys, name, err := r.openReached(o.Kerberos)
+	if err != nil {
+		return err
+	}
+	rec, found, err := state.ReadReached(fsys, name)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: --since last: no run of this job recorded the snapshot its target reached (%s); run the job whole first, or name the snapshot with --since and --assume-at", ErrNotAt, r.reachedPath())
+	}
+	o.Since, r.sinceLast = rec.Snapshot, true
+	return nil
 }
 
 // jobFingerprint hashes what decides the cells a job writes where, apart
@@ -93,8 +138,14 @@ func (r *Run) jobFingerprint() string {
 
 // openReachedFS opens the folder of the reached record for writing.
 func (r *Run) openReachedFS() (vfs.WriteFS, string, error) {
+	return r.openReached(r.o.Kerberos)
+}
+
+// openReached is openReachedFS as whom (settle calls it before the run's
+// options are set).
+func (r *Run) openReached(who *krb.Identity) (vfs.WriteFS, string, error) {
 	where := r.reachedPath()
-	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: r.o.Kerberos})
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: who})
 	if err != nil {
 		return nil, "", fmt.Errorf("reached record: %w", err)
 	}
@@ -122,6 +173,9 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 	if o.Phase != "" || o.Shard.Count > 1 || len(o.Only) > 0 {
 		return fmt.Errorf("%w: --since runs in one process, whole (not with --phase, --shard or --only)", ErrInvalid)
 	}
+	if o.Since == j.Source.Name && r.sinceLast {
+		return fmt.Errorf("%w: --since last: the reached record %s says the target is at the job's snapshot %s already; set the job's source snapshot to a newer one", ErrInvalid, r.reachedPath(), o.Since)
+	}
 	if o.Since == j.Source.Name {
 		return fmt.Errorf("%w: --since %s names the job's own snapshot", ErrInvalid, o.Since)
 	}
@@ -146,6 +200,9 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 		return err
 	}
 	r.src, r.catchup = src, src
+	if r.sinceLast {
+		r.logf("--since last: the reached record %s puts the target at %s", r.reachedPath(), o.Since)
+	}
 	st := src.Stats().Plan
 	r.logf("catch-up from %s to %s: %d store files (%s) to read, %d (%s) skipped", o.Since, j.Source.Name,
 		st.FilesRead, human.Bytes(st.BytesRead), st.FilesSkipped, human.Bytes(st.BytesSkipped))

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,6 +154,12 @@ func TestCatchupThroughPuts(t *testing.T) {
 			_, err = pipeline.Prepare(ctx, j, pipeline.Options{Workers: 2, Since: snapA, Sink: puts.New(client, dst, puts.Options{})})
 			if !errors.Is(err, pipeline.ErrNotAt) {
 				t.Fatalf("a second catch-up from A: %v, want ErrNotAt", err)
+			}
+			// --since last reads the record the catch-up wrote: the
+			// target is at B, the job's own snapshot, already.
+			_, err = pipeline.Prepare(ctx, j, pipeline.Options{Workers: 2, Since: pipeline.SinceLast, Sink: puts.New(client, dst, puts.Options{})})
+			if !errors.Is(err, pipeline.ErrInvalid) || !strings.Contains(err.Error(), "at the job's snapshot "+snapB+" already") {
+				t.Fatalf("--since last after the catch-up to B: %v, want the target at B already", err)
 			}
 			// A job folder with no record: refused, unless --assume-at.
 			j2 := loadJob(t, p, st, snapB, dst)

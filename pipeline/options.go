@@ -114,7 +114,9 @@ type Options struct {
 	// difference between this earlier snapshot (in the job's source root)
 	// and the job's, into a target the job's reached record puts at Since
 	// (see ErrNotAt). It keeps its own checkpoint and job record, named
-	// after Since. Puts (or the dry run) only, in one process.
+	// after Since. Puts (or the dry run) only, in one process. SinceLast
+	// takes the snapshot the reached record names. The reached record
+	// lies beside Checkpoint when it is given, else beside the job's.
 	Since string
 	// AssumeAt, with Since, takes the target to be at Since without the
 	// reached record (a target brought there by other means); Since is

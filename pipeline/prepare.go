@@ -106,9 +106,17 @@ func (r *Run) settle(o Options) error {
 		return err
 	}
 	r.ckptGiven = o.Checkpoint != ""
-	if o.Checkpoint == "" {
-		o.Checkpoint = sinceSuffix(checkpointPath(j, o.Shard, o.Only), o.Since)
+	r.reachedBase = reachedBase(j, o.Checkpoint)
+	if err := r.resolveSinceLast(&o); err != nil {
+		return err
 	}
+	if o.Checkpoint == "" {
+		o.Checkpoint = checkpointPath(j, o.Shard, o.Only)
+	}
+	// A catch-up keeps its own checkpoint beside the given or the job's
+	// one, which holds the whole run's and must not be refused or
+	// replaced by it.
+	o.Checkpoint = sinceSuffix(o.Checkpoint, o.Since)
 	if o.AssumeAt && o.Since == "" {
 		return fmt.Errorf("%w: --assume-at needs the snapshot the catch-up starts from", ErrInvalid)
 	}

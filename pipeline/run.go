@@ -76,6 +76,11 @@ type Run struct {
 	// ckptGiven says Options.Checkpoint was given, not derived from the
 	// job.
 	ckptGiven bool
+	// reachedBase is the checkpoint the reached record lies beside (see
+	// reachedBase); sinceLast says Options.Since was "last", resolved
+	// from that record.
+	reachedBase string
+	sinceLast   bool
 	// jobs is where the job record lives (nil for a redo of some key
 	// ranges); job the record the run is a task of, once found or
 	// published; recordKept says it was found, so its cut is the run's.

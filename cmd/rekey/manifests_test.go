@@ -651,3 +651,51 @@ func parseRun(t *testing.T, args []string) runFlags {
 		metricsAddr: str("metrics-addr"), sourceSnapshot: str("source-snapshot"), waitReady: dur("wait-ready"),
 		resume: boolean("resume"), forceTakeover: boolean("force-takeover"), json: boolean("json")}
 }
+
+// TestCatchupCronJobExample: the catch-up args the backfill CronJob shows
+// in a comment parse with rekey's flags, with the CronJob's environment,
+// into a catch-up from the last reached snapshot to params'
+// backfill_snapshot, with the same checkpoint every night (where the
+// reached record lies) under params.backfill_state, and no relative
+// range (a range that moves each night is another job each night, and
+// the record would refuse it).
+func TestCatchupCronJobExample(t *testing.T) {
+	k := render(t)
+	b, err := os.ReadFile(filepath.Join(kubeOverlay, "..", "..", "base", "backfill-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, rest, ok := strings.Cut(line, "# catch-up args: "); ok {
+			if err := yaml.Unmarshal([]byte(rest), &args); err != nil {
+				t.Fatalf("the catch-up args %q: %v", rest, err)
+			}
+		}
+	}
+	if len(args) == 0 {
+		t.Fatal("the backfill CronJob shows no catch-up args")
+	}
+	ctr := rekeyContainer(t, k.cronJobs["backfill"].Spec.JobTemplate.Spec.Template.Spec)
+	env := k.env(t, ctr, map[string]string{jobNameField: "rekey-events-backfill-29420370"})
+	cmd := parseCommand(t, expand(args, env), "run")
+	fl := cmd.Flags()
+	since, _ := fl.GetString("since")
+	ckpt, _ := fl.GetString("checkpoint")
+	snap, _ := fl.GetString("source-snapshot")
+	from, _ := fl.GetString("from")
+	to, _ := fl.GetString("to")
+	params := k.params(t)
+	if since != pipeline.SinceLast {
+		t.Errorf("--since %q, want %q", since, pipeline.SinceLast)
+	}
+	if !strings.HasPrefix(ckpt, params["backfill_state"]+"/") || strings.Contains(ckpt, "rekey-events-backfill-29420370") {
+		t.Errorf("checkpoint %q: want one for every night under %s, not the scheduled Job's own", ckpt, params["backfill_state"])
+	}
+	if snap != params["backfill_snapshot"] {
+		t.Errorf("--source-snapshot %q, want params.backfill_snapshot %q", snap, params["backfill_snapshot"])
+	}
+	if from != "" || to != "" {
+		t.Errorf("--from %q --to %q: a catch-up's job must not move each night", from, to)
+	}
+}

@@ -41,6 +41,9 @@ type verifyFlags struct {
 	zk, znodeParent  string
 	timeout          time.Duration
 	method           string
+	// sourceSnapshot overrides the job's source.name, as rekey run's
+	// --source-snapshot: a nightly catch-up's verify names that night's.
+	sourceSnapshot string
 }
 
 // verifyLong is the help of rekey verify; its two %d are the default
@@ -117,6 +120,7 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default: entities.json, or every shard's, in the job's state folder)")
 	fl.StringVar(&f.table, "table", "", "compare against this live table (default: the job's target table)")
 	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table")
+	fl.StringVar(&f.sourceSnapshot, "source-snapshot", "", "the snapshot of the old table to compare with, in the job's source root (job: source.name), as rekey run's --source-snapshot: after a scheduled run or catch-up, the night's")
 	fl.StringVar(&f.staging, "staging", "", "compare against the HFiles a run staged in this folder (STAGING/hfiles/REGION/FAMILY/*), before bulk load")
 	fl.StringVar(&f.snapRoot, "snapshot-root", "", "root directory of --snapshot (default: the job's source root)")
 	fl.StringArrayVar(&f.ttl, "target-ttl", nil, "TTL of a new family, FAMILY=DURATION (e.g. d=30d), to tell expired cells from missing ones (repeatable)")
@@ -142,6 +146,9 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		return usageError{err}
 	}
 	useJobSecurity(j)
+	if f.sourceSnapshot != "" {
+		j.Source.Name = f.sourceSnapshot
+	}
 	o, err := f.options(cmd.Flags().Changed)
 	if err != nil {
 		return usageError{err}

@@ -476,3 +476,34 @@ func TestVerifyUsesTheRunsSketch(t *testing.T) {
 		t.Errorf("heaviest from the shards' merged sketches %v, from one run's %v", b, a)
 	}
 }
+
+// TestVerifySourceSnapshot: --source-snapshot replaces the job's
+// source.name, as rekey run's does (a nightly catch-up verifies that
+// night's snapshot with one job file): a job naming a snapshot that does
+// not exist verifies against the one the flag names, and a flag naming
+// one that does not exist is refused (exit 2) naming it.
+func TestVerifySourceSnapshot(t *testing.T) {
+	root := demoSnapshot(t)
+	job := identityJob(t, root, "")
+	b, err := os.ReadFile(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(job, bytes.Replace(b, []byte("name: demo_events"), []byte("name: yesterday"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snaps := filepath.Join(root, "testdata", "snapshots", "demo_events")
+	if code, _, errOut := runRekey(t, "verify", job, "--all", "--snapshot", "demo_events", "--snapshot-root", snaps); code != exitUsage || !strings.Contains(errOut, "yesterday") {
+		t.Fatalf("the job's own missing snapshot: exit %d, want %d naming it (%s)", code, exitUsage, errOut)
+	}
+	code, out, errOut := runRekey(t, "verify", job, "--source-snapshot", "demo_events", "--all", "--snapshot", "demo_events", "--snapshot-root", snaps, "--json")
+	if code != exitOK {
+		t.Fatalf("--source-snapshot demo_events: exit %d: %s\n%.2000s", code, errOut, out)
+	}
+	if r := decodeReport(t, out); r.Summary.Entities == 0 || r.Summary.Mismatched != 0 {
+		t.Fatalf("--source-snapshot demo_events: %+v", r.Summary)
+	}
+	if code, _, errOut := runRekey(t, "verify", job, "--source-snapshot", "nope", "--all", "--snapshot", "demo_events", "--snapshot-root", snaps); code != exitUsage || !strings.Contains(errOut, "nope") {
+		t.Fatalf("--source-snapshot nope: exit %d, want %d naming it (%s)", code, exitUsage, errOut)
+	}
+}
