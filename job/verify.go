@@ -28,7 +28,7 @@ import (
 //	  target_ttl: {d: 30d}     # TTL of new families, to tell expired cells
 //	  retries: 3               # re-reads of a live table before a mismatch
 //	  backoff: 1s
-//	  workers: 4
+//	  workers: 4               # default: the run's (run.workers, else DefaultWorkers)
 //	  method: inverse          # inverse, forward or both; default inverse when
 //	                           # the new key keeps every old field, else forward
 type Verify struct {

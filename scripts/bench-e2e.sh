@@ -178,13 +178,17 @@ export TESTENV_NO_BUILD=1
 
 # verify_rows TABLE ROUND: `rekey verify` of the target the puts contender
 # just wrote, the 100 heaviest entities and a sample of 1000 from the run's
-# sketch, against --all (every entity: both sides read whole); time and
-# bytes read on each side, whole process.
+# sketch, against --all (every entity: both sides read whole), through the
+# live table's scans and (all-snapshot) through a snapshot verify takes of
+# it (--snapshot auto); time and bytes read on each side, whole process.
 verify_rows() {
 	local t="$1" r="$2" mode out tm
-	for mode in sample all; do
+	for mode in sample all all-snapshot; do
 		local args=(--heaviest 100 --sample 1000)
-		[ "$mode" = all ] && args=(--all)
+		case "$mode" in
+		all) args=(--all) ;;
+		all-snapshot) args=(--all --snapshot auto --snapshot-root "$rootdir") ;;
+		esac
 		out="$BENCH_DIR/verify-$mode.$r.json" tm="$BENCH_DIR/verify-$mode.$r.time"
 		settle
 		if /usr/bin/time -f '%e %U %S %M' -o "$tm" bin/rekey verify "$BENCH_DIR/$t.yaml" --zk "$zk" --table "$t" --json "${args[@]}" >"$out" 2>"$BENCH_DIR/verify-$mode.$r.err"; then

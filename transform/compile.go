@@ -417,7 +417,7 @@ func (cc *compiler) checkComponent(c *component, s *ComponentSpec, path string, 
 		case "", "binary":
 		case "iso":
 			c.iso = true
-			c.isoW = isoWidth(s.Unit)
+			c.isoW, c.isoLayout = isoWidth(s.Unit), isoLayouts[s.Unit]
 		default:
 			bad("format", "format %q is not allowed (expected binary or iso)", s.Format)
 		}

@@ -205,6 +205,19 @@ func (p *Program) Invertible() (ok bool, why string) {
 // that only maps forward carries none of it.
 type unmapState struct {
 	codec *backCodec
+	// refuse is why the program has no inverse (nil: it has one), found
+	// once: the question allocates, and Unmap runs once a cell.
+	refuse error
+}
+
+// newUnmapState readies r for Unmap.
+func newUnmapState(p *Program) *unmapState {
+	u := &unmapState{codec: newBackCodec()}
+	if len(p.inv.lost) > 0 || len(p.MergedFamilies()) > 0 {
+		_, why := p.Invertible()
+		u.refuse = fmt.Errorf("%w: %s", ErrNoInverse, why)
+	}
+	return u
 }
 
 // Unmap reads new cell c back to the old cell it was made from, without
@@ -220,9 +233,11 @@ type unmapState struct {
 // fields build one (its Row is nil otherwise), so both keys can be named.
 func (r *Rekey) Unmap(c *cell.Cell) (cell.Cell, error) {
 	p, inv := r.p, &r.p.inv
-	if len(inv.lost) > 0 || len(p.MergedFamilies()) > 0 {
-		_, why := p.Invertible()
-		return cell.Cell{}, fmt.Errorf("%w: %s", ErrNoInverse, why)
+	if r.u == nil {
+		r.u = newUnmapState(p)
+	}
+	if r.u.refuse != nil {
+		return cell.Cell{}, r.u.refuse
 	}
 	r.prepareUnmap(c)
 	var wrong error // the first disagreement; the old cell is still built
@@ -264,7 +279,7 @@ func (r *Rekey) Unmap(c *cell.Cell) (cell.Cell, error) {
 // are not the old ones, so they are set only by a new key that holds them.
 func (r *Rekey) prepareUnmap(c *cell.Cell) {
 	if r.u == nil {
-		r.u = &unmapState{codec: newBackCodec()}
+		r.u = newUnmapState(r.p)
 	}
 	r.rec.reset()
 	r.dirty = true

@@ -314,7 +314,10 @@ func (k *backCodec) getBucket(c *component, key []byte, rec *record) (int, error
 	var start int64
 	n := 8
 	if c.iso {
-		layout := isoLayouts[c.unit]
+		layout := c.isoLayout
+		if layout == "" {
+			layout = isoLayouts[c.unit] // a component not compiled
+		}
 		n = len(layout)
 		if len(key) < n {
 			return 0, fmt.Errorf("need %d bytes of date text, have %d", n, len(key))

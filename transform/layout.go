@@ -165,9 +165,11 @@ type component struct {
 	span int64
 	iso  bool
 	unit string
-	// isoW is the width of the ISO text, isoWidth(unit), kept here so a
-	// cell does not compare unit names.
-	isoW int
+	// isoW is the width of the ISO text, isoWidth(unit), and isoLayout
+	// its form in package time's terms (isoLayouts), kept here so a cell
+	// neither compares unit names nor looks them up.
+	isoW      int
+	isoLayout string
 	// bucket is the field of the time_bucket an offset is measured from.
 	bucket int
 	label  string // "row[2] string user", for messages

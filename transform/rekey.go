@@ -259,7 +259,10 @@ func (r *Rekey) checkSalts(ls ...*Layout) error {
 // canonical (the same entity read from the old and the new table gives the
 // same bytes) and sort like their fields.
 func (r *Rekey) SourceEntity(dst []byte, c *cell.Cell) ([]byte, error) {
-	if err := r.parseSource(c, false); err != nil {
+	// The cells of a row come together: its values, parsed once, serve
+	// them all (as in apply), and only the qualifier is read again.
+	sameRow := r.p.reuseRow && r.oldRowOK && !r.dirty && bytes.Equal(c.Row, r.oldRow)
+	if err := r.parseSource(c, sameRow); err != nil {
 		return dst, err
 	}
 	return r.appendEntity(dst), nil

@@ -46,7 +46,14 @@ type Options struct {
 	// verify.against, at most one of them: a live table; a snapshot of the
 	// new table under SnapshotRoot (default: the source's root); or the
 	// folder a run staged HFiles in (STAGING/hfiles/REGION/FAMILY/*).
+	// Snapshot AutoSnapshot takes a snapshot of the live table (the job's
+	// target, or Table) for this check, reads its HFiles under
+	// SnapshotRoot (default: hbase.rootdir of $HBASE_CONF_DIR/hbase-site.xml,
+	// the target cluster's root) and deletes it afterwards unless
+	// KeepSnapshot.
 	Table, Snapshot, SnapshotRoot, Staging string
+	// KeepSnapshot keeps the snapshot AutoSnapshot takes.
+	KeepSnapshot bool
 	// TargetTTL adds to verify.target_ttl, and overrides it family by
 	// family.
 	TargetTTL map[string]time.Duration
@@ -56,7 +63,9 @@ type Options struct {
 	// Backoff overrides verify.backoff, the first wait before a re-read
 	// [1s].
 	Backoff *time.Duration
-	// Workers overrides verify.workers, the entities checked at once [4].
+	// Workers overrides verify.workers, the entities (or pieces of a heavy
+	// one) checked at once [the run's: run.workers, else
+	// job.DefaultWorkers].
 	Workers *int
 	// ZKQuorum and ZNodeParent find the cluster of a live new side, before
 	// the job's target.zookeeper and target.znode_parent (hbase.Locate
@@ -157,8 +166,15 @@ func (o Options) checkNewSide() error {
 			given++
 		}
 	}
+	// --snapshot auto snapshots a table: --table names which.
+	if o.Snapshot == AutoSnapshot && o.Table != "" {
+		given--
+	}
 	if given > 1 {
-		return errors.New("give one of --table, --snapshot and --staging")
+		return errors.New("give one of --table, --snapshot and --staging (or --snapshot auto with --table)")
+	}
+	if o.KeepSnapshot && o.Snapshot != AutoSnapshot {
+		return errors.New("--keep-snapshot goes with --snapshot auto")
 	}
 	return nil
 }
@@ -176,8 +192,18 @@ func (s settings) config(j *job.Job, old *SnapshotReader, newSide Reader, o Opti
 	return Config{
 		Program: j.Program, Old: old, New: newSide, Method: s.method, NewMapper: o.NewMapper,
 		SnapshotTime: old.Snapshot().Info().CreationTime,
-		TargetTTL:    s.ttl, Workers: s.workers, Retries: s.configRetries(), Backoff: s.backoff,
+		TargetTTL:    s.ttl, Workers: s.workersFor(j), Retries: s.configRetries(), Backoff: s.backoff,
 	}
+}
+
+// workersFor is the workers a check of j uses: verify.workers or
+// --workers, else the run's own default (run.workers, else
+// job.DefaultWorkers), so a check uses the cores its run did.
+func (s settings) workersFor(j *job.Job) int {
+	if s.workers > 0 {
+		return s.workers
+	}
+	return j.Run.WorkersOrDefault()
 }
 
 // configRetries is retries as Config reads them: 0 there is the default

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/entity"
@@ -27,7 +29,10 @@ type Check struct {
 	newSide Reader
 	// closeNew releases the new side (a reader, or the client of a live
 	// table).
-	closeNew   func() error
+	closeNew func() error
+	// newKind is how the new side is read (NewSideTable, ...), for the
+	// report.
+	newKind    string
 	cfg        Config
 	targets    []Target
 	countBytes int64
@@ -139,7 +144,7 @@ func (o Options) addNamed(choice *Choice, j *job.Job) error {
 // state folder. A choice still empty then is an error.
 func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch string, rr *runRejects) error {
 	if s.findWorst || s.all {
-		cs, err := Count(ctx, c.old, c.job.Program, CountOptions{K: max(s.heaviest, 1), N: s.sample, Seed: s.seed, Workers: max(s.workers, 2), rejects: rr})
+		cs, err := Count(ctx, c.old, c.job.Program, CountOptions{K: max(s.heaviest, 1), N: s.sample, Seed: s.seed, Workers: max(s.workersFor(c.job), 2), rejects: rr})
 		if err != nil {
 			return err
 		}
@@ -196,6 +201,9 @@ func (o Options) against(j *job.Job) job.Against {
 // openNew opens the new side: staged HFiles, a snapshot, the job's
 // Bigtable table, or a live HBase table.
 func (c *Check) openNew(ctx context.Context, o Options) error {
+	if o.Snapshot == AutoSnapshot {
+		return c.openAutoSnapshot(ctx, o)
+	}
 	a := o.against(c.job)
 	switch {
 	case a.Staging != "":
@@ -203,20 +211,20 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}
-		c.newSide, c.closeNew = sr, sr.Close
+		c.newSide, c.closeNew, c.newKind = sr, sr.Close, NewSideStaging
 	case a.Name != "":
 		ns, err := openSnapshot(ctx, a.Root, a.Name, time.Time{}, c.vo)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}
-		c.newSide, c.closeNew = ns, ns.Close
+		c.newSide, c.closeNew, c.newKind = ns, ns.Close, NewSideSnapshot
 	case a.Table == "" && o.ZKQuorum == "" && c.job.Target.Bigtable != nil:
 		// The job's target is a Bigtable table: read it there.
 		br, err := OpenBigtable(ctx, c.job.Target.Bigtable, c.job.Target.Table)
 		if err != nil {
 			return fmt.Errorf("new side: %w", err)
 		}
-		c.newSide, c.closeNew = br, br.Close
+		c.newSide, c.closeNew, c.newKind = br, br.Close, NewSideBigtable
 	default:
 		table := a.Table
 		if table == "" {
@@ -229,19 +237,118 @@ func (c *Check) openNew(ctx context.Context, o Options) error {
 
 // openTable connects to the live table's cluster.
 func (c *Check) openTable(o Options, table string) error {
+	client, err := c.client(o, table)
+	if err != nil {
+		return err
+	}
+	c.newSide, c.closeNew, c.newKind = NewTableReader(client, table), client.Close, NewSideTable
+	return nil
+}
+
+// client connects to the cluster of the live table.
+func (c *Check) client(o Options, table string) (*hbase.Client, error) {
 	cfg, from, err := o.cluster(c.job)
 	if err != nil {
-		return fmt.Errorf("no cluster for the live table %s (--snapshot or --staging compare without one): %w", table, err)
+		return nil, fmt.Errorf("no cluster for the live table %s (--snapshot NAME or --staging compare without one): %w", table, err)
 	}
 	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
 		cfg.Kerberos.Identity = c.vo.Kerberos
 	}
 	client, err := hbase.NewClient(cfg)
 	if err != nil {
-		return fmt.Errorf("new side: table %s, cluster from %s: %w", table, from, err)
+		return nil, fmt.Errorf("new side: table %s, cluster from %s: %w", table, from, err)
 	}
-	c.newSide, c.closeNew = NewTableReader(client, table), client.Close
+	return client, nil
+}
+
+// AutoSnapshot, given as Options.Snapshot (--snapshot auto), has the check
+// snapshot the live table itself and read the snapshot's HFiles: the store
+// files are read straight from the file system, at the speed of the old
+// side, instead of through the region servers' scans, and the table
+// serves its clients meanwhile. The live table stays the way for clusters
+// that allow no snapshot, and to re-read a table that is still being
+// written.
+const AutoSnapshot = "auto"
+
+// How a check reads its new side, as Report.NewSide names it.
+const (
+	NewSideTable    = "table"    // scans of the live table
+	NewSideSnapshot = "snapshot" // the HFiles of a snapshot of it
+	NewSideStaging  = "staging"  // the HFiles a run staged
+	NewSideBigtable = "bigtable" // reads of a Bigtable table
+)
+
+// openAutoSnapshot snapshots the live table (Options.Table, else the job's
+// target), named after the job and the check's start, and opens it under
+// o.SnapshotRoot, else hbase.rootdir of hbase-site.xml. Close deletes the
+// snapshot unless o.KeepSnapshot, and so does a failure to open it.
+func (c *Check) openAutoSnapshot(ctx context.Context, o Options) error {
+	table := o.Table
+	if table == "" {
+		table = c.job.Target.Table
+	}
+	if table == "" {
+		return errors.New("--snapshot auto: no table to snapshot (the job's target.table, or --table)")
+	}
+	root := o.SnapshotRoot
+	if root == "" {
+		var why string
+		if root, why = hbase.SiteRootDir(); root == "" {
+			return fmt.Errorf("--snapshot auto: where the cluster of %s keeps its files is not known (%s): give --snapshot-root", table, why)
+		}
+	}
+	client, err := c.client(o, table)
+	if err != nil {
+		return err
+	}
+	name := autoSnapshotName(c.job.Path, c.started)
+	if err := client.Snapshot(ctx, name, table); err != nil {
+		client.Close()
+		return fmt.Errorf("new side: --snapshot auto: %w", err)
+	}
+	drop := func() error {
+		if o.KeepSnapshot {
+			return nil
+		}
+		// The check's context may be done (interrupted): the snapshot
+		// still goes.
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := client.DeleteSnapshot(dctx, name); err != nil {
+			return fmt.Errorf("deleting the snapshot %s this check took: %w", name, err)
+		}
+		return nil
+	}
+	ns, err := openSnapshot(ctx, root, name, time.Time{}, c.vo)
+	if err != nil {
+		err = fmt.Errorf("new side: snapshot %s of %s under %s: %w", name, table, root, err)
+		return errors.Join(err, drop(), client.Close())
+	}
+	kept := ", deleted after the check"
+	if o.KeepSnapshot {
+		kept = ", kept"
+	}
+	ns.name = fmt.Sprintf("snapshot %s of table %s (taken for this check%s)", name, table, kept)
+	c.newSide, c.newKind = ns, NewSideSnapshot
+	c.closeNew = func() error { return errors.Join(ns.Close(), drop(), client.Close()) }
 	return nil
+}
+
+// autoSnapshotName names the snapshot --snapshot auto takes after the job
+// file and the check's start: letters, digits, '_', '-' and '.' only, as
+// HBase allows in a snapshot name.
+func autoSnapshotName(jobPath string, started time.Time) string {
+	base := strings.TrimSuffix(filepath.Base(jobPath), filepath.Ext(jobPath))
+	b := []byte("rekey_verify_")
+	for _, r := range base {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-', r == '.':
+			b = append(b, byte(r))
+		default:
+			b = append(b, '_')
+		}
+	}
+	return string(b) + "_" + started.UTC().Format("20060102T150405")
 }
 
 // cluster finds the cluster of a live new side: o.ZKQuorum, else the job's
@@ -274,6 +381,7 @@ func (c *Check) Run(ctx context.Context) (*Report, error) {
 	}
 	rep := NewReport(results)
 	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
+	rep.NewSide = c.newKind
 	rep.Method, rep.MethodWhy = c.method, c.why
 	rep.Entity = c.job.Program.Entity()
 	rep.Started = c.started.UTC().Truncate(time.Second)

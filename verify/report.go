@@ -34,6 +34,11 @@ type Report struct {
 	// Old and New name the two sides.
 	Old string `json:"old"`
 	New string `json:"new"`
+	// NewSide says how the new side was read: "table" (scans of the live
+	// table), "snapshot" (the HFiles of a snapshot of it, taken by the
+	// check with --snapshot auto or named), "staging" (the HFiles a run
+	// staged) or "bigtable".
+	NewSide string `json:"new_side,omitempty"`
 	// Method is how the sides were compared (inverse, forward or both),
 	// and MethodWhy why: what the new key keeps or drops, and whether the
 	// method was asked for.

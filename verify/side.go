@@ -46,6 +46,10 @@ type SnapshotReader struct {
 	count   *countingFS
 	name    string
 	closeFS func() error
+
+	// cuts holds the ways the snapshot was cut into pieces (pieces).
+	mu   sync.Mutex
+	cuts map[pieceCut][]snapshot.Split
 }
 
 // OpenSnapshot opens snapshot name under root (a path or URL as the job
@@ -109,26 +113,73 @@ func (s *SnapshotReader) Read(ctx context.Context, r transform.KeyRange, fn func
 		if len(sp.EndRow) > 0 && bytes.Compare(sp.EndRow, r.Start) <= 0 {
 			continue
 		}
-		opts := s.opts
-		opts.StartRow, opts.StopRow = r.Start, r.Stop
-		sc, err := s.snap.NewScanner(ctx, sp, opts)
-		if err != nil {
-			return err
-		}
-		for sc.Next() {
-			if err := fn(sc.Cell()); err != nil {
-				sc.Close()
-				return err
-			}
-		}
-		if err := sc.Close(); err != nil {
-			return err
-		}
-		if err := sc.Err(); err != nil {
+		if err := s.readPiece(ctx, sp, r, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// readPiece calls fn for every cell of split sp (a region, or a piece of
+// one from pieces) whose row lies in r.
+func (s *SnapshotReader) readPiece(ctx context.Context, sp snapshot.Split, r transform.KeyRange, fn func(*cell.Cell) error) error {
+	opts := s.opts
+	opts.StartRow, opts.StopRow = r.Start, r.Stop
+	sc, err := s.snap.NewScanner(ctx, sp, opts)
+	if err != nil {
+		return err
+	}
+	for sc.Next() {
+		if err := fn(sc.Cell()); err != nil {
+			sc.Close()
+			return err
+		}
+	}
+	if err := sc.Close(); err != nil {
+		return err
+	}
+	return sc.Err()
+}
+
+// pieceCut names one way of cutting the snapshot into pieces.
+type pieceCut struct {
+	target int64
+	inRow  bool
+}
+
+// pieces returns the pieces of the snapshot, cut at about target store
+// file bytes (inside rows too with inRow, at column starts, as a run cuts
+// a huge row: snapshot.SplitOptions.InRow), that hold rows of r, in key
+// order. The snapshot is cut once per way and the cut kept: it reads the
+// data index of each region larger than target.
+func (s *SnapshotReader) pieces(r transform.KeyRange, target int64, inRow bool) ([]snapshot.Split, error) {
+	k := pieceCut{target, inRow}
+	s.mu.Lock()
+	all, ok := s.cuts[k]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if all, err = s.snap.Splits(snapshot.SplitOptions{TargetBytes: target, InRow: inRow}); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.cuts == nil {
+			s.cuts = map[pieceCut][]snapshot.Split{}
+		}
+		s.cuts[k] = all
+		s.mu.Unlock()
+	}
+	var out []snapshot.Split
+	for _, sp := range all {
+		if len(r.Stop) > 0 && bytes.Compare(sp.StartRow, r.Stop) >= 0 {
+			break
+		}
+		if stop := sp.StopRow(); len(stop) > 0 && bytes.Compare(stop, r.Start) <= 0 {
+			continue
+		}
+		out = append(out, sp)
+	}
+	return out, nil
 }
 
 // BytesRead implements Reader.

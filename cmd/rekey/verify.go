@@ -30,6 +30,7 @@ type verifyFlags struct {
 	verbose          bool
 	table            string
 	snapRoot, snap   string
+	keepSnap         bool
 	staging          string
 	ttl              []string
 	retries          int
@@ -83,6 +84,7 @@ Examples:
   rekey verify job.yaml --html report.html --out report.json
   rekey verify job.yaml --only report.json             # re-check what failed
   rekey verify job.yaml --snapshot new_snap --snapshot-root hdfs://nn:8020/hbase
+  rekey verify job.yaml --all --snapshot auto          # snapshot the target, read its HFiles, delete it after
   rekey verify job.yaml --staging /data/stage --all   # staged HFiles, before bulk load
   rekey verify job.yaml --method both                  # inverse and forward, disagreements named
 
@@ -119,14 +121,15 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.rejects, "rejects", "", "the run's reject file, or a folder of them, that old cells whose keys do not fit must be in (default: the per-split files in the job's state folder, STATE/rejects, else bad_keys.file)")
 	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default: entities.json, or every shard's, in the job's state folder)")
 	fl.StringVar(&f.table, "table", "", "compare against this live table (default: the job's target table)")
-	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table")
+	fl.StringVar(&f.snap, "snapshot", "", "compare against this snapshot of the new table instead of the live table; auto: snapshot the live table (the job's target, or --table) now, read its HFiles under --snapshot-root, and delete it after")
+	fl.BoolVar(&f.keepSnap, "keep-snapshot", false, "keep the snapshot --snapshot auto takes")
 	fl.StringVar(&f.sourceSnapshot, "source-snapshot", "", "the snapshot of the old table to compare with, in the job's source root (job: source.name), as rekey run's --source-snapshot: after a scheduled run or catch-up, the night's")
 	fl.StringVar(&f.staging, "staging", "", "compare against the HFiles a run staged in this folder (STAGING/hfiles/REGION/FAMILY/*), before bulk load")
-	fl.StringVar(&f.snapRoot, "snapshot-root", "", "root directory of --snapshot (default: the job's source root)")
+	fl.StringVar(&f.snapRoot, "snapshot-root", "", "root directory of --snapshot (default: the job's source root; with auto, hbase.rootdir of $HBASE_CONF_DIR/hbase-site.xml)")
 	fl.StringArrayVar(&f.ttl, "target-ttl", nil, "TTL of a new family, FAMILY=DURATION (e.g. d=30d), to tell expired cells from missing ones (repeatable)")
 	fl.IntVar(&f.retries, "retries", -1, "re-reads of a live table before a mismatch is declared (default: the job's, else 3)")
 	fl.DurationVar(&f.backoff, "backoff", 0, "first wait before a re-read, doubling (default: the job's, else 1s)")
-	fl.IntVar(&f.workers, "workers", 0, "entities checked at once (default: the job's, else 4)")
+	fl.IntVar(&f.workers, "workers", 0, "entities, or pieces of a heavy one, checked at once (default: the job's verify.workers, else the run's: run.workers, else the cores Go may use)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of a table")
 	fl.BoolVar(&f.verbose, "verbose", false, "list every entity checked in the text report, not only the mismatched ones")
 	fl.StringVar(&f.html, "html", "", "also write the report as one self-contained HTML page to this file")
@@ -179,7 +182,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 func (f *verifyFlags) options(set func(name string) bool) (verify.Options, error) {
 	o := verify.Options{
 		Entities: f.entities, Only: f.only, Sketch: f.sketch, Rejects: f.rejects,
-		Table: f.table, Snapshot: f.snap, SnapshotRoot: f.snapRoot, Staging: f.staging,
+		Table: f.table, Snapshot: f.snap, SnapshotRoot: f.snapRoot, KeepSnapshot: f.keepSnap, Staging: f.staging,
 		ZKQuorum: f.zk, ZNodeParent: f.znodeParent, Timeout: f.timeout,
 	}
 	o.Heaviest = given(set, "heaviest", &f.heaviest)
