@@ -93,6 +93,7 @@ type podRun struct {
 	started  time.Time
 	deleting bool // a deletion was seen: the process is being stopped
 	exited   bool // the process ended (or never started): signal nothing
+	code     int  // its exit code once exited and it ran (-1: it never ran)
 	done     chan struct{}
 }
 
@@ -162,6 +163,18 @@ func (s *Shim) PID(uid types.UID) int {
 		return r.cmd.Process.Pid
 	}
 	return 0
+}
+
+// ExitCode is the exit code of a pod's process once it has ended (128 +
+// the signal for one killed by a signal), even after the pod object is
+// gone; ok is false while it runs or if it never ran here.
+func (s *Shim) ExitCode(uid types.UID) (code int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.pods[uid]; r != nil && r.cmd != nil && r.exited {
+		return r.code, true
+	}
+	return 0, false
 }
 
 // signal sends sig to the pod's process group if its process runs (the
@@ -401,9 +414,6 @@ func (s *Shim) run(ctx context.Context, r *podRun) {
 	s.cfg.Logf("kubeletshim: pod %s/%s running: pid %d: %v", p.Namespace, p.Name, cmd.Process.Pid, cmd.Args)
 	s.running(ctx, r)
 	werr := cmd.Wait()
-	s.mu.Lock()
-	r.exited = true
-	s.mu.Unlock()
 	code := 0
 	if werr != nil {
 		var ee *exec.ExitError
@@ -416,6 +426,9 @@ func (s *Shim) run(ctx context.Context, r *podRun) {
 			code = ee.ExitCode()
 		}
 	}
+	s.mu.Lock()
+	r.exited, r.code = true, code
+	s.mu.Unlock()
 	for _, f := range []any{cmd.Stdout, cmd.Stderr} {
 		if c, ok := f.(*os.File); ok {
 			c.Close()
