@@ -411,7 +411,15 @@ func (p *plane) waitJob(t *testing.T, ns, name string, limit time.Duration) *bat
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s did not end in %s: %+v", name, limit, j.Status)
+			var waiting []string
+			for _, pod := range p.pods(t, ns, name) {
+				for _, c := range pod.Status.ContainerStatuses {
+					if c.State.Waiting != nil {
+						waiting = append(waiting, pod.Name+": "+c.State.Waiting.Reason+": "+c.State.Waiting.Message)
+					}
+				}
+			}
+			t.Fatalf("job %s did not end in %s: active %d, succeeded %d, failed %d; pods waiting: %v", name, limit, j.Status.Active, j.Status.Succeeded, j.Status.Failed, waiting)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -727,7 +735,7 @@ func TestK8sExitCodes(t *testing.T) {
 		ns := p.namespace(t, "rekey-exit2")
 		jobText := fmt.Sprintf(jobYAML, st.RootDir, "no_such_snapshot_k8s", "k8s_never", "10s", state+"-2", state+"-2", 1000)
 		dir := overlay{shards: 2, parallelism: 2, parts: 1, jobFile: jobText, hbaseSite: site}.write(t, root, ns)
-		if _, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component=spill"); err != nil {
+		if _, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component notin (merge,load)"); err != nil {
 			t.Fatal(err)
 		}
 		j := p.waitJob(t, ns, "rekey-t-spill", 5*time.Minute)
@@ -755,7 +763,7 @@ func TestK8sExitCodes(t *testing.T) {
 		// A NameNode nobody serves: every pod gives up after target.timeout.
 		jobText := fmt.Sprintf(jobYAML, "hdfs://127.0.0.1:1/hbase", "any", "k8s_never", "3s", state+"-4", state+"-4", 1000)
 		dir := overlay{shards: 1, parallelism: 1, parts: 1, jobFile: jobText, hbaseSite: site}.write(t, root, ns)
-		if _, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component=spill"); err != nil {
+		if _, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component notin (merge,load)"); err != nil {
 			t.Fatal(err)
 		}
 		j := p.waitJob(t, ns, "rekey-t-spill", 8*time.Minute)
@@ -774,6 +782,6 @@ func TestK8sExitCodes(t *testing.T) {
 		if j.Status.FailedIndexes == nil || *j.Status.FailedIndexes != "0" {
 			t.Errorf("failedIndexes %v, want 0", j.Status.FailedIndexes)
 		}
-		t.Logf("spill Job: %d failed pods %v, failedIndexes %v", j.Status.Failed, codes, j.Status.FailedIndexes)
+		t.Logf("spill Job: %d failed pods %v, failedIndexes %s", j.Status.Failed, codes, *j.Status.FailedIndexes)
 	})
 }
