@@ -115,11 +115,19 @@ func (p *plane) kubectl(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// namespace creates a namespace for the test, deleted after it.
-func (p *plane) namespace(t *testing.T, prefix string) string {
+// namespace creates a namespace for the test, deleted after it. With a
+// node, every pod of the namespace is pinned to that node (the
+// PodNodeSelector admission plugin testenv/k8s enables), so tests running
+// side by side, each with its own stand-in node, never run each other's
+// pods, and the manifests stay as they are.
+func (p *plane) namespace(t *testing.T, prefix, node string) string {
 	t.Helper()
 	ns := fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000)
-	if _, err := p.client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if node != "" {
+		obj.Annotations = map[string]string{"scheduler.alpha.kubernetes.io/node-selector": "kubernetes.io/hostname=" + node}
+	}
+	if _, err := p.client.CoreV1().Namespaces().Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -159,7 +167,7 @@ func kustomizations(t *testing.T, root string) []string {
 // of which the Go types allow), and nothing is stored.
 func TestK8sDryRunEveryManifest(t *testing.T) {
 	p := requirePlane(t)
-	ns := p.namespace(t, "rekey-dryrun")
+	ns := p.namespace(t, "rekey-dryrun", "")
 	for _, dir := range kustomizations(t, p.root) {
 		rel, _ := filepath.Rel(p.root, dir)
 		rendered, err := p.kubectl(t, "kustomize", dir)
@@ -191,7 +199,7 @@ func TestK8sDryRunEveryManifest(t *testing.T) {
 // types accepts.
 func TestK8sDryRunRefuses(t *testing.T) {
 	p := requirePlane(t)
-	ns := p.namespace(t, "rekey-refuse")
+	ns := p.namespace(t, "rekey-refuse", "")
 	b, err := os.ReadFile(filepath.Join(p.root, "deploy", "kubernetes", "base", "spill-job.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -381,8 +389,9 @@ func buildRekey(t *testing.T, root, dir string) string {
 	return bin
 }
 
-// node starts a stand-in kubelet for the test's node, stopped after it.
-func (p *plane) node(t *testing.T, bin string) *kubeletshim.Shim {
+// node starts a stand-in kubelet for the test's node, stopped after it,
+// and returns it with the node's name.
+func (p *plane) node(t *testing.T, bin string) (*kubeletshim.Shim, string) {
 	t.Helper()
 	name := fmt.Sprintf("shim-%d", time.Now().UnixNano()%1_000_000_000)
 	s, err := kubeletshim.Start(context.Background(), kubeletshim.Config{
@@ -393,7 +402,7 @@ func (p *plane) node(t *testing.T, bin string) *kubeletshim.Shim {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Stop)
-	return s
+	return s, name
 }
 
 // waitJob waits for a Job to end (Complete or Failed) and returns it.
@@ -596,10 +605,10 @@ func index(p *corev1.Pod) string { return p.Annotations["batch.kubernetes.io/job
 func TestK8sBackfill(t *testing.T) {
 	p := requirePlane(t)
 	root := p.root
-	ns := p.namespace(t, "rekey-backfill")
 	bin := buildRekey(t, root, t.TempDir())
+	s, node := p.node(t, bin)
+	ns := p.namespace(t, "rekey-backfill", node)
 	b := newBackfill(t, p, ns, 48000, 4, 2, 2, 1500)
-	s := p.node(t, bin)
 	if out, err := p.kubectl(t, "apply", "-k", b.dir); err != nil {
 		t.Fatal(err)
 	} else {
@@ -729,10 +738,10 @@ func TestK8sExitCodes(t *testing.T) {
 	zkHost, zkPort, _ := strings.Cut(st.ZKQuorum, ":")
 	site := fmt.Sprintf(hbaseSite, zkHost, zkPort, st.ZNodeParent)
 	state := fmt.Sprintf("hdfs://%s/tmp/rekey-k8s-codes-%d", st.NameNode, time.Now().UnixNano()%1_000_000_000)
-	p.node(t, bin)
+	_, node := p.node(t, bin)
 
 	t.Run("exit 2 fails the index", func(t *testing.T) {
-		ns := p.namespace(t, "rekey-exit2")
+		ns := p.namespace(t, "rekey-exit2", node)
 		jobText := fmt.Sprintf(jobYAML, st.RootDir, "no_such_snapshot_k8s", "k8s_never", "10s", state+"-2", state+"-2", 1000)
 		dir := overlay{shards: 2, parallelism: 2, parts: 1, jobFile: jobText, hbaseSite: site}.write(t, root, ns)
 		if _, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component notin (merge,load)"); err != nil {
@@ -759,7 +768,7 @@ func TestK8sExitCodes(t *testing.T) {
 	})
 
 	t.Run("exit 4 is retried per index", func(t *testing.T) {
-		ns := p.namespace(t, "rekey-exit4")
+		ns := p.namespace(t, "rekey-exit4", node)
 		// A NameNode nobody serves: every pod gives up after target.timeout.
 		jobText := fmt.Sprintf(jobYAML, "hdfs://127.0.0.1:1/hbase", "any", "k8s_never", "3s", state+"-4", state+"-4", 1000)
 		dir := overlay{shards: 1, parallelism: 1, parts: 1, jobFile: jobText, hbaseSite: site}.write(t, root, ns)

@@ -72,11 +72,14 @@ func TestShimPod(t *testing.T) {
 	c := client(t)
 	ctx := context.Background()
 	ns := fmt.Sprintf("shim-%d", time.Now().UnixNano()%1_000_000_000)
-	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	node := "shim-node-" + ns
+	// Every pod of the namespace goes to this test's node (PodNodeSelector,
+	// which testenv/k8s enables), whatever other stand-in nodes run beside.
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
+		Annotations: map[string]string{"scheduler.alpha.kubernetes.io/node-selector": "kubernetes.io/hostname=" + node}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	node := "shim-node-" + ns
 	out := t.TempDir()
 	s, err := kubeletshim.Start(ctx, kubeletshim.Config{Client: c, Node: node, Images: map[string]string{"sh:test": "/bin/sh"},
 		Root: t.TempDir(), Logf: t.Logf})
