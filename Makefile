@@ -5,13 +5,14 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build release yarn-jar test test-flakes unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build release yarn-jar test test-flakes test-k8s unit soak demo bench bench-e2e bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
 	@echo "release       static linux/amd64 and arm64 binaries, stripped, with SHA256SUMS, in bin/release (and the image, with docker)"
 	@echo "yarn-jar      build bin/rekey-yarn.jar, the YARN driver (Maven, Java 17)"
 	@echo "test          unit and integration tests (starts the mini cluster if none is up)"
+	@echo "test-k8s      the Kubernetes suite on a real control plane (opt-in; builds it once, about 9 minutes: testenv/README.md)"
 	@echo "test-flakes   the flake hunt: the plain and destructive passes N times (N=3) on one cluster"
 	@echo "unit          unit tests only (go test, no cluster)"
 	@echo "soak          the protocol's schedule tests at length (SCHEDULES, default 20000; PHASE_SCHEDULES, default 1000)"
@@ -76,6 +77,22 @@ soak:
 
 test: lint
 	scripts/test.sh
+
+# The Kubernetes suite (deploy/kubernetes, internal/kubeletshim): opt-in,
+# not part of `make test`, because building the control plane the first
+# time takes about 9 minutes of two cores (testenv/k8s, cached in
+# ~/.cache/rekey-k8s). Starts the HBase mini cluster if none is up and
+# the control plane, runs the suite (REKEY_REQUIRE_K8S=1: a missing
+# control plane fails it rather than skipping), then stops what it
+# started (KEEP_K8S=1 leaves the control plane up).
+test-k8s: lint
+	@hb=0; testenv/bin/status >/dev/null 2>&1 || { testenv/bin/up && hb=1; } || exit 1; \
+	testenv/k8s up || exit 1; \
+	REKEY_REQUIRE_K8S=1 REKEY_REQUIRE_CLUSTER=1 $(GO) test -count=1 -timeout 45m -v \
+		-run '^(TestK8s|TestExpand|TestRewritePaths|TestShim)' ./internal/kubeletshim/ ./deploy/kubernetes/; st=$$?; \
+	[ "$(KEEP_K8S)" = 1 ] || testenv/k8s down; \
+	[ $$hb = 0 ] || testenv/bin/down; \
+	exit $$st
 
 # The flake hunt: the plain and destructive passes of `make test` N times
 # in a row on one cluster; prints every test that failed at least once.

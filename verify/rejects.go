@@ -94,7 +94,7 @@ func loadRunRejects(j *job.Job, where string, vo vfs.Options) (*runRejects, erro
 	if where != "" {
 		candidates = []string{where}
 	} else {
-		candidates = []string{path.Join(j.StateDir(), "rejects")}
+		candidates = []string{runRejectsDir(j)}
 		if j.BadKeys.File != "" {
 			candidates = append(candidates, j.BadKeys.File)
 		}
@@ -113,6 +113,14 @@ func loadRunRejects(j *job.Job, where string, vo vfs.Options) (*runRejects, erro
 		}
 	}
 	return rr, nil
+}
+
+// runRejectsDir is STATE/rejects. Not path.Join: the state folder may be
+// a URL (hdfs://nn:8020/...), whose "//" path.Join cleans into "/", and
+// verify then refused every job whose checkpoint is on HDFS, as the
+// Kubernetes overlay's is (exit 2, "hdfs:/// URL without a host").
+func runRejectsDir(j *job.Job) string {
+	return strings.TrimSuffix(j.StateDir(), "/") + "/rejects"
 }
 
 // read adds the reject file at p, or every .tsv file in the folder p;
