@@ -261,6 +261,36 @@ public final class Oracle {
     return System.getProperty("rekey.state", "testenv/state.json");
   }
 
+  /** The cached HBase authentication token of hbaseToken. */
+  private static org.apache.hadoop.security.token.Token<?> hbaseToken;
+
+  /**
+   * An HBase authentication token for the logged-in user, from the
+   * cluster's TokenProvider, as HBase's own client obtains it: HBase 2.x
+   * offers ClientTokenUtil.obtainToken(Connection), 3.0 only the
+   * AsyncConnection form, so the one this build has is looked up.
+   */
+  static org.apache.hadoop.security.token.Token<?> hbaseToken() throws Exception {
+    if (hbaseToken != null) {
+      return hbaseToken;
+    }
+    Class<?> util = Class.forName("org.apache.hadoop.hbase.security.token.ClientTokenUtil");
+    try {
+      java.lang.reflect.Method m = util.getMethod("obtainToken", Connection.class);
+      try (Connection conn = connect()) {
+        hbaseToken = (org.apache.hadoop.security.token.Token<?>) m.invoke(null, conn);
+      }
+    } catch (NoSuchMethodException e) {
+      java.lang.reflect.Method m = util.getMethod("obtainToken", org.apache.hadoop.hbase.client.AsyncConnection.class);
+      try (org.apache.hadoop.hbase.client.AsyncConnection conn =
+          ConnectionFactory.createAsyncConnection(Conf.client(statePath())).get()) {
+        hbaseToken = (org.apache.hadoop.security.token.Token<?>)
+            ((java.util.concurrent.CompletableFuture<?>) m.invoke(null, conn)).get();
+      }
+    }
+    return hbaseToken;
+  }
+
   static Connection connect() throws IOException {
     return ConnectionFactory.createConnection(Conf.client(statePath()));
   }
@@ -508,11 +538,7 @@ public final class Oracle {
           if (!a[3].equals("--hbase")) {
             throw new UsageException("expected --hbase, not " + a[3]);
           }
-          try (Connection conn = connect()) {
-            org.apache.hadoop.security.token.Token<?> t =
-                org.apache.hadoop.hbase.security.token.ClientTokenUtil.obtainToken(conn);
-            creds.addToken(t.getService(), t);
-          }
+          creds.addToken(hbaseToken().getService(), hbaseToken());
         }
         switch (a[1]) {
           case "proto":
