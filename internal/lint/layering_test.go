@@ -104,6 +104,8 @@ var rules = map[string][]string{
 	"internal/vfstest": append([]string{"vfs"}, noBackends...),
 	// Its checks are tests; the package has no other code.
 	"internal/lint": {},
+	// A kubelet's stand-in for the Kubernetes tests: client-go only.
+	"internal/kubeletshim": {},
 
 	"cmd/rekey": {"cell", "vfs", "hfile", "snapshot", "hbase", "transform", "entity", "job", "internal/krb",
 		"pipeline", "verify", "internal/human"},
