@@ -1,9 +1,14 @@
 package pipeline_test
 
 import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/sink"
 )
 
@@ -53,5 +58,25 @@ func TestSinkKindsDeclare(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.what, tc.got, tc.want)
 		}
+	}
+}
+
+// TestUnknownSinkRefused: a job naming a sink kind this build does not
+// have is refused before anything is opened for writing, as the job's
+// mistake (ErrInvalid), with the kinds the build has.
+func TestUnknownSinkRefused(t *testing.T) {
+	j, err := job.Load(filepath.Join("..", "configs", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Sink.Kind = "kafka"
+	j.Run.Checkpoint = filepath.Join(t.TempDir(), "checkpoint.json")
+	r, err := pipeline.Prepare(context.Background(), j, pipeline.Options{Workers: 1})
+	if err == nil {
+		r.Close()
+		t.Fatal("Prepare took sink kafka")
+	}
+	if !errors.Is(err, pipeline.ErrInvalid) || !strings.Contains(err.Error(), `sink "kafka"`) || !strings.Contains(err.Error(), "bigtable, dry-run, hfiles, puts") {
+		t.Errorf("Prepare: %v; want ErrInvalid naming kafka and the kinds of this build", err)
 	}
 }

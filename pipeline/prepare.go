@@ -365,7 +365,7 @@ func (r *Run) sinkName() (string, error) {
 		k = job.SinkPuts
 	}
 	if _, ok := sink.Lookup(k); !ok {
-		return "", fmt.Errorf("%w: sink %q is not available in this build", ErrInvalid, k)
+		return "", fmt.Errorf("%w: sink %q is not available in this build (it has %s)", ErrInvalid, k, sink.KindList())
 	}
 	return string(k), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -277,6 +278,17 @@ func Kinds() []job.SinkKind {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
 	return out
+}
+
+// KindList spells the registered kinds for a message: "bigtable,
+// dry-run, hfiles, puts".
+func KindList() string {
+	ks := Kinds()
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return strings.Join(out, ", ")
 }
 
 func init() {
