@@ -52,8 +52,10 @@ const (
 )
 
 // SinkKinds are the sinks a job may name, in the order messages list
-// them: a new sink adds its kind here and its package under sink/, which
-// registers how it is built.
+// them: a new sink adds its kind here, its package under sink/, which
+// registers how it is built and what the run may ask of it (sink.Kind),
+// and its import in pipeline/sinks.go, the one list of the sinks a build
+// links.
 var SinkKinds = []SinkKind{SinkPuts, SinkHFiles, SinkBigtable, SinkDryRun}
 
 // Known reports whether k is one of SinkKinds.

@@ -15,6 +15,7 @@ import (
 	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
 	"github.com/rekeyhq/rekey/snapshot/diff"
@@ -210,18 +211,24 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 }
 
 // checkCatchupSink refuses a sink a catch-up cannot write through yet:
-// removed cells are version delete markers, which the puts sink sends as
-// Deletes; staged HFiles and Bigtable do not carry them here.
+// removed cells are version delete markers, which only a sink whose kind
+// says it writes them (sink.Kind.Deletes: puts sends them as Deletes)
+// carries; the message names the kinds that do.
 func (r *Run) checkCatchupSink() error {
 	name, err := r.sinkName()
 	if err != nil {
 		return err
 	}
-	switch job.SinkKind(name) {
-	case job.SinkPuts, job.SinkDryRun:
+	if kind, ok := r.kindOf(name, nil); ok && kind.Deletes {
 		return nil
 	}
-	return fmt.Errorf("%w: --since writes through the puts sink (or the dry run), not %s", ErrInvalid, name)
+	var can []string
+	for _, k := range sink.Kinds() {
+		if kind, _ := sink.Lookup(k); kind.Deletes {
+			can = append(can, string(k))
+		}
+	}
+	return fmt.Errorf("%w: --since writes through a sink that writes delete markers, the %s sink, not %s", ErrInvalid, strings.Join(can, " or "), name)
 }
 
 // checkAt returns the TTL time the target's copy of a was read at, from
@@ -264,11 +271,8 @@ func (r *Run) recordReached(sum *Summary) error {
 	if len(o.Only) > 0 || o.Phase == hfiles.PhaseSpill || !sum.Finished {
 		return nil
 	}
-	if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkDryRun {
-		return nil
-	}
-	if job.SinkKind(r.sink.Name()) == job.SinkHFiles && (r.j.Sink.NoLoad || r.j.Sink.Offline) {
-		return nil // the load, later, reaches the snapshot
+	if kind, ok := r.kindOf(r.sinkName()); ok && kind.Reaches != nil && !kind.Reaches(r.j) {
+		return nil // nothing written (the dry run), or a load, later, reaches the snapshot
 	}
 	if o.Shard.Count > 1 && (sum.Coverage == nil || !sum.Coverage.Proven) {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
@@ -276,7 +277,7 @@ func (r *Run) publishJob() error {
 	if err != nil {
 		return err
 	}
-	if s, ok := r.sink.(*hfiles.Sink); ok {
+	if s, ok := r.sink.(sink.Recording); ok {
 		s.SetJobRecord(rec.Digest())
 	}
 	if won {
@@ -376,13 +377,13 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 	if staging == "" {
 		staging = j.StagingPath()
 	}
-	if j.Sink.Kind == job.SinkHFiles {
-		rec, committed, coverage, err := hfiles.SpillCoverage(staging, vfs.Options{Kerberos: Identity(j, nil)})
+	if kind, ok := sink.Lookup(j.Sink.Kind); ok && kind.Coverage != nil {
+		c, found, err := kind.Coverage(staging, vfs.Options{Kerberos: Identity(j, nil)})
 		if err != nil {
 			return nil, err
 		}
-		if rec != nil {
-			return jobStatus(strings.TrimSuffix(staging, "/")+"/"+hfiles.JobRecordFile, rec, committed, coverage), nil
+		if found {
+			return jobStatus(c.URL, c.Record, c.Committed, c.Covered), nil
 		}
 	}
 	where := state.RecordBeside(checkpointPath(j, Shard{}, nil))

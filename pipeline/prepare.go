@@ -235,8 +235,8 @@ func (r *Run) chooseWork() error {
 		// alike.
 		r.defaultCut = true
 		floor := int64(snapshot.MinDefaultSplitBytes)
-		if name, _ := r.sinkName(); job.SinkKind(name) == job.SinkPuts {
-			floor = putsFloor(r.src.Bytes())
+		if kind, ok := r.kindOf(r.sinkName()); ok && kind.SplitFloor != nil {
+			floor = kind.SplitFloor(r.src.Bytes(), floor)
 		}
 		r.o.SplitBytes = r.choices().splitBytes(r.src, floor)
 	case r.o.SplitBytes < 0:
@@ -266,18 +266,6 @@ func (r *Run) choices() buildChoices {
 		return *b
 	}
 	return thisBuild
-}
-
-// putsFloor is the smallest piece the default cut makes for the puts sink
-// in a snapshot of total bytes: snapshot.MinDefaultSplitBytes, but at most
-// a quarter of the snapshot. A puts piece's time is the region servers'
-// work on its cells, and its fixed cost small (its writer's last calls
-// and a checkpoint record), so the 8 MiB floor, which spares a staged
-// piece its own files, left a small table's heavy region whole, one
-// split far longer than the rest that the other workers waited on at the
-// end. A table of 32 MiB or more is cut as before.
-func putsFloor(total int64) int64 {
-	return max(1, min(snapshot.MinDefaultSplitBytes, total/4))
 }
 
 // cutWork cuts the splits by the settled size, r.inRow and r.greedyCut,
@@ -377,7 +365,7 @@ func (r *Run) sinkName() (string, error) {
 		k = job.SinkPuts
 	}
 	if _, ok := sink.Lookup(k); !ok {
-		return "", fmt.Errorf("%w: sink %q is not available in this build", ErrInvalid, k)
+		return "", fmt.Errorf("%w: sink %q is not available in this build (it has %s)", ErrInvalid, k, sink.KindList())
 	}
 	return string(k), nil
 }
@@ -390,6 +378,17 @@ func (r *Run) sinkKind() (sink.Kind, error) {
 	}
 	kind, _ := sink.Lookup(job.SinkKind(name))
 	return kind, nil
+}
+
+// kindOf is the registered kind of the sink named name (a job's sink
+// kind, or a given sink's Name), and false when no kind has that name (a
+// caller's own sink) or err is not nil. The run asks it what the sink
+// does instead of naming sinks.
+func (r *Run) kindOf(name string, err error) (sink.Kind, bool) {
+	if err != nil {
+		return sink.Kind{}, false
+	}
+	return sink.Lookup(job.SinkKind(name))
 }
 
 // checkCheckpoint loads an existing checkpoint and holds it to Resume,

@@ -353,7 +353,8 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 	// Progress, push-back and the workers.
 	stopAux := r.startAux(ctx, len(items))
 	g, gctx := errgroup.WithContext(ctx)
-	q := newQueue(todo, o.Workers, r.sink.Name() == string(job.SinkPuts))
+	kind, _ := r.kindOf(r.sink.Name(), nil)
+	q := newQueue(todo, o.Workers, kind.Spread)
 	for {
 		w, ok := q.take(gctx)
 		if !ok {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -31,6 +33,71 @@ type Kind struct {
 	// tasks of their own); a sink without writes its target directly from
 	// each shard.
 	Phases bool
+
+	// What the run asks of the kind instead of naming it. The zero value
+	// of each is what a sink that writes its target directly, and only
+	// puts cells, needs.
+
+	// SplitFloor, when set, is the smallest piece the run's default cut
+	// makes for this sink in a source of total bytes, given the floor
+	// the cut takes for every other sink: a sink whose split has a small
+	// fixed cost cuts a small table finer. Nil keeps floor.
+	SplitFloor func(total, floor int64) int64
+	// Spread says a free worker should take a split of a region no other
+	// worker is reading, when there is one: the sink writes each split's
+	// cells straight to the target's servers, and pieces of one source
+	// region mostly land in the same target regions.
+	Spread bool
+	// Deletes says the sink writes the version delete markers a catch-up
+	// between two snapshots reads for removed cells; a catch-up refuses
+	// a sink without.
+	Deletes bool
+	// Reaches says whether a run through this sink that finished every
+	// split leaves the job's target at the run's snapshot, for the
+	// reached record a later catch-up starts from. Nil means it does; a
+	// sink that writes nothing, or whose output a later step applies
+	// (a load), returns false.
+	Reaches func(j *job.Job) bool
+	// Coverage reads a job's record and its shards' commits where the
+	// sink keeps them itself (the staging folder at staging), for
+	// `rekey status`; found is false when it holds none, and the run
+	// looks beside the checkpoint. Nil: the sink keeps none of its own.
+	Coverage func(staging string, o vfs.Options) (c JobCoverage, found bool, err error)
+	// PlanFamilies checks the names of the target's families (the job's
+	// renames applied) before `rekey plan` samples, for a target whose
+	// names are stricter than HBase's; nil takes any.
+	PlanFamilies func(j *job.Job, families []string) error
+	// PlanWarnings says, from what `rekey plan` learned of the new rows
+	// in its sample, what the target will make of them; nil says nothing.
+	PlanWarnings func(j *job.Job, f PlanFacts) []PlanWarning
+}
+
+// JobCoverage is what a sink's own record of a job says (Kind.Coverage):
+// the record, where it is, how many shards committed under it and, once
+// every shard did, whether their splits cover it exactly once (nil) or
+// not.
+type JobCoverage struct {
+	Record    *state.Job
+	URL       string
+	Committed int
+	Covered   error
+}
+
+// PlanFacts is what `rekey plan` learned of the new rows from its sample,
+// for a kind's plan-time checks. Sizes are lower bounds unless Complete.
+type PlanFacts struct {
+	// LargestRow is the new row with the most bytes, with its cells and
+	// bytes.
+	LargestRow                 string
+	LargestCells, LargestBytes int64
+	// Complete says the sample was the whole source.
+	Complete bool
+}
+
+// PlanWarning is one warning of a kind's plan-time checks: a short
+// stable code and the message for the user.
+type PlanWarning struct {
+	Code, Message string
 }
 
 // Env is what a sink's builder gets from the run that builds it.
@@ -213,8 +280,25 @@ func Kinds() []job.SinkKind {
 	return out
 }
 
+// KindList spells the registered kinds for a message: "bigtable,
+// dry-run, hfiles, puts".
+func KindList() string {
+	ks := Kinds()
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = string(k)
+	}
+	return strings.Join(out, ", ")
+}
+
 func init() {
-	Register(job.SinkDryRun, Kind{Build: func(context.Context, Env) (Sink, error) { return DryRun{}, nil }})
+	// The dry run writes nothing, so it takes a catch-up's markers as
+	// well as cells, and reaches no target.
+	Register(job.SinkDryRun, Kind{
+		Build:   func(context.Context, Env) (Sink, error) { return DryRun{}, nil },
+		Deletes: true,
+		Reaches: func(*job.Job) bool { return false },
+	})
 }
 
 // ConnectTarget opens a client to the job's target cluster, found the one

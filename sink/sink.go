@@ -7,8 +7,11 @@
 // snapshot, and what a builder needs of the run comes in an Env.
 //
 // Each sink package registers how it is built from the job's sink
-// section (Register, from its init); the run builds the sink a job names
-// through Lookup. Package pipeline is the one that imports every sink
+// section (Register, from its init), with what the run may ask of the
+// kind instead of naming it (Kind: the smallest piece it wants, whether
+// it writes a catch-up's delete markers, whether its run reaches the
+// target, where it keeps a job's record, its checks for `rekey plan`);
+// the run builds the sink a job names through Lookup. Package pipeline is the one that imports every sink
 // (pipeline/sinks.go), so that cmd/rekey and verify import none, and a
 // new sink touches the job's list of kinds (job.SinkKinds), its own
 // package and that one line.
@@ -113,4 +116,13 @@ type Deferring interface {
 // Reporter receives progress lines during a sink's Finish.
 type Reporter interface {
 	Printf(format string, args ...any)
+}
+
+// Recording is a Sink that stamps what it commits with the job record the
+// run runs under (the hfiles sink's spill commits) and learns it only
+// after it was built, once the run published the record.
+type Recording interface {
+	Sink
+	// SetJobRecord names the record by its digest (state.Job.Digest).
+	SetJobRecord(digest string)
 }

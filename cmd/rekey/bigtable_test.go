@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/transform"
 )
 
@@ -61,8 +63,18 @@ func TestPlanBigtableJob(t *testing.T) {
 }
 
 // TestBigtablePlanWarnings: the plan of a Bigtable job warns of a new
-// row past 256 MiB and of one past 100,000 cells, and of neither below.
+// row past 256 MiB and of one past 100,000 cells, and of neither below;
+// the warnings are the bigtable kind's, which plan asks for through
+// pipeline.PlanWarnings: a puts job's plan gets none of them.
 func TestBigtablePlanWarnings(t *testing.T) {
+	bt, err := job.Load(bigtableDemoJob(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	puts, err := job.Load(demoJob(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		cells, bytes int64
 		want         []string
@@ -72,12 +84,16 @@ func TestBigtablePlanWarnings(t *testing.T) {
 		{10, 256<<20 + 1, []string{"bigtable-row-too-large"}},
 		{200_000, 1 << 30, []string{"bigtable-row-too-large", "bigtable-row-in-pieces"}},
 	} {
+		rep := &transform.PlanReport{WorstRow: transform.RowSize{Row: "r", Cells: tc.cells, Bytes: tc.bytes}}
 		var got []string
-		for _, w := range bigtableWarnings(transform.RowSize{Row: "r", Cells: tc.cells, Bytes: tc.bytes}) {
+		for _, w := range pipeline.PlanWarnings(bt, rep) {
 			got = append(got, w.Code)
 		}
 		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 			t.Errorf("%d cells, %d bytes: warnings %v, want %v", tc.cells, tc.bytes, got, tc.want)
+		}
+		if w := pipeline.PlanWarnings(puts, rep); len(w) != 0 {
+			t.Errorf("%d cells, %d bytes: a puts job's plan got %v", tc.cells, tc.bytes, w)
 		}
 	}
 }

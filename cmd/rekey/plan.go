@@ -103,14 +103,10 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 		}
 		defer snap.Close()
 		table, nregions = snap.Info().Table, len(snap.Regions())
-		if j.Target.Bigtable != nil {
-			// A source family the job does not rename keeps its name,
-			// which HBase may allow and Bigtable not.
-			for _, fam := range pipeline.TargetFamilies(j, snap) {
-				if err := job.CheckBigtableFamily(fam); err != nil {
-					return usageError{fmt.Errorf("%s: target family: %w", path, err)}
-				}
-			}
+		// A source family the job does not rename keeps its name, which
+		// HBase may allow and the sink's target not (Bigtable).
+		if err := pipeline.CheckPlanFamilies(j, snap); err != nil {
+			return usageError{fmt.Errorf("%s: target family: %w", path, err)}
 		}
 		if opts.Regions <= 0 {
 			opts.Regions = nregions
@@ -121,9 +117,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 		}
 	}
 	rep := pl.Report(complete)
-	if j.Target.Bigtable != nil {
-		rep.Warnings = append(rep.Warnings, bigtableWarnings(rep.WorstRow)...)
-	}
+	rep.Warnings = append(rep.Warnings, pipeline.PlanWarnings(j, rep)...)
 	oldKey, newKey := j.Program.Describe()
 	out := planOutput{
 		OldKey: oldKey, NewKey: newKey,
@@ -207,28 +201,4 @@ func printSplitsAndWarnings(w io.Writer, o *planOutput) {
 	for _, wn := range o.Warnings {
 		fmt.Fprintf(w, "  [%s] %s\n", wn.Code, wn.Message)
 	}
-}
-
-// Bigtable's limits on a row, as the bigtable sink meets them.
-const (
-	bigtableMaxReadableRow = 256 << 20 // the most one read returns
-	bigtableMaxMutations   = 100_000   // the most one atomic entry holds
-)
-
-// bigtableWarnings says what the largest new row of the sample meets in
-// Bigtable: past 256 MiB Bigtable cannot return it in one read (the run
-// fails on it unless allow_large_rows); past 100,000 cells it is written
-// in pieces that Bigtable applies one by one (a bad key with
-// atomic_rows).
-func bigtableWarnings(worst transform.RowSize) []transform.Warning {
-	var out []transform.Warning
-	if worst.Bytes > bigtableMaxReadableRow {
-		out = append(out, transform.Warning{Code: "bigtable-row-too-large", Message: fmt.Sprintf(
-			"new row %s holds %d bytes in the sample, over the 256 MiB Bigtable returns in one read: rekey run stops at it unless target.bigtable.allow_large_rows is true", worst.Row, worst.Bytes)})
-	}
-	if worst.Cells > bigtableMaxMutations {
-		out = append(out, transform.Warning{Code: "bigtable-row-in-pieces", Message: fmt.Sprintf(
-			"new row %s holds %d cells in the sample, over the 100,000 mutations of one atomic Bigtable entry: it is written in pieces, not atomically (a bad key with target.bigtable.atomic_rows)", worst.Row, worst.Cells)})
-	}
-	return out
 }

@@ -34,7 +34,9 @@ func TestServerStopsRunApart(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "bin" || n == "testenv" || strings.HasPrefix(n, "wt-") {
+			// The root itself is never skipped: a worktree's folder is
+			// named wt-*, and the test must look inside it.
+			if n := d.Name(); p != root && (n == ".git" || n == "bin" || n == "testenv" || strings.HasPrefix(n, "wt-")) {
 				return filepath.SkipDir
 			}
 			return nil

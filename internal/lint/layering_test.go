@@ -2,6 +2,7 @@
 package lint
 
 import (
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -278,11 +279,20 @@ func TestLayeringRulesNameFolders(t *testing.T) {
 // sdks names the packages outside the module that only some of the
 // module's packages may import, with the folders that may: a program
 // links a cloud SDK only through the package that needs it, and nothing
-// below that package reaches the SDK around it (the Bigtable client in
-// the bigtable sink, which writes, and in verify, which reads the new
-// side; not in the run, the job or the sink contract).
+// below that package reaches the SDK around it. The object stores' SDKs
+// (AWS, Google Cloud Storage, Azure Blob) are their vfs backend's alone
+// (internal/s3test's Azure emulator client serves tests): never
+// vfs's core, snapshot, source, the sinks, the run or verify, which a
+// program links without any backend. The Bigtable client is the
+// bigtable sink's, which writes, and verify's, which reads the new side;
+// not the run's, the job's or the sink contract's. Google's API options
+// come with those two SDKs and go where they go.
 var sdks = map[string][]string{
-	"cloud.google.com/go/bigtable": {"sink/bigtable", "verify"},
+	"github.com/aws":                    {"vfs/s3"},
+	"cloud.google.com/go/storage":       {"vfs/gcs"},
+	"github.com/Azure/azure-sdk-for-go": {"vfs/azure", "internal/s3test"},
+	"cloud.google.com/go/bigtable":      {"sink/bigtable", "verify"},
+	"google.golang.org/api":             {"vfs/gcs", "sink/bigtable", "verify"},
 }
 
 // TestSDKImports holds the imports of the packages sdks names to the
@@ -292,6 +302,57 @@ func TestSDKImports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, v := range sdkViolations(t, root) {
+		t.Error(v)
+	}
+}
+
+// TestSDKImportsCatch: the SDK rule finds an SDK imported where it may
+// not be (the snapshot reader, the sink contract, the run, vfs's core,
+// another backend) and leaves it where it may (its backend, the bigtable
+// sink, a test file), in a tree written for the test.
+func TestSDKImportsCatch(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"snapshot/a.go":      "github.com/aws/aws-sdk-go-v2/service/s3",
+		"sink/a.go":          "cloud.google.com/go/storage",
+		"pipeline/a.go":      "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob",
+		"vfs/a.go":           "cloud.google.com/go/bigtable",
+		"vfs/hdfs/a.go":      "google.golang.org/api/option",
+		"source/a.go":        "github.com/aws/smithy-go",
+		"vfs/s3/a.go":        "github.com/aws/aws-sdk-go-v2/service/s3",
+		"vfs/gcs/a.go":       "cloud.google.com/go/storage",
+		"vfs/azure/a.go":     "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob",
+		"sink/bigtable/a.go": "cloud.google.com/go/bigtable",
+		"pipeline/a_test.go": "github.com/aws/aws-sdk-go-v2/service/s3",
+	}
+	for name, imp := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		src := "package " + filepath.Base(filepath.Dir(p)) + "\n\nimport _ \"" + imp + "\"\n"
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := sdkViolations(t, root)
+	want := []string{"pipeline/a.go", "sink/a.go", "snapshot/a.go", "source/a.go", "vfs/a.go", "vfs/hdfs/a.go"}
+	var found []string
+	for _, v := range got {
+		found = append(found, strings.Fields(v)[0])
+	}
+	sort.Strings(found)
+	if strings.Join(found, " ") != strings.Join(want, " ") {
+		t.Errorf("violations in %v, want %v:\n%s", found, want, strings.Join(got, "\n"))
+	}
+}
+
+// sdkViolations lists, one message each, the non-test Go files under
+// root that import an SDK of sdks from a folder it does not list.
+func sdkViolations(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
 	for dir, code := range goFolders(t, root) {
 		if !code {
 			continue
@@ -320,10 +381,12 @@ func TestSDKImports(t *testing.T) {
 					}
 					if !ok {
 						rel, _ := filepath.Rel(root, path)
-						t.Errorf("%s imports %s, which only %s may import", filepath.ToSlash(rel), p, strings.Join(may, ", "))
+						out = append(out, fmt.Sprintf("%s imports %s, which only %s may import", filepath.ToSlash(rel), p, strings.Join(may, ", ")))
 					}
 				}
 			}
 		}
 	}
+	sort.Strings(out)
+	return out
 }

@@ -20,7 +20,7 @@ import (
 // The bigtable sink is built from the job's target.bigtable section by
 // the run that writes through it (sink.type bigtable).
 func init() {
-	sink.Register(job.SinkBigtable, sink.Kind{Build: build})
+	sink.Register(job.SinkBigtable, sink.Kind{Build: build, PlanFamilies: planFamilies, PlanWarnings: planWarnings})
 }
 
 // build checks the job against what Bigtable can hold, readies the table

@@ -14,7 +14,25 @@ import (
 // hfiles) by the run that writes through it, which leases its staging
 // folder first (leases) and builds it after (build).
 func init() {
-	sink.Register(job.SinkHFiles, sink.Kind{Build: build, State: leases, Phases: true})
+	sink.Register(job.SinkHFiles, sink.Kind{Build: build, State: leases, Phases: true, Reaches: reaches, Coverage: coverage})
+}
+
+// reaches says a finished run brings the target to its snapshot only
+// when it loads what it staged: with no_load or offline, the load that
+// comes later does.
+func reaches(j *job.Job) bool {
+	return !j.Sink.NoLoad && !j.Sink.Offline
+}
+
+// coverage reads the job record a job in phases keeps in its staging
+// folder, and its spill shards' commits (SpillCoverage).
+func coverage(staging string, vo vfs.Options) (sink.JobCoverage, bool, error) {
+	rec, committed, covered, err := SpillCoverage(staging, vo)
+	if err != nil || rec == nil {
+		return sink.JobCoverage{}, false, err
+	}
+	url := strings.TrimSuffix(staging, "/") + "/" + JobRecordFile
+	return sink.JobCoverage{Record: rec, URL: url, Committed: committed, Covered: covered}, true, nil
 }
 
 // LeaseName is the lease file inside a staging folder; the underscore

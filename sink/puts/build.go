@@ -10,7 +10,20 @@ import (
 // The puts sink is built from the job's sink section (sink.type: puts,
 // the default) by the run that writes through it.
 func init() {
-	sink.Register(job.SinkPuts, sink.Kind{Build: build})
+	sink.Register(job.SinkPuts, sink.Kind{Build: build, SplitFloor: Floor, Spread: true, Deletes: true})
+}
+
+// Floor is the smallest piece the run's default cut makes for the puts
+// sink in a source of total bytes, given the floor it takes for the
+// other sinks: that floor, but at most a quarter of the source. A puts
+// piece's time is the region servers' work on its cells, and its fixed
+// cost small (its writer's last calls and a checkpoint record), so the
+// floor that spares a staged piece its own files left a small table's
+// heavy region whole, one split far longer than the rest that the other
+// workers waited on at the end. A table of four floors or more is cut as
+// for the other sinks.
+func Floor(total, floor int64) int64 {
+	return max(1, min(floor, total/4))
 }
 
 // maxBufferBytes caps what one worker's puts writer holds unacknowledged

@@ -1,0 +1,80 @@
+package verify_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/verify"
+)
+
+// kerberizedJob is the demo job (as pipeline's test of the same name has it) reading its snapshot from an HDFS that
+// requires Kerberos (a Hadoop configuration saying so, written for the
+// test; no NameNode runs at the address, and none is reached: the login
+// comes first), with a security section naming a keytab that does not
+// exist, or no section at all without withSecurity. It returns the job
+// and the keytab.
+func kerberizedJob(t *testing.T, withSecurity bool) (*job.Job, string) {
+	t.Helper()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "hadoop")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	site := func(name, key, value string) {
+		x := "<configuration><property><name>" + key + "</name><value>" + value + "</value></property></configuration>\n"
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(x), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	site("core-site.xml", "hadoop.security.authentication", "kerberos")
+	site("hdfs-site.xml", "dfs.namenode.kerberos.principal", "nn/_HOST@EXAMPLE.COM")
+	t.Setenv("HADOOP_CONF_DIR", conf)
+	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", "")
+	krb5 := filepath.Join(dir, "krb5.conf")
+	if err := os.WriteFile(krb5, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n[realms]\n EXAMPLE.COM = {\n  kdc = 127.0.0.1:1\n }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KRB5_CONFIG", krb5)
+	t.Setenv("KRB5CCNAME", filepath.Join(dir, "no-ticket-cache"))
+	j, err := job.Load(filepath.Join("..", "configs", "demo.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Source.Root = "hdfs://127.0.0.1:1/hbase"
+	keytab := filepath.Join(dir, "missing.keytab")
+	if withSecurity {
+		j.Security = job.Security{Keytab: keytab, Principal: "rekey@EXAMPLE.COM", Krb5Conf: krb5}
+	}
+	return j, keytab
+}
+
+// TestPrepareLogsInAsTheJobSays: a Go program that calls verify.Prepare
+// with a job whose security section names a keytab gets the login from
+// that keytab, without the CLI: here the keytab is missing, and the error
+// names it. The same job without the section logs in from the ticket
+// cache instead, and its error does not name the keytab.
+func TestPrepareLogsInAsTheJobSays(t *testing.T) {
+	j, keytab := kerberizedJob(t, true)
+	c, err := verify.Prepare(context.Background(), j, verify.Options{})
+	if err == nil {
+		c.Close()
+		t.Fatal("Prepare read an HDFS that requires Kerberos with a keytab that does not exist")
+	}
+	if !strings.Contains(err.Error(), "keytab "+keytab) {
+		t.Errorf("Prepare: %v; want the login error naming the job's keytab %s", err, keytab)
+	}
+
+	j, keytab = kerberizedJob(t, false)
+	c, err = verify.Prepare(context.Background(), j, verify.Options{})
+	if err == nil {
+		c.Close()
+		t.Fatal("Prepare read an HDFS that requires Kerberos with no login")
+	}
+	if strings.Contains(err.Error(), keytab) {
+		t.Errorf("Prepare without a security section: %v names the keytab", err)
+	}
+}
