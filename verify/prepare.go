@@ -368,6 +368,7 @@ func (o Options) cluster(j *job.Job) (cfg hbase.Config, from string, err error) 
 		return cfg, "", err
 	}
 	cfg.OperationTimeout = o.Timeout
+	cfg.Logf = o.Logf
 	return cfg, from, nil
 }
 

@@ -106,6 +106,8 @@ func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) 
 	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
 		cfg.Kerberos.Identity = runIdentity
 	}
+	stderr := cmd.ErrOrStderr()
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	c, err := hbase.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("cluster from %s: %w", from, err)
