@@ -53,6 +53,12 @@ type StagedIdentity struct {
 	// JobFile is the job file of the run that wrote it, for messages.
 	JobFile  string          `json:"job_file"`
 	Identity []IdentityField `json:"identity"`
+	// StateDir is the state folder of the run or task that began the
+	// folder (Job.StateDir, absolute when local): where its entity
+	// sketches and reject files are, which a verify of the folder reads
+	// even when the run's --checkpoint put them elsewhere than the job
+	// file's default. Empty in folders staged before it was recorded.
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // Mismatch names the first part of a recorded identity that differs from

@@ -42,6 +42,10 @@ type Check struct {
 	// report.
 	method Method
 	why    string
+	// stateDir is the state folder of the run checked, where its entity
+	// sketches and reject files are: the one a staging folder's identity
+	// record names, else the job's.
+	stateDir string
 }
 
 // Prepare assembles the check rekey verify runs for job j: the job's
@@ -79,7 +83,13 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	if c.old, err = openSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}, c.vo); err != nil {
 		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
 	}
-	rr, err := loadRunRejects(j, o.Rejects, c.vo)
+	c.stateDir = j.StateDir()
+	if a := o.against(j); a.Staging != "" {
+		if d := stagedStateDir(a.Staging, j, c.vo); d != "" {
+			c.stateDir = d
+		}
+	}
+	rr, err := loadRunRejects(j, c.stateDir, o.Rejects, c.vo)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -170,7 +180,7 @@ func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch s
 // sketches reads the sketch file given, else the run's sketches.
 func (c *Check) sketches(file string) ([]*entity.Sketch, error) {
 	if file == "" {
-		sks, _, err := loadStateSketch(c.job.StateDir(), c.vo)
+		sks, _, err := loadStateSketch(c.stateDir, c.vo)
 		return sks, err
 	}
 	sk, err := loadSketch(file, c.vo)
