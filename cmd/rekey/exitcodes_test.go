@@ -59,6 +59,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--offline", "../../configs/demo.yaml"}, exitUsage, "it needs --sink hfiles"},
 		{[]string{"run", "--sink", "dry-run", "--since", "a", "--assume-at", "b", "../../configs/demo.yaml"}, exitUsage, "name different snapshots"},
 		{[]string{"run", "--sink", "dry-run", "--to", "1970-01-01T00:00:00Z", "../../configs/demo.yaml"}, exitUsage, "would copy nothing"},
+		// A folder path through a file: a wrong path, named by its flag,
+		// not a failed job (mkdir's "not a directory" was exit 1).
+		{[]string{"run", "--sink", "hfiles", "--offline", "--staging", hf, "../../configs/demo.yaml"}, exitUsage, "--staging " + hf + ": " + hf + " is a file, not a folder"},
+		{[]string{"run", "--sink", "hfiles", "--offline", "--staging", hf + "/x", "../../configs/demo.yaml"}, exitUsage, "--staging " + hf + "/x: " + hf + " is a file"},
+		{[]string{"run", "--sink", "dry-run", "--checkpoint", hf + "/c.json", "../../configs/demo.yaml"}, exitUsage, "--checkpoint " + hf + "/c.json: " + hf + " is a file"},
+		{[]string{"run", "--sink", "hfiles", "--offline", "--checkpoint", hf + "/c.json", "../../configs/demo.yaml"}, exitUsage, "--checkpoint " + hf + "/c.json: " + hf + " is a file"},
 		// What cobra itself finds: an unknown subcommand or flag, a wrong
 		// number of arguments; and no subcommand at all prints the help.
 		{[]string{"nosuch"}, exitUsage, `unknown command "nosuch" for "rekey"`},

@@ -457,7 +457,7 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	if f.resume && f.fresh {
 		return errors.New("--resume and --fresh exclude each other")
 	}
-	return nil
+	return checkFolders(j, f)
 }
 
 // parseShard reads --shard "I/N" with 0 <= I < N.
