@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestExitCodes holds every subcommand to one rule: 2 when the user named
@@ -86,5 +89,39 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("damaged input printed %d bytes of cells", len(out))
 			}
 		})
+	}
+}
+
+// TestEveryHelpHasExitStatus: every subcommand's --help ends with the one
+// table of exit codes, so that an operator writing a scheduler's retry
+// rule finds it wherever they look; the tree is walked, so a new
+// subcommand without it fails here.
+func TestEveryHelpHasExitStatus(t *testing.T) {
+	var walk func(c *cobra.Command, path []string)
+	var paths [][]string
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue // cobra's own
+			}
+			p := append(append([]string(nil), path...), sub.Name())
+			paths = append(paths, p)
+			walk(sub, p)
+		}
+	}
+	walk(newRootCmd(), nil)
+	if len(paths) < 10 {
+		t.Fatalf("only %d subcommands found: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		code, out, errOut := runRekey(t, append(p, "--help")...)
+		if code != exitOK || !strings.Contains(out, strings.TrimSpace(exitStatusHelp)) {
+			t.Errorf("rekey %s --help: exit %d, no exit status table\n%s%s", strings.Join(p, " "), code, out, errOut)
+		}
+	}
+	// --only's argument is the report it reads (a backquoted word in a
+	// flag's usage becomes its argument's name).
+	if _, out, _ := runRekey(t, "run", "--help"); !regexp.MustCompile(`(?m)^\s+--only REPORT\s`).MatchString(out) {
+		t.Errorf("rekey run --help does not show --only REPORT:\n%s", out)
 	}
 }
