@@ -162,16 +162,19 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 </svg>
 <h2>Entities</h2>
 <table>
-<thead><tr><th>entity</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
+<thead><tr><th>entity</th><th>key (hex)</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
 <tbody>
-{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td>{{if $both}}<td>{{.Method}}</td>{{end}}<td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
+{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td><td><code>{{.Key}}</code></td>{{if $both}}<td>{{.Method}}</td>{{end}}<td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Entities}}{{if not .Match}}
-<h3>{{.Entity}}{{if $both}} ({{.Method}}){{end}}</h3>
+<h3>{{.Entity}}{{if $both}} ({{.Method}}){{end}} <code>{{.Key}}</code></h3>
 <p>old range {{.Old.Range.String}}, new range {{.New.Range.String}}; {{range $c, $n := .Mismatches}}{{$c}}={{$n}} {{end}}</p>
 {{range .First}}<pre>{{.Class}}
-{{if .Old}}old: {{.Old}}{{end}}{{if .New}}new: {{.New}}{{end}}{{if .MapsTo}}maps to: {{.MapsTo}}{{end}}{{if .Reason}}why: {{.Reason}}
+{{if .Old}}old: {{.Old}}{{if .OldFields}}     {{.OldFields}}
+{{end}}{{end}}{{if .New}}new: {{.New}}{{if .NewFields}}     {{.NewFields}}
+{{end}}{{end}}{{if .MapsTo}}maps to: {{.MapsTo}}{{if .MapsToFields}}     {{.MapsToFields}}
+{{end}}{{end}}{{if .Reason}}why: {{.Reason}}
 {{end}}</pre>
 {{end}}{{end}}{{end}}
 </body>
