@@ -47,6 +47,12 @@ func (j *Job) OutputIdentity() []IdentityField {
 // first run or spill task that staged into it.
 const StagedIdentityFile = "identity.json"
 
+// RunSummaryFile is the file in a job's state folder (Job.StateDir) that
+// holds the summary of the job's last run in one process, as its --json
+// prints it: verify reports beside what it checked what the run did
+// (cells read, written, rejected, collided; its time).
+const RunSummaryFile = "summary.json"
+
 // StagedIdentity is the content of StagedIdentityFile.
 type StagedIdentity struct {
 	Format int `json:"format"`

@@ -137,7 +137,8 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 <p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
 {{if .R.Method}}<p id="method">{{.R.MethodLine}}</p>
 {{end}}<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
-<p id="coverage">{{.Coverage}}.{{if .R.Build}} Written by {{.R.Build}}.{{end}}</p>
+{{with .R.Run}}<p id="run">{{.Line}}</p>
+{{end}}<p id="coverage">{{.Coverage}}.{{if .R.Build}} Written by {{.R.Build}}.{{end}}</p>
 {{if .RedoRun}}<h2>Redo and check again</h2>
 <p>Redo the failed entities' old key ranges into the target, then check just them:</p>
 <pre id="redo">{{.RedoRun}}

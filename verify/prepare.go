@@ -46,6 +46,8 @@ type Check struct {
 	// sketches and reject files are: the one a staging folder's identity
 	// record names, else the job's.
 	stateDir string
+	// run is the summary the run kept there, nil when none.
+	run *RunSummary
 }
 
 // Prepare assembles the check rekey verify runs for job j: the job's
@@ -88,6 +90,10 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 		if d := stagedStateDir(a.Staging, j, c.vo); d != "" {
 			c.stateDir = d
 		}
+	}
+	if c.run, err = readRunSummary(c.stateDir, c.vo); err != nil {
+		c.Close()
+		return nil, err
 	}
 	rr, err := loadRunRejects(j, c.stateDir, o.Rejects, c.vo)
 	if err != nil {
@@ -393,6 +399,7 @@ func (c *Check) Run(ctx context.Context) (*Report, error) {
 	rep := NewReport(results)
 	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
 	rep.NewSide = c.newKind
+	rep.Run = c.run
 	rep.Method, rep.MethodWhy = c.method, c.why
 	rep.Entity = c.job.Program.Entity()
 	rep.Started = c.started.UTC().Truncate(time.Second)

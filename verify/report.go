@@ -57,6 +57,9 @@ type Report struct {
 	// Rejected accounts for the old cells whose keys do not fit the old
 	// layout, which no entity holds (nil when there are none to report).
 	Rejected *Rejected `json:"rejected,omitempty"`
+	// Run is the summary of the run whose output was checked, when its
+	// state folder keeps one.
+	Run *RunSummary `json:"run,omitempty"`
 }
 
 // Summary totals a report.

@@ -209,6 +209,9 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return err
 	}
 	sum, err := r.Wait()
+	if sum != nil && opts.Shard.Count <= 1 && opts.Phase == pipeline.PhaseAll && opts.Only == nil {
+		keepSummary(j.StateDir(), sum, logf)
+	}
 	if sum != nil {
 		if f.json {
 			// One line, so scripts can take the last line of the output.
