@@ -88,8 +88,12 @@ func TestDifferencesDecoded(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no differences: the bug moved nothing, the test shows nothing")
 	}
-	var page bytes.Buffer
-	if err := verify.NewReport(res).WriteHTML(&page); err != nil {
+	var page, text bytes.Buffer
+	rep := verify.NewReport(res)
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range res {
@@ -100,6 +104,11 @@ func TestDifferencesDecoded(t *testing.T) {
 		for _, want := range []string{"<td><code>" + r.Key + "</code></td>", d.OldFields, d.NewFields} {
 			if !strings.Contains(page.String(), want) {
 				t.Errorf("the HTML page lacks %q", want)
+			}
+		}
+		for _, want := range []string{"\n         " + d.OldFields + "\n", "\n         " + d.NewFields + "\n"} {
+			if !strings.Contains(text.String(), want) {
+				t.Errorf("the text report lacks %q", want)
 			}
 		}
 		break

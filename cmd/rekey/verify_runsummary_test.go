@@ -10,7 +10,7 @@ import (
 )
 
 // TestVerifyReportsTheRun: a run in one process keeps its summary in its
-// state folder, and verify's reports (the HTML page, the JSON) say what
+// state folder, and verify's reports (text, HTML, JSON) say what
 // that run did beside what verify checked: cells read, written, rejected,
 // collided, its time. The cell count is HBase's dump of the snapshot (the
 // demo job rejects and collides nothing).
@@ -22,11 +22,15 @@ func TestVerifyReportsTheRun(t *testing.T) {
 	dir := t.TempDir()
 	page, rep := filepath.Join(dir, "report.html"), filepath.Join(dir, "report.json")
 	staging := filepath.Join(strings.TrimSuffix(job, ".yaml")+".rekey", "staging")
-	if code, out, errOut := runRekey(t, "verify", job, "--staging", staging, "--html", page, "--out", rep); code != exitOK {
-		t.Fatalf("verify: exit %d\n%s%s", code, out, errOut)
+	code, text, errOut := runRekey(t, "verify", job, "--staging", staging, "--html", page, "--out", rep)
+	if code != exitOK {
+		t.Fatalf("verify: exit %d\n%s%s", code, text, errOut)
 	}
 	total := dumpCells(t, "demo_events")
 	want := fmt.Sprintf(" splits done; %d cells read, %d written, 0 rejected, 0 collided, 0 failed;", total, total)
+	if !strings.Contains(text, "\nthe run (") || !strings.Contains(text, want) {
+		t.Errorf("the text report does not give the run's summary %q:\n%s", want, text)
+	}
 	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
