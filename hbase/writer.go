@@ -715,7 +715,11 @@ func (w *Writer) retryOrFail(m *mutation, server string, err error) {
 		w.finish(m, &RetriesExhaustedError{Op: fmt.Sprintf("put of row %q", m.row), Attempts: m.attempt + 1, Elapsed: time.Since(m.first), Err: err})
 		return
 	}
-	w.c.log.retryLeft("HBase put", server, m.attempt+1, err, w.cfg.RetryTimeout-time.Since(m.first))
+	what := "HBase put"
+	if m.del {
+		what = "HBase delete"
+	}
+	w.c.log.retryLeft(what, server, m.attempt+1, err, w.cfg.RetryTimeout-time.Since(m.first))
 	m.attempt++
 	m.due = time.Now().Add(delay)
 	w.mu.Lock()
