@@ -45,7 +45,9 @@ func (c *Client) masterCall(ctx context.Context, method string, req, resp proto.
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		addr, err := c.zk.master(ctx)
+		server := "the active master (from ZooKeeper)"
 		if err == nil {
+			server = addr
 			_, err = c.call(ctx, addr, rpc.MasterService, method, req, nil, rpc.PriorityAdmin, resp)
 			if err == nil {
 				return nil
@@ -58,6 +60,7 @@ func (c *Client) masterCall(ctx context.Context, method string, req, resp proto.
 		if ctx.Err() != nil || attempt+1 >= c.cfg.Retries {
 			return &RetriesExhaustedError{Op: "master " + method, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}
+		c.log.retry(ctx, "HBase master "+method, server, attempt+1, err)
 		if err := pause.For(ctx, c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: "master " + method, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}

@@ -41,6 +41,11 @@ type Config struct {
 	// Retries caps the attempts of one operation; 0 means 35 (Java's
 	// default retries times its meta-lookup multiplier, about).
 	Retries int
+	// Logf, when set, hears of retries: which server (or the ZooKeeper
+	// quorum), which attempt, what failed and how long until the
+	// operation gives up; the first retry at a server at once, then one
+	// line per server every 10 s at most while the retries go on.
+	Logf func(format string, args ...any)
 }
 
 func (c *Config) fill() {
@@ -85,6 +90,8 @@ type Client struct {
 
 	metaMu   sync.Mutex
 	metaAddr string
+
+	log *retryLog
 }
 
 type poolKey struct{ addr, service string }
@@ -101,7 +108,8 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.ZKQuorum == "" {
 		return nil, errors.New("hbase: Config.ZKQuorum is required")
 	}
-	z, err := dialZK(cfg.ZKQuorum, cfg.ZNodeParent, 30*time.Second)
+	log := newRetryLog(cfg.Logf)
+	z, err := dialZK(cfg.ZKQuorum, cfg.ZNodeParent, 30*time.Second, log)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +122,7 @@ func NewClient(cfg Config) (*Client, error) {
 		}
 		cfg.Kerberos = &k
 	}
-	return &Client{cfg: cfg, zk: z, pool: map[poolKey]*poolEntry{}, cache: regionCache{tables: map[string]*tableRegions{}}}, nil
+	return &Client{cfg: cfg, zk: z, pool: map[poolKey]*poolEntry{}, cache: regionCache{tables: map[string]*tableRegions{}}, log: log}, nil
 }
 
 // Close closes every connection.
@@ -239,7 +247,9 @@ func (c *Client) withRegion(ctx context.Context, op string, table, row []byte, f
 	var last error
 	for attempt := 0; ; attempt++ {
 		r, err := c.Locate(ctx, table, row)
+		server := "hbase:meta (locating the region)"
 		if err == nil {
+			server = r.Server
 			err = fn(ctx, r)
 			if err == nil {
 				return nil
@@ -257,6 +267,7 @@ func (c *Client) withRegion(ctx context.Context, op string, table, row []byte, f
 		if attempt+1 >= c.cfg.Retries {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: last}
 		}
+		c.log.retry(ctx, "HBase "+op, server, attempt+1, err)
 		if err := pause.For(ctx, c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: last}
 		}

@@ -330,6 +330,11 @@ func (s *Scanner) fill() error {
 		if class == rpc.RestartScanner {
 			class = rpc.RetryNow
 		}
+		server := "hbase:meta (locating the region)"
+		if s.region != nil {
+			server = s.region.Server
+		}
+		s.c.log.retry(ctx, "HBase "+op, server, attempt+1, err)
 		if err := pause.For(ctx, s.c.pauseFor(attempt, class, err)); err != nil {
 			return &RetriesExhaustedError{Op: op, Attempts: attempt + 1, Elapsed: time.Since(start), Err: err}
 		}

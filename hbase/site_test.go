@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -53,7 +54,7 @@ func TestLocate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want || !strings.Contains(from, tc.from) {
+			if !reflect.DeepEqual(got, tc.want) || !strings.Contains(from, tc.from) {
 				t.Errorf("got %+v from %q, want %+v from %q", got, from, tc.want, tc.from)
 			}
 		})

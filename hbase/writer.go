@@ -510,7 +510,7 @@ func (w *Writer) route(ctx context.Context, m *mutation) {
 		r, err = w.c.Locate(lctx, w.table, m.row)
 		cancel()
 		if err != nil {
-			w.retryOrFail(m, err)
+			w.retryOrFail(m, "hbase:meta (locating the region)", err)
 			return
 		}
 	}
@@ -623,7 +623,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 		for _, rb := range batch {
 			w.c.onError(rb.region, err)
 			for _, m := range rb.muts {
-				w.retryOrFail(m, err)
+				w.retryOrFail(m, addr, err)
 			}
 		}
 		w.kick()
@@ -647,7 +647,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 			w.c.onError(rb.region, re)
 			regionDone[i] = true
 			for _, m := range rb.muts {
-				w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
+				w.retryOrFail(m, addr, fmt.Errorf("region %s: %w", rb.region.Name, re))
 			}
 			return
 		}
@@ -669,7 +669,7 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 				w.c.onError(rb.region, re)
 				relocated[i] = true
 			}
-			w.retryOrFail(m, fmt.Errorf("region %s: %w", rb.region.Name, re))
+			w.retryOrFail(m, addr, fmt.Errorf("region %s: %w", rb.region.Name, re))
 			return
 		}
 		acked = append(acked, m)
@@ -694,15 +694,16 @@ func (w *Writer) send(addr string, batch []*regionBatch) {
 			default:
 				err = fmt.Errorf("hbase: Multi to %s returned no result for action %d of region %s", addr, idx, rb.region.Name)
 			}
-			w.retryOrFail(m, err)
+			w.retryOrFail(m, addr, err)
 		}
 	}
 	w.kick()
 }
 
 // retryOrFail queues m for another attempt, or reports it failed when the
-// error says give up or its retry time is spent.
-func (w *Writer) retryOrFail(m *mutation, err error) {
+// error says give up or its retry time is spent. server is where the
+// attempt failed, for the retry log.
+func (w *Writer) retryOrFail(m *mutation, server string, err error) {
 	class := rpc.RetryOf(err)
 	m.lastErr = err
 	delay := w.c.pauseFor(m.attempt, class, err)
@@ -714,6 +715,11 @@ func (w *Writer) retryOrFail(m *mutation, err error) {
 		w.finish(m, &RetriesExhaustedError{Op: fmt.Sprintf("put of row %q", m.row), Attempts: m.attempt + 1, Elapsed: time.Since(m.first), Err: err})
 		return
 	}
+	what := "HBase put"
+	if m.del {
+		what = "HBase delete"
+	}
+	w.c.log.retryLeft(what, server, m.attempt+1, err, w.cfg.RetryTimeout-time.Since(m.first))
 	m.attempt++
 	m.due = time.Now().Add(delay)
 	w.mu.Lock()

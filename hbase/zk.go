@@ -9,6 +9,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,14 +60,41 @@ func fmtAddr(host string, port int) string {
 type zkClient struct {
 	conn   *zk.Conn
 	parent string
+	quorum string
 	closed atomic.Bool
+	lib    *zkLibLog
+	log    *retryLog
 }
 
-type quietLogger struct{}
+// zkLibLog takes the ZooKeeper library's log lines, which come one per
+// connection attempt or broken packet loop, too many for stderr: it keeps
+// the count of failed connection attempts and the last line, which the
+// reads that wait for a session tell of (zkClient.get), with the time
+// left, at the pace of retryLog.
+type zkLibLog struct {
+	mu       sync.Mutex
+	attempts int
+	last     string
+}
 
-func (quietLogger) Printf(string, ...any) {}
+// Printf records one line of the library's.
+func (l *zkLibLog) Printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if strings.HasPrefix(format, "failed to connect") {
+		l.attempts++
+	}
+	l.last = fmt.Sprintf(format, args...)
+}
 
-func dialZK(quorum string, parent string, sessionTimeout time.Duration) (*zkClient, error) {
+// state returns the failed connection attempts so far and the last line.
+func (l *zkLibLog) state() (int, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.attempts, l.last
+}
+
+func dialZK(quorum string, parent string, sessionTimeout time.Duration, log *retryLog) (*zkClient, error) {
 	var servers []string
 	for _, s := range strings.Split(quorum, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -79,7 +107,8 @@ func dialZK(quorum string, parent string, sessionTimeout time.Duration) (*zkClie
 	if len(servers) == 0 {
 		return nil, errors.New("hbase: empty ZooKeeper quorum")
 	}
-	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quietLogger{}))
+	lib := &zkLibLog{}
+	conn, events, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(lib))
 	if err != nil {
 		return nil, fmt.Errorf("hbase: ZooKeeper %s: %w", quorum, err)
 	}
@@ -87,7 +116,7 @@ func dialZK(quorum string, parent string, sessionTimeout time.Duration) (*zkClie
 		for range events { // the library drops events nobody reads; drain anyway
 		}
 	}()
-	return &zkClient{conn: conn, parent: parent}, nil
+	return &zkClient{conn: conn, parent: parent, quorum: strings.Join(servers, ","), lib: lib, log: log}, nil
 }
 
 func (z *zkClient) close() {
@@ -97,16 +126,32 @@ func (z *zkClient) close() {
 
 // get reads one znode under the parent, honoring ctx. While ZooKeeper is
 // unreachable or the session is being replaced it waits for the client to
-// reconnect and reads again, up to zkWait; its errors carry the retry
-// class failed gives them.
+// reconnect and reads again, up to zkWait, and tells the client's log of
+// the wait (which server, how many attempts, how long until the operation
+// gives up); its errors carry the retry class failed gives them.
 func (z *zkClient) get(ctx context.Context, name string) ([]byte, error) {
 	p := path.Join(z.parent, name)
 	wctx, cancel := context.WithTimeout(ctx, zkWait)
 	defer cancel()
+	retried := false
 	for {
 		b, err := z.getOnce(ctx, p)
 		var ze *zkError
-		if err == nil || !errors.As(err, &ze) || !ze.reconnecting || !z.awaitSession(wctx) {
+		if err == nil || !errors.As(err, &ze) || !ze.reconnecting {
+			if err == nil && retried {
+				attempts, _ := z.lib.state()
+				z.log.answered("ZooKeeper", z.quorum, attempts+1)
+			}
+			return b, err
+		}
+		attempts, last := z.lib.state()
+		cause := error(ze)
+		if last != "" {
+			cause = fmt.Errorf("znode %s: %s", p, last)
+		}
+		z.log.retry(ctx, "ZooKeeper", z.quorum, max(attempts, 1), cause)
+		retried = true
+		if !z.awaitSession(wctx) {
 			return b, err
 		}
 	}

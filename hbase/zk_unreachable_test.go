@@ -41,7 +41,7 @@ func TestZKSilentServerIsUnreachable(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	z, err := dialZK(ln.Addr().String(), "/hbase", 30*time.Second)
+	z, err := dialZK(ln.Addr().String(), "/hbase", 30*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,12 +47,24 @@ func (j *Job) OutputIdentity() []IdentityField {
 // first run or spill task that staged into it.
 const StagedIdentityFile = "identity.json"
 
+// RunSummaryFile is the file in a job's state folder (Job.StateDir) that
+// holds the summary of the job's last run in one process, as its --json
+// prints it: verify reports beside what it checked what the run did
+// (cells read, written, rejected, collided; its time).
+const RunSummaryFile = "summary.json"
+
 // StagedIdentity is the content of StagedIdentityFile.
 type StagedIdentity struct {
 	Format int `json:"format"`
 	// JobFile is the job file of the run that wrote it, for messages.
 	JobFile  string          `json:"job_file"`
 	Identity []IdentityField `json:"identity"`
+	// StateDir is the state folder of the run or task that began the
+	// folder (Job.StateDir, absolute when local): where its entity
+	// sketches and reject files are, which a verify of the folder reads
+	// even when the run's --checkpoint put them elsewhere than the job
+	// file's default. Empty in folders staged before it was recorded.
+	StateDir string `json:"state_dir,omitempty"`
 }
 
 // Mismatch names the first part of a recorded identity that differs from

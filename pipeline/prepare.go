@@ -544,7 +544,7 @@ func (r *Run) checkLost(s sink.Sink) error {
 // subcommand finds it (hbase.Locate); the run closes it. hint ends the
 // message when no cluster is named.
 func (r *Run) connect(ctx context.Context, hint string) (*hbase.Client, error) {
-	c, where, err := sink.ConnectTarget(r.j, r.o.Kerberos, hint)
+	c, where, err := sink.ConnectTarget(r.j, r.o.Kerberos, hint, r.logf)
 	if err != nil {
 		return nil, err
 	}

@@ -109,7 +109,7 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if mem <= 0 {
 		mem = j.Run.MemoryOrDefault()
 	}
-	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos}, ls)
+	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos, Logf: o.Logf}, ls)
 	if err != nil {
 		return nil, err
 	}

@@ -305,8 +305,8 @@ func init() {
 // way every subcommand finds it (hbase.Locate), and says where it was
 // found; the caller closes it. id is who to log in to Kerberos as when the
 // cluster's configuration does not say. hint ends the message when no
-// cluster is named.
-func ConnectTarget(j *job.Job, id *krb.Identity, hint string) (*hbase.Client, string, error) {
+// cluster is named. logf hears of the client's retries (hbase.Config.Logf).
+func ConnectTarget(j *job.Job, id *krb.Identity, hint string, logf func(string, ...any)) (*hbase.Client, string, error) {
 	cfg, from, err := hbase.Locate(j.Target.ZKQuorum, j.Target.ZNodeParent)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: target cluster: %w%s", j.Path, err, hint)
@@ -317,6 +317,7 @@ func ConnectTarget(j *job.Job, id *krb.Identity, hint string) (*hbase.Client, st
 	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
 		cfg.Kerberos.Identity = id
 	}
+	cfg.Logf = logf
 	c, err := hbase.NewClient(cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("target cluster %s (from %s): %w", cfg.ZKQuorum, from, err)

@@ -133,7 +133,7 @@ func loadStateSketch(dir string, vo vfs.Options) ([]*entity.Sketch, []string, er
 	}
 	infos, err := loc.FS.ReadDir(loc.Path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("verify: no entity sketch in %s (%v): run the job first, or use --find-worst", dir, err)
+		return nil, nil, fmt.Errorf("verify: no entity sketch in %s (%v): run the job first, name the sketch the run wrote with --sketch PATH (its summary's \"entities\" line), or use --find-worst", dir, err)
 	}
 	var sks []*entity.Sketch
 	var files []string
@@ -151,7 +151,7 @@ func loadStateSketch(dir string, vo vfs.Options) ([]*entity.Sketch, []string, er
 		files = append(files, p)
 	}
 	if len(sks) == 0 {
-		return nil, nil, fmt.Errorf("verify: no entity sketch in %s: run the job first, or use --find-worst", dir)
+		return nil, nil, fmt.Errorf("verify: no entity sketch in %s: run the job first, name the sketch the run wrote with --sketch PATH (its summary's \"entities\" line), or use --find-worst", dir)
 	}
 	return sks, files, nil
 }

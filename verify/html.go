@@ -137,7 +137,8 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 <p>{{.R.Old}} (old) against {{.R.New}} (new){{if .R.Job}}, job {{.R.Job}}{{end}}; started {{.R.Started.Format "2006-01-02 15:04:05 MST"}}.</p>
 {{if .R.Method}}<p id="method">{{.R.MethodLine}}</p>
 {{end}}<p class="{{if .R.OK}}ok{{else}}verdict-bad{{end}}" id="summary">{{.Summary}}</p>
-<p id="coverage">{{.Coverage}}.{{if .R.Build}} Written by {{.R.Build}}.{{end}}</p>
+{{with .R.Run}}<p id="run">{{.Line}}</p>
+{{end}}<p id="coverage">{{.Coverage}}.{{if .R.Build}} Written by {{.R.Build}}.{{end}}</p>
 {{if .RedoRun}}<h2>Redo and check again</h2>
 <p>Redo the failed entities' old key ranges into the target, then check just them:</p>
 <pre id="redo">{{.RedoRun}}
@@ -162,16 +163,19 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 </svg>
 <h2>Entities</h2>
 <table>
-<thead><tr><th>entity</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
+<thead><tr><th>entity</th><th>key (hex)</th>{{if $both}}<th>method</th>{{end}}<th>chosen by</th><th>old rows</th><th>new rows</th><th>old cells</th><th>new cells</th><th>old bytes</th><th>new bytes</th><th>newer</th><th>verdict</th></tr></thead>
 <tbody>
-{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td>{{if $both}}<td>{{.Method}}</td>{{end}}<td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
+{{range .Entities}}<tr{{if not .Match}} class="bad"{{end}}><td>{{.Entity}}</td><td><code>{{.Key}}</code></td>{{if $both}}<td>{{.Method}}</td>{{end}}<td>{{range $i, $c := .ChosenBy}}{{if $i}}, {{end}}{{$c}}{{end}}</td><td>{{.Old.Rows}}</td><td>{{.New.Rows}}</td><td>{{.Old.Cells}}</td><td>{{.New.Cells}}</td><td>{{.Old.Bytes}}</td><td>{{.New.Bytes}}</td><td>{{.Newer}}</td><td{{if not .Match}} class="verdict-bad"{{end}}>{{.Verdict}}</td></tr>
 {{end}}</tbody>
 </table>
 {{range .Entities}}{{if not .Match}}
-<h3>{{.Entity}}{{if $both}} ({{.Method}}){{end}}</h3>
+<h3>{{.Entity}}{{if $both}} ({{.Method}}){{end}} <code>{{.Key}}</code></h3>
 <p>old range {{.Old.Range.String}}, new range {{.New.Range.String}}; {{range $c, $n := .Mismatches}}{{$c}}={{$n}} {{end}}</p>
 {{range .First}}<pre>{{.Class}}
-{{if .Old}}old: {{.Old}}{{end}}{{if .New}}new: {{.New}}{{end}}{{if .MapsTo}}maps to: {{.MapsTo}}{{end}}{{if .Reason}}why: {{.Reason}}
+{{if .Old}}old: {{.Old}}{{if .OldFields}}     {{.OldFields}}
+{{end}}{{end}}{{if .New}}new: {{.New}}{{if .NewFields}}     {{.NewFields}}
+{{end}}{{end}}{{if .MapsTo}}maps to: {{.MapsTo}}{{if .MapsToFields}}     {{.MapsToFields}}
+{{end}}{{end}}{{if .Reason}}why: {{.Reason}}
 {{end}}</pre>
 {{end}}{{end}}{{end}}
 </body>

@@ -74,6 +74,9 @@ type Options struct {
 	// Timeout bounds each HBase operation on a live new side, retries
 	// included [2 min].
 	Timeout time.Duration
+	// Logf hears of the live side's client retries (hbase.Config.Logf;
+	// nil: nobody).
+	Logf func(format string, args ...any)
 	// Method overrides verify.method: Inverse, Forward or Both [the zero
 	// Method: inverse when the job's new key keeps every old field, else
 	// forward]. Inverse or Both for a job whose new key drops a field is

@@ -42,6 +42,12 @@ type Check struct {
 	// report.
 	method Method
 	why    string
+	// stateDir is the state folder of the run checked, where its entity
+	// sketches and reject files are: the one a staging folder's identity
+	// record names, else the job's.
+	stateDir string
+	// run is the summary the run kept there, nil when none.
+	run *RunSummary
 }
 
 // Prepare assembles the check rekey verify runs for job j: the job's
@@ -79,7 +85,17 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	if c.old, err = openSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}, c.vo); err != nil {
 		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
 	}
-	rr, err := loadRunRejects(j, o.Rejects, c.vo)
+	c.stateDir = j.StateDir()
+	if a := o.against(j); a.Staging != "" {
+		if d := stagedStateDir(a.Staging, j, c.vo); d != "" {
+			c.stateDir = d
+		}
+	}
+	if c.run, err = readRunSummary(c.stateDir, c.vo); err != nil {
+		c.Close()
+		return nil, err
+	}
+	rr, err := loadRunRejects(j, c.stateDir, o.Rejects, c.vo)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -170,7 +186,7 @@ func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch s
 // sketches reads the sketch file given, else the run's sketches.
 func (c *Check) sketches(file string) ([]*entity.Sketch, error) {
 	if file == "" {
-		sks, _, err := loadStateSketch(c.job.StateDir(), c.vo)
+		sks, _, err := loadStateSketch(c.stateDir, c.vo)
 		return sks, err
 	}
 	sk, err := loadSketch(file, c.vo)
@@ -368,6 +384,7 @@ func (o Options) cluster(j *job.Job) (cfg hbase.Config, from string, err error) 
 		return cfg, "", err
 	}
 	cfg.OperationTimeout = o.Timeout
+	cfg.Logf = o.Logf
 	return cfg, from, nil
 }
 
@@ -382,6 +399,7 @@ func (c *Check) Run(ctx context.Context) (*Report, error) {
 	rep := NewReport(results)
 	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
 	rep.NewSide = c.newKind
+	rep.Run = c.run
 	rep.Method, rep.MethodWhy = c.method, c.why
 	rep.Entity = c.job.Program.Entity()
 	rep.Started = c.started.UTC().Truncate(time.Second)

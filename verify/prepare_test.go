@@ -52,7 +52,7 @@ func TestClusterOfTheLiveTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tc.want || !strings.Contains(from, tc.wantFrom) {
+			if !reflect.DeepEqual(got, tc.want) || !strings.Contains(from, tc.wantFrom) {
 				t.Errorf("got %+v from %q, want %+v from %q", got, from, tc.want, tc.wantFrom)
 			}
 		})

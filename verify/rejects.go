@@ -88,13 +88,13 @@ func (rr *runRejects) has(c *cell.Cell, buf []byte) (bool, []byte) {
 // the job's state folder (STATE/rejects/*.tsv, every shard's), else the
 // job's bad_keys.file, opened with vo. Nothing found is an empty set with
 // where "".
-func loadRunRejects(j *job.Job, where string, vo vfs.Options) (*runRejects, error) {
+func loadRunRejects(j *job.Job, stateDir, where string, vo vfs.Options) (*runRejects, error) {
 	rr := &runRejects{cells: map[uint64]struct{}{}}
 	var candidates []string
 	if where != "" {
 		candidates = []string{where}
 	} else {
-		candidates = []string{runRejectsDir(j)}
+		candidates = []string{runRejectsDir(stateDir)}
 		if j.BadKeys.File != "" {
 			candidates = append(candidates, j.BadKeys.File)
 		}
@@ -119,8 +119,8 @@ func loadRunRejects(j *job.Job, where string, vo vfs.Options) (*runRejects, erro
 // a URL (hdfs://nn:8020/...), whose "//" path.Join cleans into "/", and
 // verify then refused every job whose checkpoint is on HDFS, as the
 // Kubernetes overlay's is (exit 2, "hdfs:/// URL without a host").
-func runRejectsDir(j *job.Job) string {
-	return strings.TrimSuffix(j.StateDir(), "/") + "/rejects"
+func runRejectsDir(stateDir string) string {
+	return strings.TrimSuffix(stateDir, "/") + "/rejects"
 }
 
 // read adds the reject file at p, or every .tsv file in the folder p;

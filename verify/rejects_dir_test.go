@@ -18,7 +18,7 @@ func TestRunRejectsDir(t *testing.T) {
 	} {
 		j := &job.Job{Path: "/jobs/events.yaml"}
 		j.Run.Checkpoint = ck
-		if got := runRejectsDir(j); got != want {
+		if got := runRejectsDir(j.StateDir()); got != want {
 			t.Errorf("checkpoint %s: rejects in %s, want %s", ck, got, want)
 		}
 	}

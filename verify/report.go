@@ -57,6 +57,9 @@ type Report struct {
 	// Rejected accounts for the old cells whose keys do not fit the old
 	// layout, which no entity holds (nil when there are none to report).
 	Rejected *Rejected `json:"rejected,omitempty"`
+	// Run is the summary of the run whose output was checked, when its
+	// state folder keeps one.
+	Run *RunSummary `json:"run,omitempty"`
 }
 
 // Summary totals a report.
@@ -281,9 +284,13 @@ func (r *Report) writeText(w io.Writer, all bool) error {
 		fmt.Fprintf(w, "\n%s%s: %s\n  old %s %s\n  new %s %s\n", e.Entity, by, ClassList(e.Mismatches), r.Old, e.Old.Range.String(), r.New, e.New.Range.String())
 		for _, d := range e.First {
 			fmt.Fprintf(w, "  %s\n", d.Class)
-			for _, l := range [][2]string{{"old", d.Old}, {"new", d.New}, {"maps to", d.MapsTo}, {"why", d.Reason}} {
-				if l[1] != "" {
-					fmt.Fprintf(w, "    %s: %s\n", l[0], strings.TrimRight(l[1], "\n"))
+			for _, l := range [][3]string{{"old", d.Old, d.OldFields}, {"new", d.New, d.NewFields}, {"maps to", d.MapsTo, d.MapsToFields}, {"why", d.Reason}} {
+				if l[1] == "" {
+					continue
+				}
+				fmt.Fprintf(w, "    %s: %s\n", l[0], strings.TrimRight(l[1], "\n"))
+				if l[2] != "" {
+					fmt.Fprintf(w, "    %*s  %s\n", len(l[0]), "", l[2])
 				}
 			}
 		}
@@ -293,6 +300,9 @@ func (r *Report) writeText(w io.Writer, all bool) error {
 		for _, e := range rj.Examples {
 			fmt.Fprintf(w, "  %s\n", e)
 		}
+	}
+	if r.Run != nil {
+		fmt.Fprintf(w, "\n%s\n", r.Run.Line())
 	}
 	_, err := fmt.Fprintln(w, "\n"+r.SummaryLine())
 	return err

@@ -166,21 +166,58 @@ var ErrOtherJob = errors.New("verify: the staging folder holds another job's out
 // another job than j. A folder staged before the record existed, or laid
 // out by another tool, has none and is read as it is.
 func checkStagedJob(loc *vfs.Location, staging string, j *job.Job) error {
-	b, err := vfs.ReadFile(loc.FS, path.Join(loc.Path, job.StagedIdentityFile))
-	if errors.Is(err, iofs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("verify: staging folder %s: %w", staging, err)
-	}
-	var rec job.StagedIdentity
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("verify: staging folder %s: %s: %w", staging, job.StagedIdentityFile, err)
+	rec, err := readStagedIdentity(loc, staging)
+	if rec == nil || err != nil {
+		return err
 	}
 	if diff := job.Mismatch(rec.Identity, j.OutputIdentity()); diff != "" {
 		return fmt.Errorf("%w: %s was staged by %s, not this job (%s): verify it with the job that staged it", ErrOtherJob, staging, rec.JobFile, diff)
 	}
 	return nil
+}
+
+// readStagedIdentity reads the staging folder's identity record; nil and
+// no error when it has none.
+func readStagedIdentity(loc *vfs.Location, staging string) (*job.StagedIdentity, error) {
+	b, err := vfs.ReadFile(loc.FS, path.Join(loc.Path, job.StagedIdentityFile))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	var rec job.StagedIdentity
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("verify: staging folder %s: %s: %w", staging, job.StagedIdentityFile, err)
+	}
+	return &rec, nil
+}
+
+// stagedStateDir is the state folder that the identity record of the
+// staging folder names, when the record is this job's and the folder
+// exists: a run with --checkpoint DIR/c.json keeps its entity sketches and
+// reject files in DIR, not in the job file's default state folder. ""
+// when there is none to go by; the open of the new side reports what is
+// wrong with the staging folder itself.
+func stagedStateDir(staging string, j *job.Job, vo vfs.Options) string {
+	loc, err := vfs.OpenWith(strings.TrimSuffix(staging, "/"), vo)
+	if err != nil {
+		return ""
+	}
+	defer loc.Close()
+	rec, err := readStagedIdentity(loc, staging)
+	if rec == nil || err != nil || rec.StateDir == "" || job.Mismatch(rec.Identity, j.OutputIdentity()) != "" {
+		return ""
+	}
+	dir, err := vfs.OpenWith(rec.StateDir, vo)
+	if err != nil {
+		return ""
+	}
+	defer dir.Close()
+	if fi, err := dir.FS.Stat(dir.Path); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return rec.StateDir
 }
 
 // stagedRecord is the part of a staging folder's record of its HFiles that

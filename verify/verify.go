@@ -195,6 +195,13 @@ type Difference struct {
 	// wrong with a key that disagrees with its own fields.
 	MapsTo string `json:"maps_to,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// OldFields, NewFields and MapsToFields are the keys of Old, New and
+	// MapsTo decoded by the job's layouts, as name=value pairs
+	// (user=u00253 ts=2026-03-01T10:00:00.000Z): what a person reads
+	// beside the hex. Empty where the key does not parse.
+	OldFields    string `json:"old_fields,omitempty"`
+	NewFields    string `json:"new_fields,omitempty"`
+	MapsToFields string `json:"maps_to_fields,omitempty"`
 }
 
 // Result is the comparison of one entity.
@@ -752,6 +759,29 @@ type held struct {
 	tooBig    bool
 	diffs     []Difference
 	id        []byte
+	// rk decodes the differing cells' keys for the report; oldForm says
+	// the old cells held are in the old key's form (the inverse
+	// comparison), not mapped to the new key's.
+	rk      *transform.Rekey
+	oldForm bool
+}
+
+// fields decodes c's key by the old layouts (old) or the new ones, as
+// name=value pairs; "" when it does not parse.
+func (h *held) fields(c *cell.Cell, old bool) string {
+	if h.rk == nil {
+		return ""
+	}
+	var err error
+	if old {
+		_, err = h.rk.SourceEntity(nil, c)
+	} else {
+		_, err = h.rk.TargetEntity(nil, c)
+	}
+	if err != nil {
+		return ""
+	}
+	return string(h.rk.AppendFields(nil))
 }
 
 // full reports whether the entity holds max old cells, and from then on
@@ -809,12 +839,12 @@ func (h *held) note(res *Result, cl Class, o *cell.Cell, u *unmatched, reason st
 	res.Mismatches[cl]++
 	d := Difference{Class: cl, Reason: reason}
 	if o != nil {
-		d.Old = string(cell.AppendDump(nil, o))
+		d.Old, d.OldFields = string(cell.AppendDump(nil, o)), h.fields(o, h.oldForm)
 	}
 	if u != nil {
-		d.New = string(cell.AppendDump(nil, u.c))
+		d.New, d.NewFields = string(cell.AppendDump(nil, u.c)), h.fields(u.c, false)
 		if u.key != nil && u.key != u.c && (o == nil || !bytes.Equal(appendCellID(nil, o), appendCellID(nil, u.key))) {
-			d.MapsTo = string(cell.AppendDump(nil, u.key))
+			d.MapsTo, d.MapsToFields = string(cell.AppendDump(nil, u.key)), h.fields(u.key, h.oldForm)
 		}
 		if u.wrong != nil && reason == "" {
 			d.Reason = u.wrong.Error()
@@ -874,8 +904,11 @@ func (h *held) explain(res *Result, u *unmatched) {
 func (c *comparison) classify(ctx context.Context, idx []int) error {
 	cfg := c.cfg
 	hs := make([]*held, len(c.targets))
+	// One decoder for all: settle runs entity after entity.
+	rk := cfg.Program.New()
 	for _, i := range idx {
-		hs[i] = &held{cells: map[string]*oldCell{}, byContent: map[string][]*oldCell{}, cols: map[string]bool{}, newerCols: map[string]bool{}}
+		hs[i] = &held{cells: map[string]*oldCell{}, byContent: map[string][]*oldCell{}, cols: map[string]bool{}, newerCols: map[string]bool{},
+			rk: rk, oldForm: c.method == Inverse}
 	}
 	// The first pass counted the rejected old cells; this one must not
 	// count them again.

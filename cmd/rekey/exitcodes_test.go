@@ -3,8 +3,11 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestExitCodes holds every subcommand to one rule: 2 when the user named
@@ -59,6 +62,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--offline", "../../configs/demo.yaml"}, exitUsage, "it needs --sink hfiles"},
 		{[]string{"run", "--sink", "dry-run", "--since", "a", "--assume-at", "b", "../../configs/demo.yaml"}, exitUsage, "name different snapshots"},
 		{[]string{"run", "--sink", "dry-run", "--to", "1970-01-01T00:00:00Z", "../../configs/demo.yaml"}, exitUsage, "would copy nothing"},
+		// A folder path through a file: a wrong path, named by its flag,
+		// not a failed job (mkdir's "not a directory" was exit 1).
+		{[]string{"run", "--sink", "hfiles", "--offline", "--staging", hf, "../../configs/demo.yaml"}, exitUsage, "--staging " + hf + ": " + hf + " is a file, not a folder"},
+		{[]string{"run", "--sink", "hfiles", "--offline", "--staging", hf + "/x", "../../configs/demo.yaml"}, exitUsage, "--staging " + hf + "/x: " + hf + " is a file"},
+		{[]string{"run", "--sink", "dry-run", "--checkpoint", hf + "/c.json", "../../configs/demo.yaml"}, exitUsage, "--checkpoint " + hf + "/c.json: " + hf + " is a file"},
+		{[]string{"run", "--sink", "hfiles", "--offline", "--checkpoint", hf + "/c.json", "../../configs/demo.yaml"}, exitUsage, "--checkpoint " + hf + "/c.json: " + hf + " is a file"},
 		// What cobra itself finds: an unknown subcommand or flag, a wrong
 		// number of arguments; and no subcommand at all prints the help.
 		{[]string{"nosuch"}, exitUsage, `unknown command "nosuch" for "rekey"`},
@@ -80,5 +89,39 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("damaged input printed %d bytes of cells", len(out))
 			}
 		})
+	}
+}
+
+// TestEveryHelpHasExitStatus: every subcommand's --help ends with the one
+// table of exit codes, so that an operator writing a scheduler's retry
+// rule finds it wherever they look; the tree is walked, so a new
+// subcommand without it fails here.
+func TestEveryHelpHasExitStatus(t *testing.T) {
+	var walk func(c *cobra.Command, path []string)
+	var paths [][]string
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue // cobra's own
+			}
+			p := append(append([]string(nil), path...), sub.Name())
+			paths = append(paths, p)
+			walk(sub, p)
+		}
+	}
+	walk(newRootCmd(), nil)
+	if len(paths) < 10 {
+		t.Fatalf("only %d subcommands found: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		code, out, errOut := runRekey(t, append(p, "--help")...)
+		if code != exitOK || !strings.Contains(out, strings.TrimSpace(exitStatusHelp)) {
+			t.Errorf("rekey %s --help: exit %d, no exit status table\n%s%s", strings.Join(p, " "), code, out, errOut)
+		}
+	}
+	// --only's argument is the report it reads (a backquoted word in a
+	// flag's usage becomes its argument's name).
+	if _, out, _ := runRekey(t, "run", "--help"); !regexp.MustCompile(`(?m)^\s+--only REPORT\s`).MatchString(out) {
+		t.Errorf("rekey run --help does not show --only REPORT:\n%s", out)
 	}
 }

@@ -48,25 +48,42 @@ func TestExitCodeRetryable(t *testing.T) {
 // TestUnreachableZooKeeperIsRetry: a target whose ZooKeeper refuses every
 // connection is a cause outside the job that a later attempt may not
 // meet: exit 4 (retry), not 1 (final), once --timeout runs out. YARN and
-// the Kubernetes podFailurePolicy fail a task for good on 1.
+// the Kubernetes podFailurePolicy fail a task for good on 1. Meanwhile
+// the retries are told on stderr (which server, which attempt, how long
+// until rekey gives up), as an HDFS NameNode's are: silence for the whole
+// --timeout leaves an operator guessing.
 func TestUnreachableZooKeeperIsRetry(t *testing.T) {
 	job := demoJob(t)
-	for _, args := range [][]string{
-		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--progress", "none"},
-		{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--sink", "hfiles", "--progress", "none"},
+	// A folder staged offline, for a load that then meets the ZooKeeper.
+	staged := demoJob(t)
+	if code, out, errOut := runRekey(t, "run", staged, "--sink", "hfiles", "--offline", "--no-load", "--progress", "none"); code != exitOK {
+		t.Fatalf("run --offline --no-load: exit %d\n%s%s", code, out, errOut)
+	}
+	zkRetry := regexp.MustCompile(`(?m)^rekey: ZooKeeper: attempt \d+ at 127\.0\.0\.1:1 failed: .*connection refused; retrying, giving up in \ds$`)
+	hdfsRetry := regexp.MustCompile(`(?m)^rekey: HDFS .*127\.0\.0\.1:1.*: no NameNode answers \(attempt \d+: .*\); retrying, giving up in \ds$`)
+	for _, tc := range []struct {
+		args  []string
+		retry *regexp.Regexp
+	}{
+		{[]string{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--progress", "none"}, zkRetry},
+		{[]string{"run", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--sink", "hfiles", "--progress", "none"}, zkRetry},
 		// A source NameNode that refuses the first connection may be
 		// restarting: retried for --timeout, then exit 4.
-		{"run", hdfsSourceJob(t, job), "--sink", "dry-run", "--timeout", "3s", "--progress", "none"},
+		{[]string{"run", hdfsSourceJob(t, job), "--sink", "dry-run", "--timeout", "3s", "--progress", "none"}, hdfsRetry},
 		// verify ends what it cannot decide with 2, but not this.
-		{"verify", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--all"},
+		{[]string{"verify", job, "--zk", "127.0.0.1:1", "--table", "t", "--timeout", "3s", "--all"}, zkRetry},
+		{[]string{"load", staged, "--zk", "127.0.0.1:1", "--timeout", "3s"}, zkRetry},
 	} {
 		began := time.Now()
-		code, _, errOut := runRekey(t, args...)
+		code, _, errOut := runRekey(t, tc.args...)
 		if code != exitRetry {
-			t.Errorf("rekey %v: exit %d, want %d (retry)\n%s", args[2:], code, exitRetry, errOut)
+			t.Errorf("rekey %v: exit %d, want %d (retry)\n%s", tc.args[2:], code, exitRetry, errOut)
+		}
+		if !tc.retry.MatchString(errOut) {
+			t.Errorf("rekey %v: no retry line matching %s on stderr:\n%s", tc.args[2:], tc.retry, errOut)
 		}
 		if took := time.Since(began); took > time.Minute {
-			t.Errorf("rekey %v took %s with --timeout 3s", args[2:], took)
+			t.Errorf("rekey %v took %s with --timeout 3s", tc.args[2:], took)
 		}
 	}
 }

@@ -13,6 +13,9 @@ func newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect",
 		Short: "Look inside HFiles and snapshots without changing anything",
+		Long: `Look inside an HFile (inspect hfile), a snapshot (inspect snapshot) or a
+live table (inspect table) without changing anything.
+` + exitStatusHelp,
 		// Without a RunE cobra prints the help for "inspect nosuch" and exits 0;
 		// naming no tool, or one that does not exist, is a usage error.
 		Args: cobra.ArbitraryArgs,

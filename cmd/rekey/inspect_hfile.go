@@ -38,7 +38,8 @@ With --cells, also print every cell, one line per cell in the canonical dump
 format (rowhex, family, qualifierhex, timestamp, type, valuehex;
 tab-separated); --cells-only prints just those lines, to diff against the test
 oracle's dump-hfile. A file that is corrupt or cannot be read exits non-zero
-with an error naming the file, block offset and block type.`,
+with an error naming the file, block offset and block type.
+` + exitStatusHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runInspectHFile(cmd, args, fl) },
 	}

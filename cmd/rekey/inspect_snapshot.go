@@ -41,7 +41,8 @@ TableSnapshotScanner reads it, one line per cell in the canonical dump format
 (rowhex, family, qualifierhex, timestamp, type, valuehex; tab-separated), so
 the output diffs against the test oracle's dump-snapshot. --raw includes delete
 markers and masked cells; --max-versions caps versions per column (0: the
-family's VERSIONS, or all versions with --raw).`,
+family's VERSIONS, or all versions with --raw).
+` + exitStatusHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error { return runInspectSnapshot(cmd, args, fl) },
 	}

@@ -46,7 +46,8 @@ Without --max-versions the scan returns every version the families keep;
 
 The cluster is found through ZooKeeper: --zk host:port[,host:port], else
 $REKEY_ZK, else $HBASE_CONF_DIR/hbase-site.xml; --znode-parent, else
-hbase-site.xml's zookeeper.znode.parent, else /hbase.`,
+hbase-site.xml's zookeeper.znode.parent, else /hbase.
+` + exitStatusHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return runInspectTable(cmd, args, fl) },
 	}
@@ -106,6 +107,8 @@ func runInspectTable(cmd *cobra.Command, args []string, fl inspectTableOptions) 
 	if cfg.Kerberos != nil && cfg.Kerberos.Login == nil && cfg.Kerberos.Identity == nil {
 		cfg.Kerberos.Identity = runIdentity
 	}
+	stderr := cmd.ErrOrStderr()
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	c, err := hbase.NewClient(cfg)
 	if err != nil {
 		return fmt.Errorf("cluster from %s: %w", from, err)

@@ -209,6 +209,9 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		return err
 	}
 	sum, err := r.Wait()
+	if sum != nil && opts.Shard.Count <= 1 && opts.Phase == pipeline.PhaseAll && opts.Only == nil {
+		keepSummary(j.StateDir(), sum, logf)
+	}
 	if sum != nil {
 		if f.json {
 			// One line, so scripts can take the last line of the output.
@@ -457,7 +460,7 @@ func applyRunFlags(j *job.Job, f runFlags) error {
 	if f.resume && f.fresh {
 		return errors.New("--resume and --fresh exclude each other")
 	}
-	return nil
+	return checkFolders(j, f)
 }
 
 // parseShard reads --shard "I/N" with 0 <= I < N.

@@ -157,6 +157,8 @@ func runVerify(ctx context.Context, cmd *cobra.Command, w io.Writer, path string
 		return usageError{err}
 	}
 	o.Kerberos = runIdentity
+	stderr := cmd.ErrOrStderr()
+	o.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, "rekey: "+format+"\n", args...) }
 	check, err := verify.Prepare(ctx, j, o)
 	if err != nil {
 		return verifyError(err)

@@ -69,7 +69,10 @@ func newVersionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print rekey's version, commit, Go version and platform",
-		Args:  cobra.NoArgs,
+		Long: `Print rekey's version, commit and its time, Go version and platform, as
+every --json summary and verify report records them.
+` + exitStatusHelp,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			b := currentBuild()
 			if asJSON {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rekeyhq/rekey/job"
@@ -41,7 +43,7 @@ func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
 	if err := wfs.MkdirAll(loc.Path); err != nil {
 		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
 	}
-	ours := job.StagedIdentity{Format: 1, JobFile: j.Path, Identity: j.OutputIdentity()}
+	ours := job.StagedIdentity{Format: 1, JobFile: j.Path, Identity: j.OutputIdentity(), StateDir: absLocal(j.StateDir())}
 	b, err := json.MarshalIndent(ours, "", " ")
 	if err != nil {
 		return err
@@ -59,6 +61,18 @@ func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
 		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
 	}
 	return otherJob(loc.URL, theirs, ours.Identity, "stage this job into a folder of its own")
+}
+
+// absLocal is p made absolute when it is a local path, so that a verify
+// run from another working folder finds it; a URL stays as it is.
+func absLocal(p string) string {
+	if strings.Contains(p, "://") {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // checkRecordedIdentity is CheckIdentity for a task that stages nothing

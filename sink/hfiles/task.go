@@ -19,6 +19,8 @@ type TaskOptions struct {
 	// Kerberos is who to log in as where the staging folder or the
 	// target cluster needs it.
 	Kerberos *krb.Identity
+	// Logf hears of the target cluster client's retries (nil: nobody).
+	Logf func(format string, args ...any)
 }
 
 // OpenTask opens the job's staging folder for task, a merge part or the
@@ -58,7 +60,7 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *sta
 	}
 	closeClient = func() error { return nil }
 	if !j.Sink.Offline {
-		c, _, err := sink.ConnectTarget(j, o.Kerberos, ", or sink.offline for the merge")
+		c, _, err := sink.ConnectTarget(j, o.Kerberos, ", or sink.offline for the merge", o.Logf)
 		if err != nil {
 			return nil, nil, err
 		}
