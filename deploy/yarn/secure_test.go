@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,25 +111,54 @@ func TestSecureYarnPhases(t *testing.T) {
 		}
 	}
 
-	var want []cell.Cell
-	src := testenv.SecureOracle(t, nil, "dump-snapshot", "file://"+filepath.Join(root, "testdata", "snapshots", "demo_events"), "demo_events")
-	old, err := testenv.ParseDump(src)
+	// One oracle JVM for both dumps (each start costs seconds).
+	dumps := secureDumps(t,
+		[]string{"dump-snapshot", "file://" + filepath.Join(root, "testdata", "snapshots", "demo_events"), "demo_events"},
+		[]string{"dump-table", table})
+	old, err := testenv.ParseDump(dumps[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	var want []cell.Cell
 	for _, c := range old {
 		want = append(want, demoRule(t, c))
 	}
 	testenv.SortCells(want)
 	counter(t, out, "spill", "cells_written", len(want))
 	counter(t, out, "load", "regions_loaded", 1)
-	got, err := testenv.ParseDump(testenv.SecureOracle(t, nil, "dump-table", table))
+	got, err := testenv.ParseDump(dumps[1])
 	if err != nil {
 		t.Fatal(err)
 	}
 	testenv.SortCells(got)
 	testenv.SameCells(t, "target (HBase's dump) vs the demo rule over the snapshot", got, want)
 	t.Logf("TestSecureYarnPhases: %d cells; YARN start, build and submission to the end: %.1fs", len(want), time.Since(t0).Seconds())
+}
+
+// secureDumps runs the oracle's dumps (dump-snapshot or dump-table
+// argument lists) against the secure cluster in one JVM, through its
+// dump-batch command, and returns their outputs in order.
+func secureDumps(t *testing.T, dumps ...[]string) [][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	var list strings.Builder
+	for i, args := range dumps {
+		fmt.Fprintf(&list, "%s\t%s\n", filepath.Join(dir, strconv.Itoa(i)), strings.Join(args, "\t"))
+	}
+	listFile := filepath.Join(dir, "list")
+	if err := os.WriteFile(listFile, []byte(list.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testenv.SecureOracle(t, nil, "dump-batch", listFile)
+	out := make([][]byte, len(dumps))
+	for i := range dumps {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = b
+	}
+	return out
 }
 
 // noTicketCache fails the test when the containers could find a Kerberos
