@@ -110,6 +110,10 @@ REKEY_REQUIRE_SECURE=1 go tool gotestsum --format standard-quiet --hide-summary 
 	-count=1 -p 4 -timeout 15m -run 'Secure' ./... || status=$?
 echo "test: secure suite took $(($(date +%s) - secure_t0))s"
 scripts/test_skips.py "$secure_events" || status=1
+# The Kerberized YARN submission (deploy/yarn) starts the secure cluster's
+# YARN itself, and fails when it cannot: it must have run, not been left
+# out by a rename.
+scripts/test_ran.py "$secure_events" TestSecureYarnPhases 1 || status=1
 
 # The DataNode qop mismatch (TestSecureDataNodeQopMismatchIsClear) needs
 # DataNodes that protect with integrity alone, where the suite above needs

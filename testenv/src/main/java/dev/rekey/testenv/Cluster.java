@@ -139,7 +139,7 @@ public final class Cluster {
         List.of(new HaDfs(run.resolve("ha1"), "ha1"), new HaDfs(run.resolve("ha2"), "ha2")));
     self.secure = secure;
     self.walDfs = walDfs;
-    self.yarn = new Yarn(run.resolve("yarn"));
+    self.yarn = new Yarn(run.resolve("yarn"), secure);
     c.start();
     self.conn = ConnectionFactory.createConnection(c.getConf());
     try (Admin admin = self.conn.getAdmin()) {

@@ -188,6 +188,46 @@ final class SecureCluster {
     UserGroupInformation.loginUserFromKeytab(SERVICE, keytab);
   }
 
+  /**
+   * Kerberos for MapReduce on YARN (Yarn.start on a secure cluster): the
+   * ResourceManager and NodeManager log in as the daemons' principal from
+   * its keytab (one JVM has one login user: a principal of their own would
+   * become the HDFS and HBase daemons' login user too), so the
+   * ResourceManager renews the jobs' HDFS tokens as "user", the renewer
+   * MapReduce names in them. The containers run as this process's OS user
+   * (DefaultContainerExecutor, YARN's default) and find the cluster's
+   * client configuration where a real node's NodeManager hands it out: its
+   * HADOOP_CONF_DIR.
+   */
+  void yarn(Configuration conf) throws IOException {
+    // The NodeManager's localizer reads the job's files from HDFS with a
+    // configuration of its own (new YarnConfiguration(): the classpath's
+    // files only), as on a real node, where /etc/hadoop/conf is on its
+    // classpath: without dfs.data.transfer.protection there, it reads
+    // blocks without SASL, which the DataNodes refuse. RUN/secure/sslconf
+    // is on this JVM's classpath (testenv/bin/up).
+    Files.copy(dir.resolve("conf").resolve("hdfs-site.xml"), dir.resolve("sslconf").resolve("hdfs-site.xml"),
+        java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    String keytab = serviceKeytab.toString();
+    conf.set("yarn.resourcemanager.principal", SERVICE);
+    conf.set("yarn.resourcemanager.keytab", keytab);
+    conf.set("yarn.nodemanager.principal", SERVICE);
+    conf.set("yarn.nodemanager.keytab", keytab);
+    // The web UIs are not what is tested: no SPNEGO filter on them.
+    conf.setBoolean("yarn.resourcemanager.webapp.delegation-token-auth-filter.enabled", false);
+    // A node's /etc/krb5.conf, for the containers' JVMs (the
+    // ApplicationMaster's and the tasks' Hadoop needs the default realm);
+    // rekey itself is given none.
+    conf.set("yarn.nodemanager.admin-env",
+        "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX,HADOOP_CONF_DIR=" + dir.resolve("conf")
+            + ",JAVA_TOOL_OPTIONS=-Djava.security.krb5.conf=" + dir.resolve("krb5.conf"));
+  }
+
+  /** The short name of rekey's principal (its home folder's owner). */
+  static String clientShortName() {
+    return CLIENT.substring(0, CLIENT.indexOf('@'));
+  }
+
   /** The principal without its realm, as MiniKdc.createPrincipal takes it. */
   private static String principal(String full) {
     return full.substring(0, full.indexOf('@'));

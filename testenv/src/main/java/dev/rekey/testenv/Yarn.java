@@ -6,6 +6,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.permission.FsPermission;
 import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
 
 /**
@@ -32,6 +34,11 @@ import org.apache.hadoop.mapreduce.v2.MiniMRYarnCluster;
  * a NodeManager auxiliary service MiniMRYarnCluster always installs: it
  * listens on all interfaces (Hadoop gives it no bind address) on a port
  * chosen at start. Map-only jobs never call it.
+ *
+ * <p>On the secure cluster YARN is kerberized too (SecureCluster.yarn), and
+ * the file system is prepared as a cluster's administrator would for an
+ * ordinary user's jobs: MapReduce's staging folder and its history folder
+ * open to every user (sticky), and a home folder for rekey's principal.
  */
 final class Yarn {
   /** NodeManager memory: room for the AM and three 768 MB tasks. */
@@ -40,12 +47,18 @@ final class Yarn {
   static final int MIN_CONTAINER_MB = 512;
 
   private final Path base;
+  /** Kerberos when the cluster is secure, or null. */
+  private final SecureCluster secure;
   private MiniMRYarnCluster mr;
   private Path clientConf;
 
-  /** base is the folder for the NodeManager's local dirs and logs. */
-  Yarn(Path base) {
+  /**
+   * base is the folder for the NodeManager's local dirs and logs; secure
+   * the cluster's Kerberos, or null.
+   */
+  Yarn(Path base, SecureCluster secure) {
     this.base = base;
+    this.secure = secure;
   }
 
   /**
@@ -82,6 +95,9 @@ final class Yarn {
     // under HBase 3.0.0-alpha-4, has no constant for it.)
     conf.setBoolean("mapreduce.jobhistory.minicluster.enabled", false);
     conf.setBoolean("yarn.webapp.ui2.enable", false);
+    if (secure != null) {
+      secure.yarn(conf);
+    }
     MiniMRYarnCluster c = new MiniMRYarnCluster("rekey-yarn", 1, false);
     try {
       c.init(conf);
@@ -92,8 +108,33 @@ final class Yarn {
       throw new IllegalStateException("MiniMRYarnCluster: " + e, e);
     }
     mr = c;
+    if (secure != null) {
+      openToUsers(c.getConfig());
+    }
     clientConf = writeConf(c.getConfig());
     return clientConf.toString();
+  }
+
+  /**
+   * Lets an ordinary user submit jobs: the staging folder (each user's
+   * .staging below it) and the history folder the ApplicationMaster writes
+   * its job's events to are 1777, as Hadoop wants them; rekey's principal
+   * gets a home folder of its own.
+   */
+  private static void openToUsers(Configuration conf) throws Exception {
+    org.apache.hadoop.fs.Path staging = new org.apache.hadoop.fs.Path(conf.get("yarn.app.mapreduce.am.staging-dir"));
+    FileSystem fs = staging.getFileSystem(conf);
+    FsPermission open = new FsPermission((short) 01777);
+    org.apache.hadoop.fs.Path history = new org.apache.hadoop.fs.Path(staging, "history");
+    org.apache.hadoop.fs.Path intermediate = new org.apache.hadoop.fs.Path(history, "done_intermediate");
+    fs.mkdirs(intermediate);
+    for (org.apache.hadoop.fs.Path p : new org.apache.hadoop.fs.Path[] {staging, history, intermediate}) {
+      fs.setPermission(p, open);
+    }
+    String user = SecureCluster.clientShortName();
+    org.apache.hadoop.fs.Path home = new org.apache.hadoop.fs.Path("/user/" + user);
+    fs.mkdirs(home);
+    fs.setOwner(home, user, null);
   }
 
   /** Writes conf to base/client.xml atomically and returns its path. */

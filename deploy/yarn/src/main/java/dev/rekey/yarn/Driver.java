@@ -15,6 +15,7 @@ import org.apache.hadoop.io.NullWritable;
 import org.apache.hadoop.mapreduce.Counter;
 import org.apache.hadoop.mapreduce.Job;
 import org.apache.hadoop.mapreduce.lib.output.NullOutputFormat;
+import org.apache.hadoop.security.UserGroupInformation;
 import org.apache.hadoop.util.Tool;
 import org.apache.hadoop.util.ToolRunner;
 
@@ -23,7 +24,8 @@ import org.apache.hadoop.util.ToolRunner;
  *
  * <pre>
  * hadoop jar rekey-yarn.jar [generic options] JOB.yaml --shards N [--parts R]
- *     [--binary PATH] [--state URL] [--memory MIB] [--resume] [-- REKEY RUN FLAGS]
+ *     [--binary PATH] [--state URL] [--memory MIB] [--resume]
+ *     [--principal NAME@REALM --keytab FILE] [-- REKEY RUN FLAGS]
  * </pre>
  *
  * <p>Without --parts (the puts sink) one map-only job of N tasks runs, task
@@ -34,6 +36,12 @@ import org.apache.hadoop.util.ToolRunner;
  * folder and failure markers live under the state folder, which must be on
  * storage every node sees (HDFS; default: rekey/JOBNAME in the user's home
  * on the default file system).
+ *
+ * <p>On a kerberized cluster the driver acts as the user of the ticket
+ * cache (kinit), or logs in from --keytab as --principal: a keytab, unlike
+ * a ticket, lasts as long as a run. The tasks get no keytab: MapReduce
+ * obtains HDFS delegation tokens at submission, the driver adds an HBase
+ * token, and the containers hand both to rekey in their token file.
  *
  * <p>Exit status: 0 done; 2 a usage error (the driver's or rekey's); 1 a
  * task failed for good (rekey's exit 1: damaged input, failed checks); 4
@@ -79,10 +87,16 @@ public final class Driver extends Configured implements Tool {
       return 2;
     }
     Configuration conf = getConf();
+    if (a.keytab != null) {
+      UserGroupInformation.setConfiguration(conf);
+      UserGroupInformation.loginUserFromKeytab(a.principal, a.keytab);
+      log.println("rekey-yarn: logged in as " + a.principal + " from " + a.keytab);
+    }
     Path state = stateDir(conf, a);
     log.println("rekey-yarn: state folder " + state);
     Path bin = upload(conf, a.binary, new Path(state, ".yarn/" + Phase.BINARY));
     Path job = upload(conf, a.job, new Path(state, ".yarn/" + Phase.JOB_FILE));
+    Path hbaseSite = uploadHBaseSite(conf, new Path(state, ".yarn/" + Phase.HBASE_SITE));
     Configuration base = new Configuration(conf);
     base.set(Phase.STATE, state.toString());
     base.setBoolean(Phase.RESUME, a.resume);
@@ -92,7 +106,7 @@ public final class Driver extends Configured implements Tool {
     List<Phase> phases = a.parts == 0 ? List.of(Phase.RUN) : List.of(Phase.SPILL, Phase.MERGE, Phase.LOAD);
     for (Phase p : phases) {
       int n = p == Phase.MERGE ? a.parts : p == Phase.LOAD ? 1 : a.shards;
-      int rc = runPhase(base, p, n, a, bin, job);
+      int rc = runPhase(base, p, n, a, bin, job, hbaseSite);
       if (rc != 0) {
         return rc;
       }
@@ -133,7 +147,7 @@ public final class Driver extends Configured implements Tool {
     try {
       util = Class.forName("org.apache.hadoop.hbase.mapreduce.TableMapReduceUtil");
     } catch (ClassNotFoundException e) {
-      if (org.apache.hadoop.security.UserGroupInformation.isSecurityEnabled()) {
+      if (UserGroupInformation.isSecurityEnabled()) {
         log.println("rekey-yarn: warning: HBase's classes are not on the class path (HADOOP_CLASSPATH=$(hbase mapredcp)), so the tasks get no HBase token: "
             + "the load phase and the puts sink then need a keytab in the job's security section");
       }
@@ -148,6 +162,35 @@ public final class Driver extends Configured implements Tool {
     }
   }
 
+  /**
+   * Copies HBase's client configuration, hbase-site.xml, to dst for the
+   * tasks and returns dst, or null when the driver has none. It is the
+   * file HBase's own tools read: $HBASE_CONF_DIR/hbase-site.xml, else the
+   * first on the class path (HADOOP_CLASSPATH=$(hbase mapredcp):/etc/hbase/conf,
+   * where TableMapReduceUtil finds it too). A task's rekey needs it on a
+   * kerberized HBase (hbase.security.authentication, the servers'
+   * principals, hbase.rpc.protection), and a NodeManager rarely hands its
+   * containers an HBASE_CONF_DIR.
+   */
+  private Path uploadHBaseSite(Configuration conf, Path dst) throws IOException {
+    java.net.URL src = null;
+    String dir = System.getenv("HBASE_CONF_DIR");
+    if (dir != null && !dir.isEmpty() && new File(dir, Phase.HBASE_SITE).isFile()) {
+      src = new File(dir, Phase.HBASE_SITE).toURI().toURL();
+    } else {
+      src = conf.getClassLoader().getResource(Phase.HBASE_SITE);
+    }
+    if (src == null) {
+      return null;
+    }
+    FileSystem fs = dst.getFileSystem(conf);
+    try (java.io.InputStream in = src.openStream(); java.io.OutputStream out = fs.create(dst, true)) {
+      in.transferTo(out);
+    }
+    log.println("rekey-yarn: the tasks get HBase's client configuration " + src);
+    return fs.makeQualified(dst);
+  }
+
   /** Copies a local file to dst (replacing it) and returns dst. */
   private static Path upload(Configuration conf, String local, Path dst) throws IOException {
     FileSystem fs = dst.getFileSystem(conf);
@@ -156,7 +199,7 @@ public final class Driver extends Configured implements Tool {
   }
 
   /** Submits one phase's job of n tasks, watches it, and returns the driver's exit status for it. */
-  private int runPhase(Configuration base, Phase p, int n, Args a, Path bin, Path jobFile) throws Exception {
+  private int runPhase(Configuration base, Phase p, int n, Args a, Path bin, Path jobFile, Path hbaseSite) throws Exception {
     Configuration conf = new Configuration(base);
     conf.set(Phase.KEY, p.name());
     conf.setInt(TaskInputFormat.TASKS, n);
@@ -177,6 +220,9 @@ public final class Driver extends Configured implements Tool {
     job.setOutputValueClass(NullWritable.class);
     job.addCacheFile(new URI(bin.toUri() + "#" + Phase.BINARY));
     job.addCacheFile(new URI(jobFile.toUri() + "#" + Phase.JOB_FILE));
+    if (hbaseSite != null) {
+      job.addCacheFile(new URI(hbaseSite.toUri() + "#" + Phase.HBASE_SITE));
+    }
     addHBaseToken(job);
     job.submit();
     log.println("rekey-yarn: " + p.label + ": submitted " + job.getJobID() + " with " + n + " tasks; " + job.getTrackingURL());
@@ -244,7 +290,7 @@ public final class Driver extends Configured implements Tool {
   /** The driver's own arguments. */
   static final class Args {
     static final String USAGE = "usage: hadoop jar rekey-yarn.jar [generic options] JOB.yaml --shards N [--parts R]"
-        + " [--binary PATH] [--state URL] [--memory MIB] [--resume] [-- REKEY RUN FLAGS]";
+        + " [--binary PATH] [--state URL] [--memory MIB] [--resume] [--principal NAME@REALM --keytab FILE] [-- REKEY RUN FLAGS]";
 
     String job;
     int shards;
@@ -253,6 +299,8 @@ public final class Driver extends Configured implements Tool {
     String state;
     int memoryMiB;
     boolean resume;
+    String principal;
+    String keytab;
     final List<String> extra = new ArrayList<>();
 
     static Args parse(String[] argv) {
@@ -278,6 +326,12 @@ public final class Driver extends Configured implements Tool {
           case "--resume":
             a.resume = true;
             break;
+          case "--principal":
+            a.principal = value(argv, ++i, s);
+            break;
+          case "--keytab":
+            a.keytab = value(argv, ++i, s);
+            break;
           default:
             if (s.startsWith("-")) {
               throw new IllegalArgumentException("unknown flag " + s);
@@ -293,6 +347,12 @@ public final class Driver extends Configured implements Tool {
       }
       if (!new File(a.job).isFile()) {
         throw new IllegalArgumentException("job file " + a.job + " does not exist");
+      }
+      if ((a.principal == null) != (a.keytab == null)) {
+        throw new IllegalArgumentException("--principal and --keytab go together");
+      }
+      if (a.keytab != null && !new File(a.keytab).canRead()) {
+        throw new IllegalArgumentException("keytab " + a.keytab + " is not a readable file");
       }
       if (a.binary == null) {
         a.binary = onPath(Phase.BINARY);

@@ -34,6 +34,8 @@ enum Phase {
   /** The names the binary and job file get in each task's working folder (distributed cache links). */
   static final String BINARY = "rekey";
   static final String JOB_FILE = "job.yaml";
+  /** HBase's client configuration, when the driver ships one (its folder becomes the child's HBASE_CONF_DIR). */
+  static final String HBASE_SITE = "hbase-site.xml";
 
   final String label;
 

@@ -74,6 +74,14 @@ public final class RekeyMapper extends Mapper<IntWritable, NullWritable, NullWri
     // rekey's HDFS client takes the user from here; with simple
     // authentication the job's user is who the files belong to.
     env.putIfAbsent("HADOOP_USER_NAME", UserGroupInformation.getCurrentUser().getShortUserName());
+    // The driver's hbase-site.xml, linked into the working folder, unless
+    // the node gives its own: rekey finds a kerberized HBase's settings
+    // there. (The token file comes with the container's environment,
+    // HADOOP_TOKEN_FILE_LOCATION, which the child inherits.)
+    File site = new File(Phase.HBASE_SITE);
+    if (site.isFile() && !env.containsKey("HBASE_CONF_DIR")) {
+      env.put("HBASE_CONF_DIR", site.getAbsoluteFile().getParent());
+    }
     Process p = pb.start();
     // If the container is stopped, SIGTERM the child: rekey then lets its
     // in-flight writes land and writes its checkpoint.
