@@ -406,6 +406,10 @@ func (r *Run) checkCheckpoint() error {
 	}
 	r.ckpt = ck
 	r.closers = append(r.closers, ck.Close)
+	// Stamped with the run's lease on it; the records of an attempt that
+	// lost that lease, landed late, are left out when it is loaded.
+	lp := checkpointLeasePath(o.Checkpoint)
+	ck.SetLease(r.leases.Stamp(lp), r.leases.Superseded(lp))
 	if n := ck.SweepTemps(); n > 0 {
 		r.logf("removed %d temporary files an earlier run left beside the checkpoint %s", n, o.Checkpoint)
 	}
