@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // The records of an attempt that lost its lease to a takeover, landed
@@ -253,5 +255,63 @@ func TestUnstampedCheckpointStillLoads(t *testing.T) {
 	}
 	if sA.gen != journalSpan {
 		t.Errorf("a compaction under lease generation 1 numbered its journal %d, want %d", sA.gen, int64(journalSpan))
+	}
+}
+
+// TestLateShardCommitAfterTakeoverLeftOut: shard 1's attempt A is taken
+// over by B (--force-takeover, starting the shard over) and A's commit
+// lands after: the coverage proof leaves it out, with a line that says
+// so, so the job is not complete until B commits; then it is. A's commit
+// landing again over B's is left out again (the shard counts as not
+// committed until its holder commits once more: a wait, not a
+// difference); an unstamped commit (a local run's) counts. Before the
+// stamps, A's late commit made the job complete while B was redoing the
+// shard.
+func TestLateShardCommitAfterTakeoverLeftOut(t *testing.T) {
+	fs := vfs.NewMem()
+	j := testJob()
+	clock := newFakeClock()
+	lease := func(dir string) *casFixture { return &casFixture{t: t, fs: fs, dir: dir, clock: clock} }
+	l0, l1 := lease("/job/c.shard-0-of-2.lease"), lease("/job/c.shard-1-of-2.lease")
+	commit := func(h *fileLease, f *casFixture, shard int, splits ...string) {
+		t.Helper()
+		c := ShardCommit{Shard: shard, Count: 2, Record: j.Digest(), Splits: splits}
+		if h != nil {
+			c.Lease, c.LeaseFile = Stamped(stampOf(h)), f.dir
+		}
+		if err := CommitShard(fs, "/job/c.shards", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proven := func() (bool, []string) {
+		t.Helper()
+		cs, err := ReadShardCommits(fs, "/job/c.shards", j.Digest(), 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, ignored, err := LeaveOutSuperseded(cs, func(p string) (Superseded, error) { return ReadSuperseded(fs, p) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j.Cover(Commits(kept)) == nil, ignored
+	}
+	commit(l0.mustTake(false), l0, 0, "a", "c")
+	a := l1.mustTake(false)
+	b := l1.mustTake(true)
+	commit(a, l1, 1, "b") // late: A passed its fence before B took over
+	if ok, ignored := proven(); ok || len(ignored) != 1 || !strings.Contains(ignored[0], "commit of shard 1/2") {
+		t.Errorf("A's late commit while B redoes shard 1: job complete %v, left out %q; want not complete, A's commit left out", ok, ignored)
+	}
+	commit(b, l1, 1, "b")
+	if ok, ignored := proven(); !ok || len(ignored) != 0 {
+		t.Errorf("B committed shard 1: job complete %v, left out %q", ok, ignored)
+	}
+	commit(a, l1, 1, "b")
+	if ok, _ := proven(); ok {
+		t.Errorf("A's commit landed again over B's: the job reads as complete on A's commit")
+	}
+	commit(nil, nil, 1, "b")
+	if ok, ignored := proven(); !ok || len(ignored) != 0 {
+		t.Errorf("an unstamped commit: job complete %v, left out %q", ok, ignored)
 	}
 }
