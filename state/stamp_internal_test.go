@@ -1,11 +1,15 @@
 package state
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/vfs"
+	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
 // The records of an attempt that lost its lease to a takeover, landed
@@ -78,6 +82,20 @@ func TestTakeoverListsTheSupersededAttempt(t *testing.T) {
 	}
 }
 
+// renameHook is a checkpoint's file system with a hook called before
+// each rename (it may block, as a stalled attempt's rename is sent late).
+type renameHook struct {
+	vfs.Appender
+	before func(newname string)
+}
+
+func (h renameHook) Rename(o, n string) error {
+	if h.before != nil {
+		h.before(n)
+	}
+	return h.Appender.Rename(o, n)
+}
+
 // TestLateBaseRenameAfterTakeoverLeftOut: attempt A stalls in a
 // compaction just before it renames its base into place; B takes the
 // lease over by force, goes on from A's checkpoint, compacts (removing
@@ -86,12 +104,37 @@ func TestTakeoverListsTheSupersededAttempt(t *testing.T) {
 // says so, and goes on from the copy of B's base in B's journal: the
 // splits done are the ones B's checkpoint held. Before the stamps, A's
 // base was taken as the checkpoint and named a journal B had removed:
-// the load refused the checkpoint as damaged.
+// the load refused the checkpoint as damaged. Played on the local disk
+// (its rename replaces the destination) with the lease in memory, and on
+// the mini cluster's HDFS (rename2 with overwrite), lease and checkpoint
+// both there.
 func TestLateBaseRenameAfterTakeoverLeftOut(t *testing.T) {
-	f := newCASFixture(t, nil)
-	dir := t.TempDir()
+	t.Run("Local", func(t *testing.T) {
+		playLateBaseRename(t, newCASFixture(t, nil), vfs.Local{}, t.TempDir())
+	})
+	t.Run("HDFS", func(t *testing.T) {
+		st := testenv.Require(t)
+		h, err := hdfs.Dial(st.NameNode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		dir := fmt.Sprintf("/tmp/%slate-base-%d", os.Getenv("REKEY_TEST_PREFIX"), time.Now().UnixNano())
+		t.Cleanup(func() { h.RemoveAll(dir) })
+		if err := h.MkdirAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		f := newCASFixture(t, h)
+		f.dir = dir + "/checkpoint.lease"
+		start := time.Now()
+		playLateBaseRename(t, f, h, dir)
+		t.Logf("played on HDFS in %v", time.Since(start).Round(time.Millisecond))
+	})
+}
+
+func playLateBaseRename(t *testing.T, f *casFixture, fsys vfs.Appender, dir string) {
 	a := f.mustTake(false)
-	fsA := &failFS{}
+	fsA := &renameHook{Appender: fsys}
 	sA := testStore(dir, fsA)
 	sA.SetLease(stampOf(a), f.supersededIn())
 	cA := &Checkpoint{Fingerprint: "fp", Splits: map[string]*SplitStats{}}
@@ -107,12 +150,11 @@ func TestLateBaseRenameAfterTakeoverLeftOut(t *testing.T) {
 	// A's next compaction stalls before its base's rename.
 	stalled, land := make(chan struct{}), make(chan struct{})
 	base := sA.loc.Path
-	fsA.fail = func(op, name string) error {
-		if op == "rename" && name == base {
+	fsA.before = func(name string) {
+		if name == base {
 			close(stalled)
 			<-land
 		}
-		return nil
 	}
 	cA.Splits["s3"] = done("s3") // in A's late base only
 	compacted := make(chan error, 1)
@@ -120,7 +162,7 @@ func TestLateBaseRenameAfterTakeoverLeftOut(t *testing.T) {
 	<-stalled
 
 	b := f.mustTake(true)
-	sB := testStore(dir, &failFS{})
+	sB := testStore(dir, fsys)
 	sB.SetLease(stampOf(b), f.supersededIn())
 	lB, err := sB.Load()
 	if err != nil {
@@ -147,7 +189,7 @@ func TestLateBaseRenameAfterTakeoverLeftOut(t *testing.T) {
 	}
 
 	c := f.mustTake(false)
-	sC := testStore(dir, &failFS{})
+	sC := testStore(dir, fsys)
 	sC.SetLease(stampOf(c), f.supersededIn())
 	lC, err := sC.Load()
 	if err != nil {
@@ -167,7 +209,7 @@ func TestLateBaseRenameAfterTakeoverLeftOut(t *testing.T) {
 	if err := sC.Record(lC.Splits["s6"], nil); err != nil {
 		t.Fatal(err)
 	}
-	l, err := testStore(dir, &failFS{}).Load()
+	l, err := testStore(dir, fsys).Load()
 	if err != nil || doneIDs(l) != "s1,s2,s4,s5,s6" {
 		t.Errorf("after the next holder's compaction: %v, done %s", err, doneIDs(l))
 	}
