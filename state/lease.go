@@ -357,6 +357,17 @@ type Superseded struct {
 	tokens map[string]bool
 	// lease names the lease folder, for messages.
 	lease string
+	// tookOver is the token of the attempt the reading run took the lease
+	// over from ("" if it took it free, or reads another's lease).
+	tookOver string
+}
+
+// TakenFrom reports whether the run that reads took the lease over from
+// the attempt that stamped st. The records that attempt left are the
+// run's inheritance when it opens the state (it goes on from them and
+// stamps them anew, as its own); those that land afterwards are late.
+func (s Superseded) TakenFrom(st Stamp) bool {
+	return st.Token != "" && st.Token == s.tookOver
 }
 
 // Of reports whether the attempt that stamped st lost the lease to
@@ -412,7 +423,7 @@ func (s *Leases) Superseded(where string) func() (Superseded, error) {
 	}
 	return func() (Superseded, error) {
 		sup, err := ReadSuperseded(l.fs, l.loc.Path)
-		sup.lease = l.loc.URL
+		sup.lease, sup.tookOver = l.loc.URL, l.tookOver
 		return sup, err
 	}
 }
@@ -764,6 +775,10 @@ type fileLease struct {
 
 	stop, done chan struct{}
 	stopOnce   sync.Once
+
+	// tookOver is the token of the attempt this run took the lease from,
+	// when it took it over (set once, on taking it).
+	tookOver string
 }
 
 // leaseFile is a lease file as read: its record and its bytes.
@@ -832,6 +847,7 @@ func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o LeaseOp
 			continue // another run got g+1 first: judge its lease
 		}
 		if took != nil {
+			l.tookOver = took.rec.Token
 			l.logTakeover(took)
 		}
 		l.sweep()
