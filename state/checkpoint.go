@@ -34,6 +34,13 @@ import (
 // the checksum over the state's compacted bytes. Version 1, the single
 // file earlier rekeys rewrote after every split, is still read; the first
 // compaction replaces it.
+//
+// Under a remote lease (SetLease) the base, the journal's header and each
+// record carry the lease they were written under, the header keeps a copy
+// of its base's state, and the journal is numbered from the lease's
+// generation (journalSpan). A base that an attempt another took the lease
+// from renames into place late is then left out on load in favour of that
+// copy, and its late records are left out too: HDFS can refuse neither.
 
 // Checkpoint format versions: CheckpointV1, one file rewritten after
 // every split (read, never written); CheckpointVersion, a base and a

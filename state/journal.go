@@ -25,7 +25,8 @@ import (
 //
 // The first record is the header (type "header": the format version, the
 // generation and the fingerprint, which must match the base's, and whether
-// that base records nothing done); each later
+// that base records nothing done; under a remote lease also the lease and
+// a copy of the base's state, see checkpoint.go); each later
 // one a split (type "split": its SplitStats, and for a done split the
 // split's own entity sketch, which the loader merges in record order, as
 // the run did).

@@ -44,7 +44,12 @@ import (
 // journal records and compactions, a spill task's commit, the merge's
 // and the load's state) is made only after Leases.Check found every
 // lease still this run's, and a run that finds one lost stops with
-// ErrLeaseLost (the CLI's exit 4) and writes nothing more.
+// ErrLeaseLost (the CLI's exit 4) and writes nothing more. A write that
+// passed the check just before a takeover can still land after it (HDFS
+// has no conditional rename or append), so the records are stamped with
+// the lease (Stamp), a takeover lists the attempt it took the lease from
+// (leaseRecord.Superseded), and readers leave out what such an attempt
+// stamped (ReadSuperseded).
 
 // DefaultLeaseTTL is how long a remote lease lasts unless its owner
 // renews it, when the run gives no lifetime (pipeline.Options.LeaseTTL):
