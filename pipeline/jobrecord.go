@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
@@ -327,12 +328,26 @@ func (r *Run) commitToJob(sum *Summary) error {
 		ids = append(ids, w.id)
 	}
 	shard := max(0, r.o.Shard.Index)
-	if err := state.CommitShard(js.fs, js.commits, state.ShardCommit{Shard: shard, Count: rec.Shards, Record: rec.Digest(), Splits: ids, Committed: time.Now().UTC()}); err != nil {
+	c := state.ShardCommit{Shard: shard, Count: rec.Shards, Record: rec.Digest(), Splits: ids, Committed: time.Now().UTC()}
+	// Stamped with the shard's lease (its checkpoint's), so that a commit
+	// landing after another attempt took the shard over is left out.
+	lp := checkpointLeasePath(r.o.Checkpoint)
+	if c.Lease = state.Stamped(r.leases.Stamp(lp)); c.Lease.Token != "" {
+		c.LeaseFile = lp
+	}
+	// The fence, as for every durable write of the run's state.
+	if err := r.leases.Check(); err != nil {
 		return err
 	}
-	commits, err := state.ReadShardCommits(js.fs, js.commits, rec.Digest(), rec.Shards)
+	if err := state.CommitShard(js.fs, js.commits, c); err != nil {
+		return err
+	}
+	commits, ignored, err := readShardCommits(js.fs, js.commits, rec, r.o.Kerberos)
 	if err != nil {
 		return err
+	}
+	for _, why := range ignored {
+		r.logf("job %s: %s", js.loc.URL, why)
 	}
 	cov := &JobCoverage{Record: js.loc.URL, Shards: rec.Shards, Committed: len(commits)}
 	sum.Coverage = cov
@@ -396,7 +411,7 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 	if err != nil || !found {
 		return nil, err
 	}
-	commits, err := state.ReadShardCommits(loc.FS, state.CommitsBeside(loc.Path), rec.Digest(), rec.Shards)
+	commits, _, err := readShardCommits(loc.FS, state.CommitsBeside(loc.Path), rec, Identity(j, nil))
 	if err != nil {
 		return nil, err
 	}
@@ -405,6 +420,24 @@ func ReadJobStatus(j *job.Job, staging string) (*JobStatus, error) {
 		coverage = rec.Cover(state.Commits(commits))
 	}
 	return jobStatus(loc.URL, rec, len(commits), coverage), nil
+}
+
+// readShardCommits reads the shards' commits under rec in dir, but those
+// of attempts that lost their shard's lease (state.LeaveOutSuperseded),
+// with a line for each left out. Each lease folder is opened as id.
+func readShardCommits(fsys vfs.FS, dir string, rec *state.Job, id *krb.Identity) ([]state.ShardCommit, []string, error) {
+	commits, err := state.ReadShardCommits(fsys, dir, rec.Digest(), rec.Shards)
+	if err != nil {
+		return nil, nil, err
+	}
+	return state.LeaveOutSuperseded(commits, func(lease string) (state.Superseded, error) {
+		loc, err := vfs.OpenWith(lease, vfs.Options{Kerberos: id})
+		if err != nil {
+			return state.Superseded{}, err
+		}
+		defer loc.Close()
+		return state.ReadSuperseded(loc.FS, loc.Path)
+	})
 }
 
 func jobStatus(url string, rec *state.Job, committed int, coverage error) *JobStatus {

@@ -405,6 +405,10 @@ func (r *Run) checkCheckpoint() error {
 	}
 	r.ckpt = ck
 	r.closers = append(r.closers, ck.Close)
+	// Stamped with the run's lease on it; the records of an attempt that
+	// lost that lease, landed late, are left out when it is loaded.
+	lp := checkpointLeasePath(o.Checkpoint)
+	ck.SetLease(r.leases.Stamp(lp), r.leases.Superseded(lp))
 	if n := ck.SweepTemps(); n > 0 {
 		r.logf("removed %d temporary files an earlier run left beside the checkpoint %s", n, o.Checkpoint)
 	}
@@ -510,7 +514,7 @@ func (r *Run) sinkEnv() sink.Env {
 		Phase: string(r.o.Phase), Index: r.o.Shard.Index, Count: r.o.Shard.Count,
 		Checkpoint: r.o.Checkpoint, LoadCommand: r.o.LoadCommand, Logf: r.logf,
 		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
-		Fence: r.leases.Check, Stamp: r.leases.Stamp, Holder: state.LeaseHolder,
+		Fence: r.leases.Check, Stamp: r.leases.Stamp, Holder: state.LeaseHolder, Superseded: r.leases.Superseded,
 		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,
 		Warn: r.warn,
 	}
@@ -528,6 +532,13 @@ func (r *Run) checkLost(s sink.Sink) error {
 	}
 	var done []sink.Lost
 	for _, l := range f.Lost() {
+		if l.Superseded {
+			// Staged by an attempt that lost the lease: redone, whatever
+			// the checkpoint says (the next compaction records it so).
+			delete(r.state.Splits, l.ID)
+			r.logf("split %s is redone: %s", l.ID, l.Why)
+			continue
+		}
 		if st := r.state.Splits[l.ID]; st != nil && st.Done {
 			done = append(done, l)
 		} else {

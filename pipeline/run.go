@@ -256,6 +256,9 @@ func (r *Run) adoptCheckpoint(prev *state.LoadedCheckpoint, fp, seedFP string) e
 		if prev.Torn != "" {
 			r.logf("checkpoint %s: %s", o.Checkpoint, prev.Torn)
 		}
+		for _, why := range prev.Ignored {
+			r.logf("%s", why)
+		}
 		if err := r.adoptSketch(prev); err != nil {
 			return err
 		}

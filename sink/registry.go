@@ -161,6 +161,9 @@ type Env struct {
 	Fence  func() error
 	Stamp  func(where string) func() (string, int64)
 	Holder func(fsys vfs.FS, p string) (string, bool, error)
+	// Superseded returns a reader of the attempts that lost the lease
+	// taken at where to a takeover (state.Leases.Superseded), or nil.
+	Superseded func(where string) func() (state.Superseded, error)
 }
 
 // Family is one source family a run reads, as a sink that makes or
@@ -231,6 +234,10 @@ type Lost struct {
 	// Where is where the sink looked for the split's output (the local
 	// spill folder), for the message that sends the user there.
 	Where string
+	// Superseded says the split's record was written by an attempt that
+	// lost the lease to another: what it staged does not count, and the
+	// split is redone even where the checkpoint records it done.
+	Superseded bool
 }
 
 // Forgetful is a Sink that may drop splits an earlier run committed.

@@ -34,6 +34,13 @@ import (
 // the checksum over the state's compacted bytes. Version 1, the single
 // file earlier rekeys rewrote after every split, is still read; the first
 // compaction replaces it.
+//
+// Under a remote lease (SetLease) the base, the journal's header and each
+// record carry the lease they were written under, the header keeps a copy
+// of its base's state, and the journal is numbered from the lease's
+// generation (journalSpan). A base that an attempt another took the lease
+// from renames into place late is then left out on load in favour of that
+// copy, and its late records are left out too: HDFS can refuse neither.
 
 // Checkpoint format versions: CheckpointV1, one file rewritten after
 // every split (read, never written); CheckpointVersion, a base and a
@@ -71,6 +78,11 @@ type Checkpoint struct {
 	Entities json.RawMessage `json:"entities,omitempty"`
 	// Journal is the generation of the journal that goes with the base.
 	Journal int64 `json:"journal,omitempty"`
+	// Lease is the lease the base was written under (none on a local
+	// path). A base that an attempt another took the lease from renamed
+	// into place late, over the new holder's, is left out on load in
+	// favour of the holder's own copy (see Load).
+	Lease Stamp `json:"lease,omitzero"`
 }
 
 // baseFile is the base's outer form: the state with its checksum.
@@ -96,6 +108,25 @@ type CheckpointStore struct {
 	// broken says an append failed: the journal may end in a torn record,
 	// so nothing more is appended until the next compaction.
 	broken bool
+
+	// stamp reads the lease the run holds on the checkpoint, which its
+	// writes are stamped with; superseded reads the attempts that lost
+	// it. Both nil for a local lock (SetLease).
+	stamp      func() (string, int64)
+	superseded func() (Superseded, error)
+}
+
+// SetLease gives the store the run's remote lease on the checkpoint:
+// stamp (Leases.Stamp) is what every base, journal header and journal
+// record is stamped with from now on, and superseded (Leases.Superseded)
+// reads which attempts lost the lease to a takeover, whose late writes
+// Load leaves out. HDFS has no conditional rename or append, so an
+// attempt that passed its last fence check before the takeover can still
+// rename a base or append a record after it. Without a call (a local
+// lock, which the kernel holds for the process's life) nothing is
+// stamped and nothing left out.
+func (s *CheckpointStore) SetLease(stamp func() (string, int64), superseded func() (Superseded, error)) {
+	s.stamp, s.superseded = stamp, superseded
 }
 
 // CompactMinBytes is the journal size below which no compaction runs
@@ -161,6 +192,9 @@ type LoadedCheckpoint struct {
 	// Records counts the journal's split records applied, so a test can
 	// tell how many writes a run made, not only which splits they name.
 	Records int
+	// Ignored says, one line each, what was left out because an attempt
+	// that lost the lease wrote it (see SetLease); the run logs them.
+	Ignored []string
 }
 
 // Load returns the earlier run's state, or nil when there is none. A base
@@ -182,11 +216,87 @@ func (s *CheckpointStore) Load() (*LoadedCheckpoint, error) {
 	if c.Version == CheckpointV1 {
 		return l, nil
 	}
+	sup, err := s.readSuperseded()
+	if err != nil {
+		return nil, err
+	}
+	if sup.Of(c.Lease) {
+		// Renamed into place by an attempt that lost the lease: late, over
+		// the holder's base, if the holder has written one since (its
+		// journal's header keeps a copy). Otherwise it is the newest state
+		// there is, and the holder goes on from it, as on any takeover.
+		newer, gen, err := s.newerState(sup, c)
+		if err != nil {
+			return nil, err
+		}
+		if newer != nil {
+			l.Ignored = append(l.Ignored, fmt.Sprintf("checkpoint %s: left out the base, since %s; went on from the copy of the base in journal %s, written under lease generation %d",
+				s.url, sup.Why(c.Lease), path.Base(s.journalPath(gen)), newer.Lease.Generation))
+			l.Checkpoint, c = newer, newer
+		}
+	}
 	s.gen = c.Journal
-	if err := s.readJournal(l); err != nil {
+	if err := s.readJournal(l, sup); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// readSuperseded reads which attempts lost the checkpoint's lease (none
+// without a remote lease).
+func (s *CheckpointStore) readSuperseded() (Superseded, error) {
+	if s.superseded == nil {
+		return Superseded{}, nil
+	}
+	sup, err := s.superseded()
+	if err != nil {
+		return sup, fmt.Errorf("checkpoint %s: %w", s.url, err)
+	}
+	return sup, nil
+}
+
+// newerState finds the newest copy of a base written under a later lease
+// generation than c (the base on disk) by an attempt not superseded: the
+// state a journal's header carries (see Compact). It returns nil when
+// there is none. Journals that do not read whole are skipped here: only
+// the journal a base names must be whole, and the one chosen is read
+// again, checked, by readJournal.
+func (s *CheckpointStore) newerState(sup Superseded, c *Checkpoint) (*Checkpoint, int64, error) {
+	gens, err := s.journals()
+	if err != nil {
+		return nil, 0, fmt.Errorf("checkpoint %s: %w", s.url, err)
+	}
+	for i := len(gens) - 1; i >= 0; i-- {
+		b, err := vfs.ReadFile(s.loc.FS, s.journalPath(gens[i]))
+		if err != nil || !bytes.HasPrefix(b, []byte(journalMagic)) {
+			continue
+		}
+		payload, _, torn, err := nextRecord(b, len(journalMagic))
+		if err != nil || torn != "" {
+			continue
+		}
+		r, err := decodeRecord(payload)
+		if err != nil || r.Type != "header" || r.Generation != gens[i] || len(r.State) == 0 ||
+			r.Lease.Token == "" || sup.Of(r.Lease) || r.Lease.Generation <= c.Lease.Generation {
+			continue
+		}
+		var nc Checkpoint
+		dec := json.NewDecoder(bytes.NewReader(r.State))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&nc); err != nil {
+			return nil, 0, s.Damaged(fmt.Sprintf("journal %s: the base its header keeps does not parse: %v", path.Base(s.journalPath(gens[i])), err))
+		}
+		if nc.Journal != gens[i] || nc.Lease != r.Lease || nc.Fingerprint != r.Fingerprint {
+			return nil, 0, s.Damaged(fmt.Sprintf("journal %s: the base its header keeps is not of that journal", path.Base(s.journalPath(gens[i]))))
+		}
+		if nc.Splits == nil {
+			nc.Splits = map[string]*SplitStats{}
+		}
+		nc.Version = CheckpointVersion
+		s.baseBytes = int64(len(r.State))
+		return &nc, gens[i], nil
+	}
+	return nil, 0, nil
 }
 
 // orphanJournals looks at the journals beside a missing base. Journals
@@ -286,18 +396,22 @@ func (s *CheckpointStore) Damaged(what string) error {
 		ErrCheckpointDamaged, s.url, what, path.Base(s.loc.Path), path.Base(s.loc.Path))
 }
 
-// encodeBase renders c as a version 2 base.
-func encodeBase(c *Checkpoint) ([]byte, error) {
-	state, err := json.Marshal(c) // compact, as the checksum is over compacted bytes
-	if err != nil {
-		return nil, err
-	}
+// encodeBase renders the state c as a version 2 base.
+func encodeBase(state []byte) ([]byte, error) {
 	return json.Marshal(baseFile{
 		Version: CheckpointVersion,
 		CRC32C:  fmt.Sprintf("%08x", crc32.Checksum(state, castagnoli)),
 		State:   state,
 	})
 }
+
+// journalSpan is how far apart the journal generations of two lease
+// generations lie: a stamped compaction numbers its journal at least its
+// lease generation times this, so the journal of an attempt that took
+// the lease over is numbered above any a late compaction of the attempt
+// it took it from can pick without having listed it, and the two never
+// share a file.
+const journalSpan = 1 << 32
 
 // Compact writes c as the base of a new journal generation: first the new
 // journal (its header only), then the base naming it (each a temp file,
@@ -320,19 +434,34 @@ func (s *CheckpointStore) Compact(c *Checkpoint) error {
 	if len(old) > 0 {
 		gen = max(gen, old[len(old)-1]+1)
 	}
-	n, err := s.createJournal(gen, c.Fingerprint, len(c.Splits) == 0 && !c.SinkFinished)
+	c.Lease = Stamped(s.stamp)
+	if c.Lease.Generation > 0 {
+		gen = max(gen, c.Lease.Generation*journalSpan)
+	}
+	c.Version, c.Journal = CheckpointVersion, gen
+	state, err := json.Marshal(c) // compact, as the checksum is over compacted bytes
 	if err != nil {
 		return err
 	}
-	c.Version, c.Journal = CheckpointVersion, gen
-	b, err := encodeBase(c)
+	// A stamped journal keeps a copy of its base in its header: an HDFS
+	// rename cannot refuse, so a base renamed late by an attempt that lost
+	// the lease can replace this one, and Load then goes on from the copy.
+	var keep []byte
+	if c.Lease.Token != "" {
+		keep = state
+	}
+	n, err := s.createJournal(gen, c.Fingerprint, len(c.Splits) == 0 && !c.SinkFinished, c.Lease, keep)
+	if err != nil {
+		return err
+	}
+	b, err := encodeBase(state)
 	if err != nil {
 		return err
 	}
 	if err := vfs.WriteFileAtomic(wfs, s.loc.Path, b); err != nil {
 		return fmt.Errorf("checkpoint %s: %w", s.url, err)
 	}
-	s.gen, s.baseBytes, s.journalBytes, s.broken = gen, int64(len(b)), n, false
+	s.gen, s.baseBytes, s.journalBytes, s.broken = gen, int64(len(b)), n-int64(len(keep)), false
 	for _, g := range old {
 		if err := wfs.Remove(s.journalPath(g)); err != nil && !errors.Is(err, iofs.ErrNotExist) {
 			return fmt.Errorf("checkpoint %s: removing the old journal: %w", s.url, err)

@@ -25,7 +25,8 @@ import (
 //
 // The first record is the header (type "header": the format version, the
 // generation and the fingerprint, which must match the base's, and whether
-// that base records nothing done); each later
+// that base records nothing done; under a remote lease also the lease and
+// a copy of the base's state, see checkpoint.go); each later
 // one a split (type "split": its SplitStats, and for a done split the
 // split's own entity sketch, which the loader merges in record order, as
 // the run did).
@@ -58,6 +59,14 @@ type journalRecord struct {
 	// whose base never got written (a crash in a run's first compaction)
 	// can then be told from one whose base went missing.
 	BaseEmpty bool `json:"base_empty,omitempty"`
+	// State is, in a stamped journal's header, the state of the base
+	// written with it (see Compact): the copy Load goes on from when a
+	// late rename replaced that base.
+	State json.RawMessage `json:"state,omitempty"`
+	// Lease is the lease the record was written under (none on a local
+	// path): a record of an attempt that lost the lease, appended late, is
+	// left out.
+	Lease Stamp `json:"lease,omitzero"`
 	// split
 	Split    *SplitStats     `json:"split,omitempty"`
 	Entities json.RawMessage `json:"entities,omitempty"`
@@ -111,9 +120,9 @@ func (s *CheckpointStore) journals() ([]int64, error) {
 // returns its size. It is written whole (temp file, sync, rename): a crash
 // leaves the journal with its header or no journal, never a part of one,
 // so a journal without its base always says what that base held.
-func (s *CheckpointStore) createJournal(gen int64, fp string, baseEmpty bool) (int64, error) {
+func (s *CheckpointStore) createJournal(gen int64, fp string, baseEmpty bool, lease Stamp, state []byte) (int64, error) {
 	p := s.journalPath(gen)
-	hdr, err := json.Marshal(journalRecord{Type: "header", Version: CheckpointVersion, Generation: gen, Fingerprint: fp, BaseEmpty: baseEmpty})
+	hdr, err := json.Marshal(journalRecord{Type: "header", Version: CheckpointVersion, Generation: gen, Fingerprint: fp, BaseEmpty: baseEmpty, State: state, Lease: lease})
 	if err != nil {
 		return 0, err
 	}
@@ -132,7 +141,7 @@ func (s *CheckpointStore) Record(st *SplitStats, sketch []byte) error {
 	if s.broken {
 		return fmt.Errorf("checkpoint journal %s: an earlier append failed", p)
 	}
-	payload, err := json.Marshal(journalRecord{Type: "split", Split: st, Entities: sketch})
+	payload, err := json.Marshal(journalRecord{Type: "split", Split: st, Entities: sketch, Lease: Stamped(s.stamp)})
 	if err != nil {
 		return err
 	}
@@ -159,8 +168,10 @@ func (s *CheckpointStore) Record(st *SplitStats, sketch []byte) error {
 	return nil
 }
 
-// readJournal applies the journal of the base's generation to l.
-func (s *CheckpointStore) readJournal(l *LoadedCheckpoint) error {
+// readJournal applies the journal of the base's generation to l, but for
+// the records of attempts sup supersedes other than the base's own
+// writer (whose records the base's holder read with it).
+func (s *CheckpointStore) readJournal(l *LoadedCheckpoint, sup Superseded) error {
 	p := s.journalPath(s.gen)
 	b, err := vfs.ReadFile(s.loc.FS, p)
 	if errors.Is(err, iofs.ErrNotExist) {
@@ -187,7 +198,7 @@ func (s *CheckpointStore) readJournal(l *LoadedCheckpoint) error {
 			l.Torn = fmt.Sprintf("journal %s: the last record (at offset %d) is %s, left by a crash while it was written; its split is redone", path.Base(p), off, torn)
 			return nil
 		}
-		if err := s.apply(l, n, payload); err != nil {
+		if err := s.apply(l, n, payload, sup); err != nil {
 			return bad(fmt.Sprintf("record %d at offset %d: %v", n, off, err))
 		}
 		off = next
@@ -250,10 +261,23 @@ func decodeRecord(payload []byte) (journalRecord, error) {
 
 // apply adds record n's payload to l: the header must be first and match
 // the base, splits follow.
-func (s *CheckpointStore) apply(l *LoadedCheckpoint, n int, payload []byte) error {
+func (s *CheckpointStore) apply(l *LoadedCheckpoint, n int, payload []byte, sup Superseded) error {
 	r, err := decodeRecord(payload)
 	if err != nil {
 		return err
+	}
+	if r.Type == "header" {
+		// The base's copy is not journal bytes the next compaction weighs.
+		s.journalBytes -= int64(len(r.State))
+	}
+	if r.Type == "split" && r.Lease.Token != l.Lease.Token && sup.Of(r.Lease) {
+		id := "?"
+		if r.Split != nil {
+			id = r.Split.ID
+		}
+		l.Ignored = append(l.Ignored, fmt.Sprintf("checkpoint %s: left out journal %s's record of split %s, since %s; the split is redone unless recorded again",
+			s.url, path.Base(s.journalPath(s.gen)), id, sup.Why(r.Lease)))
+		return nil
 	}
 	switch {
 	case n == 0 && r.Type != "header":

@@ -44,7 +44,12 @@ import (
 // journal records and compactions, a spill task's commit, the merge's
 // and the load's state) is made only after Leases.Check found every
 // lease still this run's, and a run that finds one lost stops with
-// ErrLeaseLost (the CLI's exit 4) and writes nothing more.
+// ErrLeaseLost (the CLI's exit 4) and writes nothing more. A write that
+// passed the check just before a takeover can still land after it (HDFS
+// has no conditional rename or append), so the records are stamped with
+// the lease (Stamp), a takeover lists the attempt it took the lease from
+// (leaseRecord.Superseded), and readers leave out what such an attempt
+// stamped (ReadSuperseded).
 
 // DefaultLeaseTTL is how long a remote lease lasts unless its owner
 // renews it, when the run gives no lifetime (pipeline.Options.LeaseTTL):
@@ -132,6 +137,35 @@ type leaseRecord struct {
 	// TookOver is the token of the lease this generation took over, for
 	// the record (empty for a renewal, or a lease taken when free).
 	TookOver string `json:"took_over,omitempty"`
+	// Superseded lists the tokens of the attempts that lost this lease to
+	// a takeover (expiry or --force-takeover), the latest last, at most
+	// maxSuperseded: each generation carries the list of the one it
+	// follows, and a takeover adds the token it took from. HDFS has no
+	// conditional write, so a record a taken-over attempt wrote after its
+	// last fence check can still land; readers leave out the records
+	// stamped with these tokens (ReadSuperseded). An attempt that released
+	// its lease, or held it when it expired unnoticed by any other, is not
+	// listed: the next holder goes on from its records.
+	Superseded []string `json:"superseded,omitempty"`
+}
+
+// maxSuperseded bounds a lease's list of taken-over attempts: a late
+// write lands within a stalled attempt's lifetime, long before this many
+// more takeovers of one task.
+const maxSuperseded = 64
+
+// supersede returns list with token added (the oldest dropped past
+// maxSuperseded); an empty token (a lease file naming no owner) adds
+// nothing.
+func supersede(list []string, token string) []string {
+	if token == "" || slices.Contains(list, token) {
+		return list
+	}
+	out := append(slices.Clone(list), token)
+	if len(out) > maxSuperseded {
+		out = out[len(out)-maxSuperseded:]
+	}
+	return out
 }
 
 // processStart stands for the process's start time in its leases.
@@ -298,6 +332,105 @@ func LeaseHolder(fsys vfs.FS, p string) (string, bool, error) {
 		return "", false, nil
 	}
 	return lf.rec.Token, true, nil
+}
+
+// Stamp is the lease a durable record was written under: the token of
+// the attempt that held it and the generation it held. Records of a
+// remote lease carry it; a local lock's (the kernel's, with no
+// generations) carry none, and so are never left out.
+type Stamp struct {
+	Token      string `json:"lease_token,omitempty"`
+	Generation int64  `json:"lease_generation,omitempty"`
+}
+
+// Stamped returns the stamp of the lease that stamp (Leases.Stamp) reads,
+// or none when stamp is nil (a local lock).
+func Stamped(stamp func() (string, int64)) Stamp {
+	if stamp == nil {
+		return Stamp{}
+	}
+	t, g := stamp()
+	return Stamp{Token: t, Generation: g}
+}
+
+// Superseded is the set of attempts that lost a remote lease to a
+// takeover, as the lease's current generation lists them: the records
+// they stamped are left out by every reader that resumes from them or
+// proves coverage with them. The zero value (no lease folder, a local
+// lock) supersedes nothing.
+type Superseded struct {
+	tokens map[string]bool
+	// lease names the lease folder, for messages.
+	lease string
+	// tookOver is the token of the attempt the reading run took the lease
+	// over from ("" if it took it free, or reads another's lease).
+	tookOver string
+}
+
+// TakenFrom reports whether the run that reads took the lease over from
+// the attempt that stamped st. The records that attempt left are the
+// run's inheritance when it opens the state (it goes on from them and
+// stamps them anew, as its own); those that land afterwards are late.
+func (s Superseded) TakenFrom(st Stamp) bool {
+	return st.Token != "" && st.Token == s.tookOver
+}
+
+// Of reports whether the attempt that stamped st lost the lease to
+// another: an unstamped record (a local run's, or one of a rekey from
+// before stamps) never did.
+func (s Superseded) Of(st Stamp) bool {
+	return st.Token != "" && s.tokens[st.Token]
+}
+
+// Why says, for a log line, why a record stamped st is left out.
+func (s Superseded) Why(st Stamp) string {
+	return fmt.Sprintf("it was written under lease generation %d by an attempt another took the lease %s from", st.Generation, s.lease)
+}
+
+// ReadSuperseded reads which attempts lost the remote lease folder p to a
+// takeover. A path that is no lease folder (a local lock file, or no
+// lease yet) supersedes nothing.
+func ReadSuperseded(fsys vfs.FS, p string) (Superseded, error) {
+	out := Superseded{lease: p}
+	fi, err := fsys.Stat(p)
+	if errors.Is(err, iofs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if !fi.IsDir() {
+		return out, nil
+	}
+	_, lf, err := currentLease(fsys, p, DefaultLeaseTTL)
+	if err != nil {
+		return out, fmt.Errorf("lease %s: %w", p, err)
+	}
+	if lf != nil && len(lf.rec.Superseded) > 0 {
+		out.tokens = map[string]bool{}
+		for _, t := range lf.rec.Superseded {
+			out.tokens[t] = true
+		}
+	}
+	return out, nil
+}
+
+// Superseded returns a reader of the attempts that lost the remote lease
+// taken at where (ReadSuperseded, through the lease's own file system),
+// or nil for a local lock or a lease not taken.
+func (s *Leases) Superseded(where string) func() (Superseded, error) {
+	if s == nil {
+		return nil
+	}
+	l := s.remote[where]
+	if l == nil {
+		return nil
+	}
+	return func() (Superseded, error) {
+		sup, err := ReadSuperseded(l.fs, l.loc.Path)
+		sup.lease, sup.tookOver = l.loc.URL, l.tookOver
+		return sup, err
+	}
 }
 
 // LeaseLive reports whether the lease file p is held by a live run,
@@ -647,6 +780,10 @@ type fileLease struct {
 
 	stop, done chan struct{}
 	stopOnce   sync.Once
+
+	// tookOver is the token of the attempt this run took the lease from,
+	// when it took it over (set once, on taking it).
+	tookOver string
 }
 
 // leaseFile is a lease file as read: its record and its bytes.
@@ -700,8 +837,12 @@ func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o LeaseOp
 			took = cur
 		}
 		rec := l.rec
+		if cur != nil {
+			rec.Superseded = cur.rec.Superseded
+		}
 		if took != nil {
 			rec.TookOver = took.rec.Token
+			rec.Superseded = supersede(rec.Superseded, took.rec.Token)
 		}
 		won, err := l.cas(g, rec)
 		if err != nil {
@@ -711,6 +852,7 @@ func acquireFile(fsys vfs.ExclusiveFS, loc *vfs.Location, what string, o LeaseOp
 			continue // another run got g+1 first: judge its lease
 		}
 		if took != nil {
+			l.tookOver = took.rec.Token
 			l.logTakeover(took)
 		}
 		l.sweep()

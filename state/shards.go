@@ -24,6 +24,13 @@ type ShardCommit struct {
 	Record    string    `json:"record"`
 	Splits    []string  `json:"splits"`
 	Committed time.Time `json:"committed"`
+	// Lease is the shard's lease as its attempt held it when it committed
+	// (none on a local path), and LeaseFile that lease's folder (a URL):
+	// HDFS cannot refuse a commit's rename, so a commit of an attempt
+	// another took the shard from can land late, over the holder's; the
+	// reader leaves it out (LeaveOutSuperseded).
+	Lease     Stamp  `json:"lease,omitzero"`
+	LeaseFile string `json:"lease_file,omitempty"`
 }
 
 // Task names the shard for messages.
@@ -117,6 +124,38 @@ func ReadShardCommits(fsys vfs.FS, dir, digest string, count int) ([]ShardCommit
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// LeaveOutSuperseded returns the commits of cs but those made by an
+// attempt that lost its shard's lease to a takeover, with a line for each
+// one left out: that shard counts as not committed, until its holder
+// commits again. read reads the superseded attempts of the lease folder a
+// commit names (ReadSuperseded); it is asked once per folder. Unstamped
+// commits (a local run's, a rekey's from before stamps) are kept.
+func LeaveOutSuperseded(cs []ShardCommit, read func(lease string) (Superseded, error)) ([]ShardCommit, []string, error) {
+	seen := map[string]Superseded{}
+	out := make([]ShardCommit, 0, len(cs))
+	var ignored []string
+	for _, c := range cs {
+		if c.Lease.Token == "" || c.LeaseFile == "" {
+			out = append(out, c)
+			continue
+		}
+		sup, ok := seen[c.LeaseFile]
+		if !ok {
+			var err error
+			if sup, err = read(c.LeaseFile); err != nil {
+				return nil, nil, fmt.Errorf("record: the commit of %s: %w", c.Task(), err)
+			}
+			seen[c.LeaseFile] = sup
+		}
+		if sup.Of(c.Lease) {
+			ignored = append(ignored, fmt.Sprintf("left out the commit of %s, since %s; the shard counts as committed once its holder commits", c.Task(), sup.Why(c.Lease)))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, ignored, nil
 }
 
 // Commits turns shard commits into what Cover takes.

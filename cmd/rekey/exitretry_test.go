@@ -14,6 +14,7 @@ import (
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/vfs/hdfs"
 )
 
@@ -32,6 +33,10 @@ func TestExitCodeRetryable(t *testing.T) {
 		{fmt.Errorf("multi: %w", rpc.ErrConnBroken), exitRetry},
 		{fmt.Errorf("login: %w", krb.ErrKDCUnreachable), exitRetry},
 		{fmt.Errorf("read: %w", hfile.ErrCorrupt), exitProblems},
+		// Cells staged twice under a one-to-one job: the staging folder is
+		// wrong (splits staged more than once), which no retry of the merge
+		// cures; the message says to stage again with --fresh.
+		{fmt.Errorf("merge part 0/1: %w", hfiles.ErrRepeatedCells), exitProblems},
 		{errors.New("something else"), exitProblems},
 		{usageError{fmt.Errorf("lease: %w", pipeline.ErrLeased)}, exitUsage},
 		{usageError{fmt.Errorf("wrapped: %w", rpc.ErrDial)}, exitUsage},

@@ -124,6 +124,9 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 	if e.Stamp != nil {
 		o.Lease = e.Stamp(LeasePath(o.Staging, o.Task))
 	}
+	if e.Superseded != nil {
+		o.Superseded = e.Superseded(LeasePath(o.Staging, o.Task))
+	}
 	o.Holder = e.Holder
 	if j.Sink.Offline {
 		keys := j.Target.Create.SplitKeys

@@ -20,8 +20,10 @@ import (
 // stopped once the first region is loaded, and finish.json is put back as
 // it was at that moment, which is what a run killed then leaves (a
 // deferred save never runs). The resumed load must not load that region
-// again: HBase's raw scan, which shows a cell loaded twice as two, holds
-// every cell once. Before, the Loaded mark was saved lazily on the premise
+// again: the target's store files, each read by HBase's own HFile reader,
+// hold every cell once. (A scan, raw too, shows one of two equal cells
+// loaded twice, so it alone cannot tell; it is compared as well, for the
+// cells it does show.) Before, the Loaded mark was saved lazily on the premise
 // that loaded files are gone from the folder, and the resume loaded the
 // region a second time. The first region's staged files are removed once
 // its mark is saved, and no staged file is left at the end.

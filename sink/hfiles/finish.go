@@ -46,7 +46,17 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	var late []LostSplit
 	if !st.Written {
+		// A record that landed late from an attempt that lost the folder
+		// stages nothing; checkStaged fails the merge if the run counts
+		// its split done, and the next run redoes it.
+		if recs, late, err = s.currentRecords(recs, s.root, false); err != nil {
+			return err
+		}
+		for _, l := range late {
+			rep.Printf("hfiles: split %s: %s", l.ID, l.Why)
+		}
 		// A record whose runs are not here (Lost, and not redone) stages
 		// nothing; checkStaged fails the merge if the run counts it done.
 		recs, _ = s.dropLost(recs)
@@ -61,6 +71,9 @@ func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
 	}
 	err = s.mergeAll(ctx, rep, recs, kept, st)
 	s.releaseKept()
+	if errors.Is(err, ErrSplitsMissing) && len(late) > 0 {
+		err = fmt.Errorf("%w (an attempt that lost this folder wrote split records late, over this run's; run again with --resume, without --fresh: it redoes those splits)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/state"
 )
 
 // A split whose cells fit in memory is not spilled at Commit: its sort
@@ -188,7 +189,7 @@ func keptRecords(recs []*splitRecord, ks []*splitSink) []*splitRecord {
 	}
 	out := slices.Clone(recs)
 	for _, w := range ks {
-		out = append(out, &splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: []runFile{}, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes})
+		out = append(out, &splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: []runFile{}, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes, Lease: state.Stamped(w.s.o.Lease)})
 	}
 	slices.SortFunc(out, func(a, b *splitRecord) int { return cmpString(a.ID, b.ID) })
 	return out

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -85,6 +86,10 @@ type splitRecord struct {
 	// SourceBytes is the store file bytes the split read (its
 	// sink.SplitInfo.Bytes), for the estimate of a full folder's need.
 	SourceBytes int64 `json:"source_bytes,omitempty"`
+	// Lease is the task's lease as the record was written (Options.Lease;
+	// none on a local folder): HDFS cannot refuse the record's rename, so
+	// one of an attempt that lost the task can land late (currentRecords).
+	Lease state.Stamp `json:"lease,omitzero"`
 }
 
 // runFile is one committed run file.
@@ -262,6 +267,44 @@ func readSplits(fsys vfs.FS, root string) ([]*splitRecord, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// currentRecords returns the records of recs that count, and the splits
+// of those left out: the records of attempts that lost the task's lease
+// to a takeover (Options.Superseded). HDFS cannot refuse a rename, so
+// such an attempt's record can land after the takeover, over the
+// holder's. On opening the folder (inherit) the records of the attempt
+// this task took the lease from are its inheritance: it stamps each
+// anew, as its own, and any of that attempt's that lands later is late.
+// A record left out stays in the folder; its split is redone (a new
+// record replaces it) and its runs are strays the next open removes.
+func (s *Sink) currentRecords(recs []*splitRecord, dir string, inherit bool) ([]*splitRecord, []LostSplit, error) {
+	if s.o.Superseded == nil {
+		return recs, nil, nil
+	}
+	sup, err := s.o.Superseded()
+	if err != nil {
+		return nil, nil, fmt.Errorf("hfiles: %w", err)
+	}
+	out := make([]*splitRecord, 0, len(recs))
+	var left []LostSplit
+	for _, r := range recs {
+		switch {
+		case !sup.Of(r.Lease):
+		case inherit && sup.TakenFrom(r.Lease):
+			old := r.Lease
+			r.Lease = state.Stamped(s.o.Lease)
+			if err := s.record(path.Join(dir, splitsDir, splitKey(r.ID)+".json"), r); err != nil {
+				r.Lease = old
+				return nil, nil, fmt.Errorf("hfiles: split %s: taking over its record: %w", r.ID, err)
+			}
+		default:
+			left = append(left, LostSplit{ID: r.ID, Why: "its record in " + s.url(path.Join(dir, splitsDir)) + " is left out, since " + sup.Why(r.Lease), Superseded: true})
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, left, nil
 }
 
 // fingerprint identifies a set of split records (ID and attempt of each).

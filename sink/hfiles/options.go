@@ -5,6 +5,7 @@ import (
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -152,6 +153,13 @@ type Options struct {
 	// merge and the load ignore that commit (committedSpills). Nil trusts
 	// every commit.
 	Holder func(fsys vfs.FS, lease string) (token string, ok bool, err error)
+	// Superseded reads which attempts lost the task's lease to a takeover
+	// (state.Leases.Superseded; nil: none, as on a local folder). Split
+	// records are stamped with Lease; a record of a superseded attempt
+	// counts only when this task took the lease over from that attempt
+	// and found the record on opening the folder (it stamps it anew, as
+	// its own); one that lands later is left out, and its split redone.
+	Superseded func() (state.Superseded, error)
 }
 
 func (o *Options) fill() {

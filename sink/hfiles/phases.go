@@ -282,7 +282,17 @@ func (s *Sink) commitSpill(rep sink.Reporter) error {
 	if err != nil {
 		return err
 	}
+	recs, late, err := s.currentRecords(recs, path.Join(s.root, s.spill), false)
+	if err != nil {
+		return err
+	}
+	for _, l := range late {
+		rep.Printf("hfiles: spill shard %s: split %s: %s", s.task, l.ID, l.Why)
+	}
 	if recs, err = s.taskRecords(recs); err != nil {
+		if len(late) > 0 {
+			err = fmt.Errorf("%w (an attempt that lost this shard wrote a record late, over this attempt's; run the shard again, without --fresh: it redoes those splits)", err)
+		}
 		return err
 	}
 	c := spillCommit{Shard: s.task.Index, Count: s.task.Count, RegionMap: s.regionsDigest, Record: s.o.JobRecord, Splits: recs, Committed: time.Now().UTC()}

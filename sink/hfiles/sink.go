@@ -17,6 +17,7 @@ import (
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/sink"
+	"github.com/rekeyhq/rekey/state"
 	"github.com/rekeyhq/rekey/vfs"
 )
 
@@ -159,10 +160,16 @@ func (s *Sink) open(ctx context.Context) error {
 		return err
 	}
 	if !st.Written {
-		// Once the HFiles are written the runs are removed and no longer
-		// needed; before that, a record whose local runs are not here
-		// does not stage its split.
-		recs, s.lost = s.dropLost(recs)
+		// A record of an attempt that lost the task, but for the one this
+		// task took it from, does not stage its split; nor, once the
+		// HFiles are written the runs are removed and no longer needed,
+		// before that, does a record whose local runs are not here.
+		var late, lost []LostSplit
+		if recs, late, err = s.currentRecords(recs, path.Join(s.root, s.spill), true); err != nil {
+			return err
+		}
+		recs, lost = s.dropLost(recs)
+		s.lost = append(late, lost...)
 	}
 	kept, err := removeStrayRuns(s.fs, s.root, s.spill, recs)
 	if err != nil {
@@ -925,7 +932,7 @@ func (w *splitSink) record() error {
 	if err != nil {
 		return err
 	}
-	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Segments: w.segs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes}
+	rec := splitRecord{ID: w.info.ID, Attempt: w.attempt, Runs: w.runs, Segments: w.segs, Cells: w.cells, Bytes: w.bytes, SourceBytes: w.info.Bytes, Lease: state.Stamped(w.s.o.Lease)}
 	if rec.Runs == nil {
 		rec.Runs = []runFile{}
 	}

@@ -52,7 +52,7 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *sta
 	so := Options{
 		Staging: st, Table: j.Target.Table, Task: task, Workers: o.Workers,
 		Memory: budget.Sink, MergeMemory: budget.Merge(), MaxStagingBytes: j.Sink.MaxStagingBytes,
-		Fence: ls.Check, Lease: ls.Stamp(LeasePath(st, task)), Holder: state.LeaseHolder,
+		Fence: ls.Check, Lease: ls.Stamp(LeasePath(st, task)), Holder: state.LeaseHolder, Superseded: ls.Superseded(LeasePath(st, task)),
 		// The spill tasks mapped by the job's layouts (a program of one's
 		// own runs in one process); their merge judges by them too.
 		OneToOne: j.Program != nil && j.Run.SetTimestamp == 0 && !j.Program.MayCollide(),
