@@ -19,6 +19,9 @@ type TaskOptions struct {
 	// Kerberos is who to log in as where the staging folder or the
 	// target cluster needs it.
 	Kerberos *krb.Identity
+	// Target, when set, is the target cluster to use instead of
+	// connecting to the job's; the caller closes it.
+	Target Cluster
 }
 
 // OpenTask opens the job's staging folder for task, a merge part or the
@@ -57,7 +60,10 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *sta
 		Kerberos: o.Kerberos,
 	}
 	closeClient = func() error { return nil }
-	if !j.Sink.Offline {
+	switch {
+	case o.Target != nil:
+		so.Client = o.Target
+	case !j.Sink.Offline:
 		c, _, err := sink.ConnectTarget(j, o.Kerberos, ", or sink.offline for the merge")
 		if err != nil {
 			return nil, nil, err
