@@ -146,8 +146,8 @@ type wholeWorld struct {
 	// loser writes late can then name runs the winner removed: see the
 	// report of issue 49's schedule test).
 	varied, raced bool
-	attempts            int
-	rejects             string
+	attempts      int
+	rejects       string
 }
 
 func (w *wholeWorld) url(p string) string { return "simfs://" + w.host + "/" + p }
