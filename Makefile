@@ -15,7 +15,7 @@ help:
 	@echo "test-k8s      the Kubernetes suite on a real control plane (opt-in; builds it once, about 9 minutes: testenv/README.md)"
 	@echo "test-flakes   the flake hunt: the plain and destructive passes N times (N=3) on one cluster"
 	@echo "unit          unit tests only (go test, no cluster)"
-	@echo "soak          the protocol's schedule tests at length (SCHEDULES, default 20000; PHASE_SCHEDULES, default 1000)"
+	@echo "soak          the protocol's schedule tests at length (SCHEDULES, default 20000; PHASE_SCHEDULES, default 1000; WHOLE_SCHEDULES, default 2000)"
 	@echo "demo          run the demo job on the bundled snapshot"
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
@@ -72,8 +72,9 @@ unit:
 # seed is printed with the command that replays it.
 SCHEDULES       ?= 20000
 PHASE_SCHEDULES ?= 1000
+WHOLE_SCHEDULES ?= 2000
 soak:
-	REKEY_SCHEDULES=$(SCHEDULES) REKEY_PHASE_SCHEDULES=$(PHASE_SCHEDULES) $(GO) test ./pipeline -run 'TestSchedules|TestPhaseSchedules' -count=1 -timeout 6h -v
+	REKEY_SCHEDULES=$(SCHEDULES) REKEY_PHASE_SCHEDULES=$(PHASE_SCHEDULES) REKEY_WHOLE_SCHEDULES=$(WHOLE_SCHEDULES) $(GO) test ./pipeline -run 'TestSchedules|TestPhaseSchedules|TestWholeSchedules' -count=1 -timeout 6h -v
 
 test: lint
 	scripts/test.sh

@@ -405,9 +405,14 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 }
 
 // finishSink runs the sink's Finish (the merge and bulk load of staged
-// files) unless an earlier run recorded it done, and records it.
+// files) unless an earlier run recorded it done, and records it. A spill
+// task's Finish, its shard's commit, is made again by every attempt: the
+// commit counts only under the lease of the shard's last attempt (the
+// merge leaves out one stamped by an attempt whose lease was superseded),
+// so an attempt that took the lease and left the commit as it was would
+// leave the shard never committed, for good.
 func (r *Run) finishSink(ctx context.Context) error {
-	if r.state.SinkFinished {
+	if r.state.SinkFinished && r.o.Phase != PhaseSpill {
 		return nil
 	}
 	if err := r.sink.Finish(ctx, reporterFunc(r.logf)); err != nil {

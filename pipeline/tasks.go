@@ -60,6 +60,10 @@ type TaskOptions struct {
 	// Kerberos is as in Options: nil logs in as the job's security
 	// section says.
 	Kerberos *krb.Identity
+
+	// target, set by tests, is the target cluster the task uses instead
+	// of connecting to the job's (a fake bulk loader).
+	target hfiles.Cluster
 }
 
 // TaskSummary is what a merge or load task did.
@@ -109,7 +113,7 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if mem <= 0 {
 		mem = j.Run.MemoryOrDefault()
 	}
-	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos, Logf: o.Logf}, ls)
+	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos, Logf: o.Logf, Target: o.target}, ls)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -41,7 +43,12 @@ func ProbeCreate(where string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("%w: %s: %s is not a folder", ErrCannotCreate, where, dir)
 	}
-	probe := path.Join(dir, fmt.Sprintf(".%s.probe-%d", path.Base(loc.Path), os.Getpid()))
+	// The probe's name is the pid and a random tag: two tasks of one job
+	// probe a shared folder at once, and in containers every task's rekey
+	// is pid 1, so a name by pid alone let one remove the other's probe.
+	var tag [6]byte
+	rand.Read(tag[:])
+	probe := path.Join(dir, fmt.Sprintf(".%s.probe-%d-%s", path.Base(loc.Path), os.Getpid(), hex.EncodeToString(tag[:])))
 	f, err := loc.FS.Create(probe)
 	if err != nil {
 		return fmt.Errorf("%w: %s: creating a file in %s: %w", ErrCannotCreate, where, dir, err)

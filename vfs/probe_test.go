@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,48 @@ func TestProbeCreate(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "new")); len(ents) != 0 {
 		t.Errorf("new/ holds %d entries, want none", len(ents))
+	}
+}
+
+// probeRaceFS is a memory store whose first Create runs another
+// ProbeCreate of the same file to its end: two tasks of one job, in one
+// process here as two containers with one pid are, probing a shared
+// folder at once.
+type probeRaceFS struct {
+	*Mem
+	once  bool
+	inner error
+	names []string
+}
+
+func (p *probeRaceFS) Create(name string) (WriteFile, error) {
+	p.names = append(p.names, name)
+	w, err := p.Mem.Create(name)
+	if !p.once {
+		p.once = true
+		p.inner = ProbeCreate("probetest://h/dir/rejects.tsv")
+	}
+	return w, err
+}
+
+// TestProbeCreateRace: two probes of one file at once use two probe
+// files, both succeed, and leave nothing behind. Before, the probe was named by pid alone, so the
+// second removed the first's file and the first failed (exit 2 for a
+// task of a job on Kubernetes, where every pod's rekey is pid 1).
+func TestProbeCreateRace(t *testing.T) {
+	fs := &probeRaceFS{Mem: NewMem()}
+	Register(func(*url.URL, Options) (WriteFS, func() error, error) { return fs, nil, nil }, "probetest")
+	fs.WriteFile("/dir/other", []byte("x"))
+	if err := ProbeCreate("probetest://h/dir/rejects.tsv"); err != nil {
+		t.Errorf("the first probe: %v", err)
+	}
+	if fs.inner != nil {
+		t.Errorf("the second probe: %v", fs.inner)
+	}
+	if len(fs.names) != 2 || fs.names[0] == fs.names[1] {
+		t.Errorf("the probes created %q, want two files of different names", fs.names)
+	}
+	if ents, _ := fs.ReadDir("/dir"); len(ents) != 1 {
+		t.Errorf("the folder holds %d entries after the probes, want 1", len(ents))
 	}
 }

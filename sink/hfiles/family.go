@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 )
 
@@ -64,7 +63,7 @@ func FamilyOptions(attrs map[string]string) (hfile.WriterOptions, error) {
 
 // tableFamilies reads the writer options of every family of the live
 // table from its descriptor.
-func tableFamilies(ctx context.Context, c *hbase.Client, table string) (map[string]hfile.WriterOptions, error) {
+func tableFamilies(ctx context.Context, c Cluster, table string) (map[string]hfile.WriterOptions, error) {
 	desc, err := c.DescribeTable(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("hfiles: describe %s: %w", table, err)

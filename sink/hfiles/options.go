@@ -1,7 +1,6 @@
 package hfiles
 
 import (
-	"github.com/rekeyhq/rekey/hbase"
 	"github.com/rekeyhq/rekey/hfile"
 	"github.com/rekeyhq/rekey/internal/krb"
 	"github.com/rekeyhq/rekey/job"
@@ -21,9 +20,10 @@ type Options struct {
 	Staging string
 	// Table is the target table, "namespace:qualifier" or "qualifier".
 	Table string
-	// Client is the target cluster. Nil means offline: the region map comes from
-	// SplitKeys and nothing is loaded (as with NoLoad).
-	Client *hbase.Client
+	// Client is the target cluster (an *hbase.Client). Nil means offline:
+	// the region map comes from SplitKeys and nothing is loaded (as with
+	// NoLoad).
+	Client Cluster
 	// SplitKeys give the target regions offline (n keys, n+1 regions).
 	// With a Client and no SplitKeys the region map is the live table's regions.
 	SplitKeys [][]byte

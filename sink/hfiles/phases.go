@@ -521,6 +521,18 @@ func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
 	if err := s.mergeAll(ctx, rep, recs, nil, st); err != nil {
 		return err
 	}
+	// A part's state counts only under the lease of the part's last
+	// attempt (mergedParts leaves out one an attempt whose lease was
+	// superseded saved). A part an earlier attempt merged is not merged
+	// again, so this attempt, which holds the lease now, saves its state
+	// again under its own; else the part would stay not done, for good.
+	if s.o.Lease != nil {
+		if tok, _ := s.o.Lease(); tok != st.LeaseToken {
+			if err := s.saveFinish(st); err != nil {
+				return err
+			}
+		}
+	}
 	rep.Printf("hfiles: merge part %d/%d done: %d partitions, %d HFiles; once every part is done, load with rekey load", s.task.Index, s.task.Count, len(mine), len(allFiles(st)))
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-
-	"github.com/rekeyhq/rekey/hbase"
 )
 
 // Region is one target region of the region map the cells are
@@ -65,7 +63,7 @@ func RegionMapFromSplitKeys(table string, keys [][]byte) (*RegionMap, error) {
 }
 
 // RegionMapFromTable reads the live table's regions from hbase:meta.
-func RegionMapFromTable(ctx context.Context, c *hbase.Client, table string) (*RegionMap, error) {
+func RegionMapFromTable(ctx context.Context, c Cluster, table string) (*RegionMap, error) {
 	rs, err := c.Regions(ctx, table)
 	if err != nil {
 		return nil, fmt.Errorf("hfiles: regions of %s: %w", table, err)

@@ -21,6 +21,9 @@ type TaskOptions struct {
 	Kerberos *krb.Identity
 	// Logf hears of the target cluster client's retries (nil: nobody).
 	Logf func(format string, args ...any)
+	// Target, when set, is the target cluster to use instead of
+	// connecting to the job's; the caller closes it.
+	Target Cluster
 }
 
 // OpenTask opens the job's staging folder for task, a merge part or the
@@ -59,7 +62,10 @@ func OpenTask(ctx context.Context, j *job.Job, task Task, o TaskOptions, ls *sta
 		Kerberos: o.Kerberos,
 	}
 	closeClient = func() error { return nil }
-	if !j.Sink.Offline {
+	switch {
+	case o.Target != nil:
+		so.Client = o.Target
+	case !j.Sink.Offline:
 		c, _, err := sink.ConnectTarget(j, o.Kerberos, ", or sink.offline for the merge", o.Logf)
 		if err != nil {
 			return nil, nil, err
