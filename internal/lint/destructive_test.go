@@ -34,7 +34,8 @@ func TestServerStopsRunApart(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			if n := d.Name(); n == ".git" || n == "bin" || n == "testenv" || strings.HasPrefix(n, "wt-") {
+			// The root itself may be a worktree named wt-*.
+			if n := d.Name(); p != root && (n == ".git" || n == "bin" || n == "testenv" || strings.HasPrefix(n, "wt-")) {
 				return filepath.SkipDir
 			}
 			return nil
