@@ -401,9 +401,15 @@ func (r *Run) work(ctx context.Context) (*Summary, error) {
 }
 
 // finishSink runs the sink's Finish (the merge and bulk load of staged
-// files) unless an earlier run recorded it done, and records it.
+// files) unless an earlier run recorded it done, and records it. A spill
+// task's Finish is its commit, stamped with the lease the task holds; the
+// merge ignores a commit whose lease another attempt holds now. So a spill
+// task resumed after an earlier attempt committed (a retried pod beside a
+// duplicate that finished the shard) commits again under its own lease:
+// otherwise the commit it leaves stays superseded by itself and the merge
+// waits for that shard for good.
 func (r *Run) finishSink(ctx context.Context) error {
-	if r.state.SinkFinished {
+	if r.state.SinkFinished && r.o.Phase != hfiles.PhaseSpill {
 		return nil
 	}
 	if err := r.sink.Finish(ctx, reporterFunc(r.logf)); err != nil {
