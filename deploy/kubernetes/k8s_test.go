@@ -794,3 +794,129 @@ func TestK8sExitCodes(t *testing.T) {
 		t.Logf("spill Job: %d failed pods %v, failedIndexes %s", j.Status.Failed, codes, *j.Status.FailedIndexes)
 	})
 }
+
+// TestK8sDuplicatePod runs a second pod of one spill index beside the
+// Job's own: a copy of its pod outside the Job, what a node cut off from
+// the API server leaves running while the Job goes on. Both pass
+// --force-takeover, as the shipped manifests do, so the lease on HDFS
+// decides. The copy takes the lease from the Job's pod, which finds it
+// lost at its next write and exits 4; the Job controller counts that as a
+// failure of the index (not FailIndex) and starts a replacement after its
+// backoff (10 s). That replacement takes the lease in turn: from the copy
+// if it is still running (the copy then exits 4), else after the copy
+// finished the shard and gave the lease back (the replacement then finds
+// every split done and commits the shard again under its own lease, which
+// the merge requires). Either way one attempt at a time writes, the
+// merge and the load complete, and HBase's raw dump of the target equals
+// the rule applied to the oracle's dump of the source: nothing doubled,
+// nothing lost.
+func TestK8sDuplicatePod(t *testing.T) {
+	p := requirePlane(t)
+	bin := buildRekey(t, p.root, t.TempDir())
+	s, node := p.node(t, bin)
+	ns := p.namespace(t, "rekey-dup", node)
+	b := newBackfill(t, p, ns, 24000, 2, 2, 1, 1000)
+	if _, err := p.kubectl(t, "apply", "-k", b.dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var orig *corev1.Pod
+	for deadline := time.Now().Add(5 * time.Minute); orig == nil; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("spill shard 0 was not seen mid-task in 5 minutes")
+		}
+		for _, pod := range p.pods(t, ns, "rekey-t-spill") {
+			if index(&pod) == "0" && pod.Status.Phase == corev1.PodRunning && midTask(s.LogPath(ns, pod.Name, "stderr")) {
+				orig = pod.DeepCopy()
+			}
+		}
+	}
+	origPID := s.PID(orig.UID)
+	// The copy: the same spec, env and index annotation, none of the Job's
+	// labels or ownership (the Job controller would adopt it otherwise).
+	dup := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spill-0-duplicate", Namespace: ns,
+		Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "0"}}, Spec: *orig.Spec.DeepCopy()}
+	dup.Spec.NodeName = ""
+	dup, err := p.client.CoreV1().Pods(ns).Create(ctx, dup, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started %s beside %s (shard 0, mid-task, pid %d)", dup.Name, orig.Name, origPID)
+
+	spill := p.waitJob(t, ns, "rekey-t-spill", 10*time.Minute)
+	mustComplete(t, s, p, ns, spill)
+	dupCode := -1
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if code, ok := s.ExitCode(dup.UID); ok {
+			dupCode = code
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the copy has not ended 3 minutes after the spill Job completed")
+		}
+	}
+	logOf := func(name string) string {
+		b, _ := os.ReadFile(s.LogPath(ns, name, "stderr"))
+		return string(b)
+	}
+	origCode, _ := s.ExitCode(orig.UID)
+	origLog, dupLog := logOf(orig.Name), logOf(dup.Name)
+	const lost = "lost its lease"
+
+	// The copy took the lease from the Job's pod, which stopped with exit 4.
+	if !strings.Contains(dupLog, "took over the lease on checkpoint") || !strings.Contains(dupLog, fmt.Sprintf("from rekey pid %d ", origPID)) {
+		t.Errorf("the copy's log does not say it took the checkpoint's lease from the Job's pod (pid %d):\n%s", origPID, tail([]byte(dupLog), 2000))
+	}
+	if origCode != 4 || !strings.Contains(origLog, lost) {
+		t.Errorf("the Job's pod %s exited %d, want 4 with %q in its log:\n%s", orig.Name, origCode, lost, tail([]byte(origLog), 2000))
+	}
+	// Index 0 ran twice in the Job: the pod that lost the lease and its
+	// replacement, which succeeded.
+	var again []corev1.Pod
+	for _, pod := range p.pods(t, ns, "rekey-t-spill") {
+		if index(&pod) == "0" && pod.UID != orig.UID {
+			again = append(again, pod)
+		}
+	}
+	if len(again) != 1 {
+		t.Fatalf("shard 0: %d Job pods beside the one that lost the lease, want 1 (its replacement)", len(again))
+	}
+	repl := again[0]
+	replCode, _ := s.ExitCode(repl.UID)
+	replLog := logOf(repl.Name)
+	if replCode != 0 || !strings.Contains(replLog, "spill shard 0/2 committed") {
+		t.Errorf("the replacement %s exited %d, want 0 having committed shard 0:\n%s", repl.Name, replCode, tail([]byte(replLog), 2000))
+	}
+	if spill.Status.Failed != 1 || spill.Status.Succeeded != 2 {
+		t.Errorf("spill Job: %d failed, %d succeeded; want 1 failed (the pod that lost the lease, retried), 2 succeeded", spill.Status.Failed, spill.Status.Succeeded)
+	}
+	sums := summaries(t, s.LogPath(ns, repl.Name, "stdout"))
+	if len(sums) != 1 || !sums[0].Finished {
+		t.Fatalf("the replacement's summaries: %+v; want one, finished", sums)
+	}
+	// Who gave the replacement the lease: the copy still running (forced
+	// from it) or the copy done (given back).
+	if strings.Contains(replLog, "took over the lease on checkpoint") {
+		if dupCode != 4 || !strings.Contains(dupLog, lost) {
+			t.Errorf("the replacement took the lease from the running copy, which exited %d; want 4 with %q:\n%s", dupCode, lost, tail([]byte(dupLog), 2000))
+		}
+		t.Logf("the replacement took the lease from the running copy (exit 4) and finished the shard: %d of %d splits skipped", sums[0].Skipped, sums[0].Splits)
+	} else {
+		if dupCode != 0 || !strings.Contains(dupLog, "spill shard 0/2 committed") {
+			t.Errorf("the copy gave the lease back before the replacement started but exited %d; want 0 having committed shard 0:\n%s", dupCode, tail([]byte(dupLog), 2000))
+		}
+		if sums[0].Skipped != sums[0].Splits {
+			t.Errorf("the replacement after the copy finished the shard skipped %d of %d splits, want all", sums[0].Skipped, sums[0].Splits)
+		}
+		t.Logf("the copy finished the shard (exit 0) before the replacement started; the replacement found all %d splits done and committed again", sums[0].Splits)
+	}
+	t.Logf("exit codes: the Job's pod %d, the copy %d, the replacement %d", origCode, dupCode, replCode)
+
+	// The merge and the load: a commit left superseded would keep the
+	// merge waiting (--wait-ready 30m), so a few minutes is plenty.
+	merge := p.waitJob(t, ns, "rekey-t-merge", 3*time.Minute)
+	mustComplete(t, s, p, ns, merge)
+	load := p.waitJob(t, ns, "rekey-t-load", 3*time.Minute)
+	mustComplete(t, s, p, ns, load)
+	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, b.table, true), b.want)
+}
