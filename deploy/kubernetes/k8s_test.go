@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -293,10 +294,21 @@ const image = "rekey-test:k8s"
 // configuration. Beyond those values it changes two things, both because
 // every pod's process shares the host's loopback: the spill's metrics
 // address (:9090 for every pod would collide) becomes 127.0.0.1:0, and
-// the backfill CronJob is left out (its schedule is the wall clock's).
+// the backfill CronJob is left out (its schedule is the wall clock's)
+// unless cron keeps it.
 type overlay struct {
 	shards, parallelism, parts int
 	jobFile, hbaseSite         string
+	// cron, when set, keeps the backfill CronJob (catchupOverlay).
+	cron *cronPatch
+}
+
+// cronPatch keeps the backfill CronJob in the overlay, with params'
+// backfill_snapshot and backfill_state, a schedule of every minute, created
+// suspended, and args in place of the manifest's.
+type cronPatch struct {
+	snapshot, state string
+	args            []string
 }
 
 func (o overlay) write(t *testing.T, root, ns string) string {
@@ -305,6 +317,25 @@ func (o overlay) write(t *testing.T, root, ns string) string {
 	base, err := filepath.Rel(dir, filepath.Join(root, "deploy", "kubernetes", "base"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	snapshot, state := "unused", "unused"
+	cron := `  - patch: |-
+      $patch: delete
+      apiVersion: batch/v1
+      kind: CronJob
+      metadata: {name: backfill}`
+	if o.cron != nil {
+		snapshot, state = o.cron.snapshot, o.cron.state
+		args, err := json.Marshal(o.cron.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cron = fmt.Sprintf(`  - target: {kind: CronJob, name: backfill}
+    patch: |-
+      - {op: replace, path: /spec/schedule, value: "* * * * *"}
+      - {op: add, path: /spec/suspend, value: true}
+      - {op: test, path: /spec/jobTemplate/spec/template/spec/containers/0/name, value: rekey}
+      - {op: replace, path: /spec/jobTemplate/spec/template/spec/containers/0/args, value: %s}`, args)
 	}
 	files := map[string]string{
 		"config/job.yaml":         o.jobFile,
@@ -329,8 +360,8 @@ configMapGenerator:
       - shards=%d
       - spill_parallelism=%d
       - parts=%d
-      - backfill_snapshot=unused
-      - backfill_state=unused
+      - backfill_snapshot=%s
+      - backfill_state=%s
   - name: config
     files:
       - config/job.yaml
@@ -345,11 +376,7 @@ patches:
       - {op: test, path: /spec/template/spec/containers/0/args/8, value: "--metrics-addr"}
       - {op: test, path: /spec/template/spec/containers/0/args/9, value: ":9090"}
       - {op: replace, path: /spec/template/spec/containers/0/args/9, value: "127.0.0.1:0"}
-  - patch: |-
-      $patch: delete
-      apiVersion: batch/v1
-      kind: CronJob
-      metadata: {name: backfill}
+%s
 replacements:
   - source: {kind: ConfigMap, name: params, fieldPath: data.shards}
     targets:
@@ -363,7 +390,7 @@ replacements:
     targets:
       - select: {kind: Job, name: merge}
         fieldPaths: [spec.completions, spec.parallelism]
-`, ns, base, o.shards, o.parallelism, o.parts),
+`, ns, base, o.shards, o.parallelism, o.parts, snapshot, state, cron),
 	}
 	for name, text := range files {
 		p := filepath.Join(dir, name)
@@ -919,4 +946,224 @@ func TestK8sDuplicatePod(t *testing.T) {
 	load := p.waitJob(t, ns, "rekey-t-load", 3*time.Minute)
 	mustComplete(t, s, p, ns, load)
 	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, b.table, true), b.want)
+}
+
+// catchupArgs are the args the backfill CronJob's file shows in a comment
+// for a nightly catch-up (cmd/rekey's TestCatchupCronJobExample parses
+// them with rekey's flags), with --metrics-addr on a free loopback port:
+// every pod's process shares the host's.
+func catchupArgs(t *testing.T, root string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "kubernetes", "base", "backfill-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, rest, ok := strings.Cut(line, "# catch-up args: "); ok {
+			if err := json.Unmarshal([]byte(rest), &args); err != nil {
+				t.Fatalf("the catch-up args %q: %v", rest, err)
+			}
+		}
+	}
+	metrics := slices.Index(args, "--metrics-addr")
+	if metrics < 0 || metrics+1 == len(args) || !slices.Contains(args, "--since") {
+		t.Fatalf("the backfill CronJob's catch-up args %q: want --since and --metrics-addr", args)
+	}
+	args[metrics+1] = "127.0.0.1:0"
+	return args
+}
+
+// changeSource writes puts and deletes into the source table through
+// HBase's client, then flushes it: new rows, version deletes, column
+// deletes and row deletes of the seeded cells.
+func changeSource(t *testing.T, st *testenv.State, table string, seeded []cell.Cell) {
+	t.Helper()
+	ctx := context.Background()
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	r := rand.New(rand.NewSource(57))
+	for i := 0; i < 300; i++ {
+		ts := tsBase + 300_000_000 + r.Int63n(86_400_000)
+		c := cell.Cell{Row: []byte(fmt.Sprintf("%013d#%d", ts, r.Intn(2000))), Family: []byte("cf"), Qualifier: []byte("e"), Timestamp: ts, Type: cell.Put, Value: []byte(fmt.Sprintf("new %d", i))}
+		if err := client.Put(ctx, []byte(table), c.Row, []cell.Cell{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := []cell.Type{cell.Delete, cell.DeleteColumn, cell.DeleteFamily}
+	for i, k := 0, 0; i < len(seeded); i, k = i+len(seeded)/150, k+1 {
+		c := seeded[i]
+		m := cell.Cell{Row: c.Row, Family: c.Family, Timestamp: c.Timestamp, Type: kinds[k%len(kinds)]}
+		if m.Type != cell.DeleteFamily {
+			m.Qualifier = c.Qualifier
+		}
+		if err := client.Delete(ctx, []byte(table), c.Row, []cell.Cell{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Oracle(t, "flush", table)
+}
+
+// TestK8sCatchupCronJob runs the nightly catch-up the backfill CronJob's
+// file shows (`--since last` through the puts sink) under the real
+// CronJob controller. A whole run of the job (the same args without
+// --since, run here as a process) brings the target to snapshot A and
+// writes its reached record beside the catch-up's checkpoint; the source
+// then takes puts and deletes, and snapshot B is params'
+// backfill_snapshot. The CronJob, created suspended with a schedule of
+// every minute, is resumed: the controller starts the run of the last
+// minute boundary (a missed run within startingDeadlineSeconds) or of the
+// next, and is suspended again so that it does not fire twice. Its Job
+// must succeed in one pod, and HBase's dumps of the target must equal the
+// rule over the oracle's dump of B: what a read shows, and in the raw dump
+// exactly A's cells, B's new ones and a version delete for each cell gone
+// (the catch-up writes only the difference).
+func TestK8sCatchupCronJob(t *testing.T) {
+	p := requirePlane(t)
+	bin := buildRekey(t, p.root, t.TempDir())
+	s, node := p.node(t, bin)
+	ns := p.namespace(t, "rekey-catchup", node)
+	st := testenv.Require(t)
+	ctx := context.Background()
+	id := time.Now().UnixNano() % 1_000_000_000
+	src, snapA, snapB := fmt.Sprintf("k8s_cu_src_%d", id), fmt.Sprintf("k8s_cu_a_%d", id), fmt.Sprintf("k8s_cu_b_%d", id)
+	table := fmt.Sprintf("k8s_cu_dst_%d", id)
+	stateDir := fmt.Sprintf("hdfs://%s/tmp/rekey-k8s-cu-%d", st.NameNode, id)
+	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB}, []string{src, table}) })
+	dumpA := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snapA, Families: []string{"cf"},
+		SplitKeys: []string{"1767300000000", "1767400000000"}}, source(6000))
+	jobText := fmt.Sprintf(jobYAML, st.RootDir, snapA, table, "2m", stateDir, stateDir, 1_000_000)
+	createTarget(t, jobText, st)
+	zkHost, zkPort, _ := strings.Cut(st.ZKQuorum, ":")
+	site := fmt.Sprintf(hbaseSite, zkHost, zkPort, st.ZNodeParent)
+
+	// The CronJob (and the ConfigMaps it reads), suspended until B exists.
+	args := catchupArgs(t, p.root)
+	dir := overlay{shards: 1, parallelism: 1, parts: 1, jobFile: jobText, hbaseSite: site,
+		cron: &cronPatch{snapshot: snapB, state: stateDir, args: args}}.write(t, p.root, ns)
+	if out, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component notin (spill,merge,load,verify,status)"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("applied:\n%s", out)
+	}
+
+	// The whole run to A: the CronJob's args without --since, from A.
+	conf := t.TempDir()
+	for name, text := range map[string]string{"job.yaml": jobText, "hbase-site.xml": site} {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var whole []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--since":
+			i++
+			continue
+		case strings.HasPrefix(a, "/etc/rekey/"):
+			a = filepath.Join(conf, strings.TrimPrefix(a, "/etc/rekey/"))
+		}
+		whole = append(whole, strings.NewReplacer("$(REKEY_SNAPSHOT)", snapA, "$(REKEY_STATE)", stateDir).Replace(a))
+	}
+	cmd := exec.Command(bin, whole...)
+	cmd.Env = append(os.Environ(), "HBASE_CONF_DIR="+conf, "HADOOP_CONF_DIR="+conf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the whole run to A (%v): %v\n%s", whole, err, tail(out, 3000))
+	}
+	t.Logf("the whole run to A: rekey %s", strings.Join(whole, " "))
+	testenv.SameCells(t, "target at A (raw dump) vs the rule over A", testenv.DumpTable(t, table, true), ruleAll(dumpA))
+
+	// B: puts and deletes on the source, then its snapshot.
+	changeSource(t, st, src, dumpA)
+	testenv.Oracle(t, "snapshot", src, snapB)
+	dumpB, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snapB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, removed := difference(dumpB, dumpA), difference(dumpA, dumpB)
+	if len(added) == 0 || len(removed) == 0 {
+		t.Fatalf("the changes added %d cells and removed %d; want some of each", len(added), len(removed))
+	}
+
+	// The CronJob controller's run.
+	resumed := time.Now()
+	if _, err := p.kubectl(t, "patch", "cronjob", "-n", ns, "rekey-t-backfill", "--type=merge", "-p", `{"spec":{"suspend":false}}`); err != nil {
+		t.Fatal(err)
+	}
+	var run *batchv1.Job
+	for deadline := time.Now().Add(3 * time.Minute); run == nil; time.Sleep(250 * time.Millisecond) {
+		l, err := p.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			for _, o := range l.Items[i].OwnerReferences {
+				if o.Kind == "CronJob" && o.Name == "rekey-t-backfill" {
+					run = &l.Items[i]
+				}
+			}
+		}
+		if run == nil && time.Now().After(deadline) {
+			t.Fatal("the CronJob controller started no Job within 3 minutes of the CronJob's resume")
+		}
+	}
+	if _, err := p.kubectl(t, "patch", "cronjob", "-n", ns, "rekey-t-backfill", "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the CronJob controller started Job %s (scheduled for %s) %s after the CronJob's resume",
+		run.Name, run.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"], time.Since(resumed).Round(100*time.Millisecond))
+	run = p.waitJob(t, ns, run.Name, 5*time.Minute)
+	mustComplete(t, s, p, ns, run)
+	pods := p.pods(t, ns, run.Name)
+	if len(pods) != 1 {
+		t.Errorf("the catch-up's Job ran %d pods, want 1: %v", len(pods), exitCodes(pods))
+	}
+	for _, pod := range pods {
+		sums := summaries(t, s.LogPath(ns, pod.Name, "stdout"))
+		if len(sums) != 1 || !sums[0].Finished || sums[0].Catchup == nil {
+			t.Fatalf("pod %s's summaries: %+v; want one finished catch-up", pod.Name, sums)
+		}
+		cu := sums[0].Catchup
+		if cu.Since != snapA || cu.CellsAdded != int64(len(added)) || cu.CellsRemoved != int64(len(removed)) || cu.CellsReplace != 0 {
+			t.Errorf("the catch-up: %+v; want since %s, %d cells added and %d removed (the oracle's dumps of A and B)", *cu, snapA, len(added), len(removed))
+		}
+		t.Logf("the catch-up from %s: %d cells added, %d removed, %d rows touched, store files %d read, %d skipped", cu.Since, cu.CellsAdded, cu.CellsRemoved, cu.RowsTouched, cu.FilesRead, cu.FilesSkipped)
+	}
+
+	testenv.SameCells(t, "target after the catch-up vs the rule over B", testenv.DumpTable(t, table, false), ruleAll(dumpB))
+	raw := ruleAll(append(append([]cell.Cell(nil), dumpA...), added...))
+	for _, c := range ruleAll(removed) {
+		raw = append(raw, cell.Cell{Row: c.Row, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: cell.Delete})
+	}
+	testenv.SortCells(raw)
+	testenv.SameCells(t, "target after the catch-up (raw dump) vs the rule over A, B's new cells, and a version delete of each cell gone", testenv.DumpTable(t, table, true), raw)
+}
+
+// ruleAll is rule over cells, sorted in HBase's order.
+func ruleAll(cells []cell.Cell) []cell.Cell {
+	out := make([]cell.Cell, 0, len(cells))
+	for _, c := range cells {
+		out = append(out, rule(c))
+	}
+	testenv.SortCells(out)
+	return out
+}
+
+// difference is the cells of a not in b (key, type and value).
+func difference(a, b []cell.Cell) []cell.Cell {
+	in := map[string]bool{}
+	for _, c := range b {
+		in[string(cell.AppendDump(nil, &c))] = true
+	}
+	var out []cell.Cell
+	for _, c := range a {
+		if !in[string(cell.AppendDump(nil, &c))] {
+			out = append(out, c)
+		}
+	}
+	return out
 }
