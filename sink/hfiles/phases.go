@@ -511,6 +511,16 @@ func (s *Sink) mergePart(ctx context.Context, rep sink.Reporter) error {
 	if err := s.mergeAll(ctx, rep, recs, nil, st); err != nil {
 		return err
 	}
+	// A part an earlier attempt merged is stamped with that attempt's
+	// lease, which the load leaves out now that this attempt holds the
+	// part: saved again under this one, or the load waits for it for good.
+	if s.o.Lease != nil {
+		if tok, _ := s.o.Lease(); tok != st.LeaseToken {
+			if err := s.saveFinish(st); err != nil {
+				return err
+			}
+		}
+	}
 	rep.Printf("hfiles: merge part %d/%d done: %d partitions, %d HFiles; once every part is done, load with rekey load", s.task.Index, s.task.Count, len(mine), len(allFiles(st)))
 	return nil
 }
