@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -293,10 +294,21 @@ const image = "rekey-test:k8s"
 // configuration. Beyond those values it changes two things, both because
 // every pod's process shares the host's loopback: the spill's metrics
 // address (:9090 for every pod would collide) becomes 127.0.0.1:0, and
-// the backfill CronJob is left out (its schedule is the wall clock's).
+// the backfill CronJob is left out (its schedule is the wall clock's)
+// unless cron keeps it.
 type overlay struct {
 	shards, parallelism, parts int
 	jobFile, hbaseSite         string
+	// cron, when set, keeps the backfill CronJob (catchupOverlay).
+	cron *cronPatch
+}
+
+// cronPatch keeps the backfill CronJob in the overlay, with params'
+// backfill_snapshot and backfill_state, a schedule of every minute, created
+// suspended, and args in place of the manifest's.
+type cronPatch struct {
+	snapshot, state string
+	args            []string
 }
 
 func (o overlay) write(t *testing.T, root, ns string) string {
@@ -305,6 +317,25 @@ func (o overlay) write(t *testing.T, root, ns string) string {
 	base, err := filepath.Rel(dir, filepath.Join(root, "deploy", "kubernetes", "base"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	snapshot, state := "unused", "unused"
+	cron := `  - patch: |-
+      $patch: delete
+      apiVersion: batch/v1
+      kind: CronJob
+      metadata: {name: backfill}`
+	if o.cron != nil {
+		snapshot, state = o.cron.snapshot, o.cron.state
+		args, err := json.Marshal(o.cron.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cron = fmt.Sprintf(`  - target: {kind: CronJob, name: backfill}
+    patch: |-
+      - {op: replace, path: /spec/schedule, value: "* * * * *"}
+      - {op: add, path: /spec/suspend, value: true}
+      - {op: test, path: /spec/jobTemplate/spec/template/spec/containers/0/name, value: rekey}
+      - {op: replace, path: /spec/jobTemplate/spec/template/spec/containers/0/args, value: %s}`, args)
 	}
 	files := map[string]string{
 		"config/job.yaml":         o.jobFile,
@@ -329,8 +360,8 @@ configMapGenerator:
       - shards=%d
       - spill_parallelism=%d
       - parts=%d
-      - backfill_snapshot=unused
-      - backfill_state=unused
+      - backfill_snapshot=%s
+      - backfill_state=%s
   - name: config
     files:
       - config/job.yaml
@@ -345,11 +376,7 @@ patches:
       - {op: test, path: /spec/template/spec/containers/0/args/8, value: "--metrics-addr"}
       - {op: test, path: /spec/template/spec/containers/0/args/9, value: ":9090"}
       - {op: replace, path: /spec/template/spec/containers/0/args/9, value: "127.0.0.1:0"}
-  - patch: |-
-      $patch: delete
-      apiVersion: batch/v1
-      kind: CronJob
-      metadata: {name: backfill}
+%s
 replacements:
   - source: {kind: ConfigMap, name: params, fieldPath: data.shards}
     targets:
@@ -363,7 +390,7 @@ replacements:
     targets:
       - select: {kind: Job, name: merge}
         fieldPaths: [spec.completions, spec.parallelism]
-`, ns, base, o.shards, o.parallelism, o.parts),
+`, ns, base, o.shards, o.parallelism, o.parts, snapshot, state, cron),
 	}
 	for name, text := range files {
 		p := filepath.Join(dir, name)
@@ -793,4 +820,350 @@ func TestK8sExitCodes(t *testing.T) {
 		}
 		t.Logf("spill Job: %d failed pods %v, failedIndexes %s", j.Status.Failed, codes, *j.Status.FailedIndexes)
 	})
+}
+
+// TestK8sDuplicatePod runs a second pod of one spill index beside the
+// Job's own: a copy of its pod outside the Job, what a node cut off from
+// the API server leaves running while the Job goes on. Both pass
+// --force-takeover, as the shipped manifests do, so the lease on HDFS
+// decides. The copy takes the lease from the Job's pod, which finds it
+// lost at its next write and exits 4; the Job controller counts that as a
+// failure of the index (not FailIndex) and starts a replacement after its
+// backoff (10 s). That replacement takes the lease in turn: from the copy
+// if it is still running (the copy then exits 4), else after the copy
+// finished the shard and gave the lease back (the replacement then finds
+// every split done and commits the shard again under its own lease, which
+// the merge requires). Either way one attempt at a time writes, the
+// merge and the load complete, and HBase's raw dump of the target equals
+// the rule applied to the oracle's dump of the source: nothing doubled,
+// nothing lost.
+func TestK8sDuplicatePod(t *testing.T) {
+	p := requirePlane(t)
+	bin := buildRekey(t, p.root, t.TempDir())
+	s, node := p.node(t, bin)
+	ns := p.namespace(t, "rekey-dup", node)
+	b := newBackfill(t, p, ns, 24000, 2, 2, 1, 1000)
+	if _, err := p.kubectl(t, "apply", "-k", b.dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var orig *corev1.Pod
+	for deadline := time.Now().Add(5 * time.Minute); orig == nil; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("spill shard 0 was not seen mid-task in 5 minutes")
+		}
+		for _, pod := range p.pods(t, ns, "rekey-t-spill") {
+			if index(&pod) == "0" && pod.Status.Phase == corev1.PodRunning && midTask(s.LogPath(ns, pod.Name, "stderr")) {
+				orig = pod.DeepCopy()
+			}
+		}
+	}
+	origPID := s.PID(orig.UID)
+	// The copy: the same spec, env and index annotation, none of the Job's
+	// labels or ownership (the Job controller would adopt it otherwise).
+	dup := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "spill-0-duplicate", Namespace: ns,
+		Annotations: map[string]string{"batch.kubernetes.io/job-completion-index": "0"}}, Spec: *orig.Spec.DeepCopy()}
+	dup.Spec.NodeName = ""
+	dup, err := p.client.CoreV1().Pods(ns).Create(ctx, dup, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started %s beside %s (shard 0, mid-task, pid %d)", dup.Name, orig.Name, origPID)
+
+	spill := p.waitJob(t, ns, "rekey-t-spill", 10*time.Minute)
+	mustComplete(t, s, p, ns, spill)
+	dupCode := -1
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if code, ok := s.ExitCode(dup.UID); ok {
+			dupCode = code
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the copy has not ended 3 minutes after the spill Job completed")
+		}
+	}
+	logOf := func(name string) string {
+		b, _ := os.ReadFile(s.LogPath(ns, name, "stderr"))
+		return string(b)
+	}
+	origCode, _ := s.ExitCode(orig.UID)
+	origLog, dupLog := logOf(orig.Name), logOf(dup.Name)
+	const lost = "lost its lease"
+
+	// The copy took the lease from the Job's pod, which stopped with exit 4.
+	if !strings.Contains(dupLog, "took over the lease on checkpoint") || !strings.Contains(dupLog, fmt.Sprintf("from rekey pid %d ", origPID)) {
+		t.Errorf("the copy's log does not say it took the checkpoint's lease from the Job's pod (pid %d):\n%s", origPID, tail([]byte(dupLog), 2000))
+	}
+	if origCode != 4 || !strings.Contains(origLog, lost) {
+		t.Errorf("the Job's pod %s exited %d, want 4 with %q in its log:\n%s", orig.Name, origCode, lost, tail([]byte(origLog), 2000))
+	}
+	// Index 0 ran twice in the Job: the pod that lost the lease and its
+	// replacement, which succeeded.
+	var again []corev1.Pod
+	for _, pod := range p.pods(t, ns, "rekey-t-spill") {
+		if index(&pod) == "0" && pod.UID != orig.UID {
+			again = append(again, pod)
+		}
+	}
+	if len(again) != 1 {
+		t.Fatalf("shard 0: %d Job pods beside the one that lost the lease, want 1 (its replacement)", len(again))
+	}
+	repl := again[0]
+	replCode, _ := s.ExitCode(repl.UID)
+	replLog := logOf(repl.Name)
+	if replCode != 0 || !strings.Contains(replLog, "spill shard 0/2 committed") {
+		t.Errorf("the replacement %s exited %d, want 0 having committed shard 0:\n%s", repl.Name, replCode, tail([]byte(replLog), 2000))
+	}
+	if spill.Status.Failed != 1 || spill.Status.Succeeded != 2 {
+		t.Errorf("spill Job: %d failed, %d succeeded; want 1 failed (the pod that lost the lease, retried), 2 succeeded", spill.Status.Failed, spill.Status.Succeeded)
+	}
+	sums := summaries(t, s.LogPath(ns, repl.Name, "stdout"))
+	if len(sums) != 1 || !sums[0].Finished {
+		t.Fatalf("the replacement's summaries: %+v; want one, finished", sums)
+	}
+	// Who gave the replacement the lease: the copy still running (forced
+	// from it) or the copy done (given back).
+	if strings.Contains(replLog, "took over the lease on checkpoint") {
+		if dupCode != 4 || !strings.Contains(dupLog, lost) {
+			t.Errorf("the replacement took the lease from the running copy, which exited %d; want 4 with %q:\n%s", dupCode, lost, tail([]byte(dupLog), 2000))
+		}
+		t.Logf("the replacement took the lease from the running copy (exit 4) and finished the shard: %d of %d splits skipped", sums[0].Skipped, sums[0].Splits)
+	} else {
+		if dupCode != 0 || !strings.Contains(dupLog, "spill shard 0/2 committed") {
+			t.Errorf("the copy gave the lease back before the replacement started but exited %d; want 0 having committed shard 0:\n%s", dupCode, tail([]byte(dupLog), 2000))
+		}
+		if sums[0].Skipped != sums[0].Splits {
+			t.Errorf("the replacement after the copy finished the shard skipped %d of %d splits, want all", sums[0].Skipped, sums[0].Splits)
+		}
+		t.Logf("the copy finished the shard (exit 0) before the replacement started; the replacement found all %d splits done and committed again", sums[0].Splits)
+	}
+	t.Logf("exit codes: the Job's pod %d, the copy %d, the replacement %d", origCode, dupCode, replCode)
+
+	// The merge and the load: a commit left superseded would keep the
+	// merge waiting (--wait-ready 30m), so a few minutes is plenty.
+	merge := p.waitJob(t, ns, "rekey-t-merge", 3*time.Minute)
+	mustComplete(t, s, p, ns, merge)
+	load := p.waitJob(t, ns, "rekey-t-load", 3*time.Minute)
+	mustComplete(t, s, p, ns, load)
+	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, b.table, true), b.want)
+}
+
+// catchupArgs are the args the backfill CronJob's file shows in a comment
+// for a nightly catch-up (cmd/rekey's TestCatchupCronJobExample parses
+// them with rekey's flags), with --metrics-addr on a free loopback port:
+// every pod's process shares the host's.
+func catchupArgs(t *testing.T, root string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "deploy", "kubernetes", "base", "backfill-cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if _, rest, ok := strings.Cut(line, "# catch-up args: "); ok {
+			if err := json.Unmarshal([]byte(rest), &args); err != nil {
+				t.Fatalf("the catch-up args %q: %v", rest, err)
+			}
+		}
+	}
+	metrics := slices.Index(args, "--metrics-addr")
+	if metrics < 0 || metrics+1 == len(args) || !slices.Contains(args, "--since") {
+		t.Fatalf("the backfill CronJob's catch-up args %q: want --since and --metrics-addr", args)
+	}
+	args[metrics+1] = "127.0.0.1:0"
+	return args
+}
+
+// changeSource writes puts and deletes into the source table through
+// HBase's client, then flushes it: new rows, version deletes, column
+// deletes and row deletes of the seeded cells.
+func changeSource(t *testing.T, st *testenv.State, table string, seeded []cell.Cell) {
+	t.Helper()
+	ctx := context.Background()
+	client, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	r := rand.New(rand.NewSource(57))
+	for i := 0; i < 300; i++ {
+		ts := tsBase + 300_000_000 + r.Int63n(86_400_000)
+		c := cell.Cell{Row: []byte(fmt.Sprintf("%013d#%d", ts, r.Intn(2000))), Family: []byte("cf"), Qualifier: []byte("e"), Timestamp: ts, Type: cell.Put, Value: []byte(fmt.Sprintf("new %d", i))}
+		if err := client.Put(ctx, []byte(table), c.Row, []cell.Cell{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kinds := []cell.Type{cell.Delete, cell.DeleteColumn, cell.DeleteFamily}
+	for i, k := 0, 0; i < len(seeded); i, k = i+len(seeded)/150, k+1 {
+		c := seeded[i]
+		m := cell.Cell{Row: c.Row, Family: c.Family, Timestamp: c.Timestamp, Type: kinds[k%len(kinds)]}
+		if m.Type != cell.DeleteFamily {
+			m.Qualifier = c.Qualifier
+		}
+		if err := client.Delete(ctx, []byte(table), c.Row, []cell.Cell{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Oracle(t, "flush", table)
+}
+
+// TestK8sCatchupCronJob runs the nightly catch-up the backfill CronJob's
+// file shows (`--since last` through the puts sink) under the real
+// CronJob controller. A whole run of the job (the same args without
+// --since, run here as a process) brings the target to snapshot A and
+// writes its reached record beside the catch-up's checkpoint; the source
+// then takes puts and deletes, and snapshot B is params'
+// backfill_snapshot. The CronJob, created suspended with a schedule of
+// every minute, is resumed: the controller starts the run of the last
+// minute boundary (a missed run within startingDeadlineSeconds) or of the
+// next, and is suspended again so that it does not fire twice. Its Job
+// must succeed in one pod, and HBase's dumps of the target must equal the
+// rule over the oracle's dump of B: what a read shows, and in the raw dump
+// exactly A's cells, B's new ones and a version delete for each cell gone
+// (the catch-up writes only the difference).
+func TestK8sCatchupCronJob(t *testing.T) {
+	p := requirePlane(t)
+	bin := buildRekey(t, p.root, t.TempDir())
+	s, node := p.node(t, bin)
+	ns := p.namespace(t, "rekey-catchup", node)
+	st := testenv.Require(t)
+	ctx := context.Background()
+	id := time.Now().UnixNano() % 1_000_000_000
+	src, snapA, snapB := fmt.Sprintf("k8s_cu_src_%d", id), fmt.Sprintf("k8s_cu_a_%d", id), fmt.Sprintf("k8s_cu_b_%d", id)
+	table := fmt.Sprintf("k8s_cu_dst_%d", id)
+	stateDir := fmt.Sprintf("hdfs://%s/tmp/rekey-k8s-cu-%d", st.NameNode, id)
+	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB}, []string{src, table}) })
+	dumpA := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snapA, Families: []string{"cf"},
+		SplitKeys: []string{"1767300000000", "1767400000000"}}, source(6000))
+	jobText := fmt.Sprintf(jobYAML, st.RootDir, snapA, table, "2m", stateDir, stateDir, 1_000_000)
+	createTarget(t, jobText, st)
+	zkHost, zkPort, _ := strings.Cut(st.ZKQuorum, ":")
+	site := fmt.Sprintf(hbaseSite, zkHost, zkPort, st.ZNodeParent)
+
+	// The CronJob (and the ConfigMaps it reads), suspended until B exists.
+	args := catchupArgs(t, p.root)
+	dir := overlay{shards: 1, parallelism: 1, parts: 1, jobFile: jobText, hbaseSite: site,
+		cron: &cronPatch{snapshot: snapB, state: stateDir, args: args}}.write(t, p.root, ns)
+	if out, err := p.kubectl(t, "apply", "-k", dir, "-l", "app.kubernetes.io/component notin (spill,merge,load,verify,status)"); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("applied:\n%s", out)
+	}
+
+	// The whole run to A: the CronJob's args without --since, from A.
+	conf := t.TempDir()
+	for name, text := range map[string]string{"job.yaml": jobText, "hbase-site.xml": site} {
+		if err := os.WriteFile(filepath.Join(conf, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var whole []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--since":
+			i++
+			continue
+		case strings.HasPrefix(a, "/etc/rekey/"):
+			a = filepath.Join(conf, strings.TrimPrefix(a, "/etc/rekey/"))
+		}
+		whole = append(whole, strings.NewReplacer("$(REKEY_SNAPSHOT)", snapA, "$(REKEY_STATE)", stateDir).Replace(a))
+	}
+	cmd := exec.Command(bin, whole...)
+	cmd.Env = append(os.Environ(), "HBASE_CONF_DIR="+conf, "HADOOP_CONF_DIR="+conf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the whole run to A (%v): %v\n%s", whole, err, tail(out, 3000))
+	}
+	t.Logf("the whole run to A: rekey %s", strings.Join(whole, " "))
+	testenv.SameCells(t, "target at A (raw dump) vs the rule over A", testenv.DumpTable(t, table, true), ruleAll(dumpA))
+
+	// B: puts and deletes on the source, then its snapshot.
+	changeSource(t, st, src, dumpA)
+	testenv.Oracle(t, "snapshot", src, snapB)
+	dumpB, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snapB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added, removed := difference(dumpB, dumpA), difference(dumpA, dumpB)
+	if len(added) == 0 || len(removed) == 0 {
+		t.Fatalf("the changes added %d cells and removed %d; want some of each", len(added), len(removed))
+	}
+
+	// The CronJob controller's run.
+	resumed := time.Now()
+	if _, err := p.kubectl(t, "patch", "cronjob", "-n", ns, "rekey-t-backfill", "--type=merge", "-p", `{"spec":{"suspend":false}}`); err != nil {
+		t.Fatal(err)
+	}
+	var run *batchv1.Job
+	for deadline := time.Now().Add(3 * time.Minute); run == nil; time.Sleep(250 * time.Millisecond) {
+		l, err := p.client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			for _, o := range l.Items[i].OwnerReferences {
+				if o.Kind == "CronJob" && o.Name == "rekey-t-backfill" {
+					run = &l.Items[i]
+				}
+			}
+		}
+		if run == nil && time.Now().After(deadline) {
+			t.Fatal("the CronJob controller started no Job within 3 minutes of the CronJob's resume")
+		}
+	}
+	if _, err := p.kubectl(t, "patch", "cronjob", "-n", ns, "rekey-t-backfill", "--type=merge", "-p", `{"spec":{"suspend":true}}`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the CronJob controller started Job %s (scheduled for %s) %s after the CronJob's resume",
+		run.Name, run.Annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"], time.Since(resumed).Round(100*time.Millisecond))
+	run = p.waitJob(t, ns, run.Name, 5*time.Minute)
+	mustComplete(t, s, p, ns, run)
+	pods := p.pods(t, ns, run.Name)
+	if len(pods) != 1 {
+		t.Errorf("the catch-up's Job ran %d pods, want 1: %v", len(pods), exitCodes(pods))
+	}
+	for _, pod := range pods {
+		sums := summaries(t, s.LogPath(ns, pod.Name, "stdout"))
+		if len(sums) != 1 || !sums[0].Finished || sums[0].Catchup == nil {
+			t.Fatalf("pod %s's summaries: %+v; want one finished catch-up", pod.Name, sums)
+		}
+		cu := sums[0].Catchup
+		if cu.Since != snapA || cu.CellsAdded != int64(len(added)) || cu.CellsRemoved != int64(len(removed)) || cu.CellsReplace != 0 {
+			t.Errorf("the catch-up: %+v; want since %s, %d cells added and %d removed (the oracle's dumps of A and B)", *cu, snapA, len(added), len(removed))
+		}
+		t.Logf("the catch-up from %s: %d cells added, %d removed, %d rows touched, store files %d read, %d skipped", cu.Since, cu.CellsAdded, cu.CellsRemoved, cu.RowsTouched, cu.FilesRead, cu.FilesSkipped)
+	}
+
+	testenv.SameCells(t, "target after the catch-up vs the rule over B", testenv.DumpTable(t, table, false), ruleAll(dumpB))
+	raw := ruleAll(append(append([]cell.Cell(nil), dumpA...), added...))
+	for _, c := range ruleAll(removed) {
+		raw = append(raw, cell.Cell{Row: c.Row, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Type: cell.Delete})
+	}
+	testenv.SortCells(raw)
+	testenv.SameCells(t, "target after the catch-up (raw dump) vs the rule over A, B's new cells, and a version delete of each cell gone", testenv.DumpTable(t, table, true), raw)
+}
+
+// ruleAll is rule over cells, sorted in HBase's order.
+func ruleAll(cells []cell.Cell) []cell.Cell {
+	out := make([]cell.Cell, 0, len(cells))
+	for _, c := range cells {
+		out = append(out, rule(c))
+	}
+	testenv.SortCells(out)
+	return out
+}
+
+// difference is the cells of a not in b (key, type and value).
+func difference(a, b []cell.Cell) []cell.Cell {
+	in := map[string]bool{}
+	for _, c := range b {
+		in[string(cell.AppendDump(nil, &c))] = true
+	}
+	var out []cell.Cell
+	for _, c := range a {
+		if !in[string(cell.AppendDump(nil, &c))] {
+			out = append(out, c)
+		}
+	}
+	return out
 }

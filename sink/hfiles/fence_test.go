@@ -225,3 +225,49 @@ func TestLoadIgnoresPartStateOfSupersededAttempt(t *testing.T) {
 		t.Fatalf("gathering the part once its lease names its attempt: %v", err)
 	}
 }
+
+// TestMergePartRunAgainStampsItsState: a merge part run again after an
+// earlier attempt finished it (a duplicate pod, a retried one, an
+// operator's rerun) takes the part's lease, so the state the earlier
+// attempt saved is of a superseded lease, which the load leaves out. The
+// part has nothing left to merge, but it saves its state again under its
+// own lease, so the load takes the part; it must not wait for it for good.
+func TestMergePartRunAgainStampsItsState(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	s, err := New(ctx, Options{Staging: dir, Table: "t", SplitKeys: [][]byte{[]byte("m")}, Memory: 1 << 20, Workers: 1, Task: Task{PhaseSpill, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSplit(t, s, "a", genCells(3, 2000))
+	if err := s.Finish(ctx, logRep{t}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	holder := "part-a"
+	merge := func(attempt string, gen int64) *Sink {
+		t.Helper()
+		m, err := New(ctx, Options{Staging: dir, Table: "t", Memory: 1 << 20, Workers: 1, Task: Task{PhaseMerge, 0, 1},
+			Lease:  func() (string, int64) { return attempt, gen },
+			Holder: func(vfs.FS, string) (string, bool, error) { return holder, true, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Finish(ctx, logRep{t}); err != nil {
+			t.Fatalf("merge part 0/1 by %s: %v", attempt, err)
+		}
+		return m
+	}
+	merge("part-a", 5).Close()
+	holder = "part-b"
+	m := merge("part-b", 7)
+	defer m.Close()
+	recs, _, err := committedSpills(m.fs, m.root, m.regionsDigest, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.mergedParts(fingerprint(recs))
+	if err != nil || len(st.Parts) == 0 {
+		t.Fatalf("the load's gathering after the part ran again under lease part-b: %v", err)
+	}
+}
