@@ -72,6 +72,12 @@ func (p *probeRaceFS) Create(name string) (WriteFile, error) {
 func TestProbeCreateRace(t *testing.T) {
 	fs := &probeRaceFS{Mem: NewMem()}
 	Register(func(*url.URL, Options) (WriteFS, func() error, error) { return fs, nil, nil }, "probetest")
+	// The scheme is this test's alone: others list the registered ones.
+	t.Cleanup(func() {
+		dialersMu.Lock()
+		delete(dialers, "probetest")
+		dialersMu.Unlock()
+	})
 	fs.WriteFile("/dir/other", []byte("x"))
 	if err := ProbeCreate("probetest://h/dir/rejects.tsv"); err != nil {
 		t.Errorf("the first probe: %v", err)
