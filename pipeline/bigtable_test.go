@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -652,4 +653,102 @@ func TestBigtableFailuresThenResume(t *testing.T) {
 		t.Errorf("resume: finished %v, failed %d, %d of %d splits done before", sum.Finished, sum.Failed, sum.Skipped, sum.Splits)
 	}
 	sameCells(t, "bigtable target after failures and resume", readBigtable(t, table), want)
+}
+
+// TestVerifyBigtableTimestampsAtMax: HBase timestamps whose ×1000 passes
+// Bigtable's largest timestamp are written at that largest, as Google's
+// HBase client writes them, and verify compares the old cells there: by
+// both methods, with the snapshot's time set as rekey verify sets it,
+// the table equals the source. Before, each such cell was reported
+// missing beside one extra (or newer than the snapshot) in the table.
+func TestVerifyBigtableTimestampsAtMax(t *testing.T) {
+	st := testenv.Require(t)
+	ctx := context.Background()
+	src := uniq(t, "bt_tsmax_src")
+	snap := src + "_snap"
+	testenv.DropAfter(t, src, snap)
+	// Bigtable counts microseconds at millisecond granularity up to the
+	// largest int64: 9,223,372,036,854,775,000 µs, that is HBase's
+	// 9,223,372,036,854,775 ms. The rule: a cell at that many ms or more
+	// is held there, any other at its ms ×1000.
+	const lastMs int64 = 9223372036854775
+	stamps := []int64{tsBase, lastMs - 1, lastMs, lastMs + 1, math.MaxInt64 - 1}
+	var cells []cell.Cell
+	for i := range 40 {
+		for q, ts := range stamps {
+			cells = append(cells, cell.Cell{Row: []byte(fmt.Sprintf("k%02d", i)), Family: []byte("cf"), Qualifier: []byte{byte('a' + q)},
+				Timestamp: ts, Type: cell.Put, Value: []byte(fmt.Sprint(i, "/", q))})
+		}
+	}
+	source := testenv.SeedCells(t, st, testenv.SourceTable{Table: src, Snapshot: snap, Families: []string{"cf"}, Versions: 1}, cells)
+	if len(source) != len(cells) {
+		t.Fatalf("the snapshot holds %d cells of the %d seeded", len(source), len(cells))
+	}
+	table := uniq(t, "bt_tsmax")
+	j := bigtableJob(t, presets["rekey"], st, snap, table)
+	copyJob, err := job.Parse(j.Path, []byte(`
+source: {root: /x, name: x}
+target: {table: x, bigtable: {project: p, instance: i}}
+source_layout: {row: [{field: k, type: string}]}
+target_layout: {row: [{field: k, type: string}]}
+entity: [k]
+sink: {type: bigtable}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Spec, j.Program = copyJob.Spec, copyJob.Program
+	j.Spec.Families, j.Target.Create.SplitKeys = nil, nil
+	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if sum.Written != int64(len(source)) {
+		t.Errorf("written %d, want %d", sum.Written, len(source))
+	}
+	var want []cell.Cell
+	for _, c := range source {
+		if c.Timestamp >= lastMs {
+			c.Timestamp = lastMs * 1000
+		} else {
+			c.Timestamp *= 1000
+		}
+		want = append(want, c)
+	}
+	sameCells(t, "bigtable target", readBigtable(t, table), want)
+
+	old, err := verify.OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	cs, err := verify.Count(ctx, old, j.Program, verify.CountOptions{K: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ch verify.Choice
+	if err := ch.AddCensus(cs, 0, 0, true); err != nil {
+		t.Fatal(err)
+	}
+	nr, err := verify.OpenBigtable(ctx, j.Target.Bigtable, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nr.Close()
+	if got, sink := nr.MaxTimestampMillis(), int64(bt.MaxTimestamp)/1000; got != lastMs || sink != lastMs {
+		t.Errorf("verify's ceiling %d ms, the sink's %d ms, want %d", got, sink, lastMs)
+	}
+	res, err := verify.Compare(ctx, verify.Config{Program: j.Program, Old: old, New: nr, Method: verify.Both, Retries: -1,
+		SnapshotTime: old.Snapshot().Info().CreationTime}, ch.Targets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 80 {
+		t.Fatalf("%d results, want 40 entities by two methods", len(res))
+	}
+	for _, r := range res {
+		if !r.Match || r.Old.Cells != int64(len(stamps)) || r.New.Cells != int64(len(stamps)) || r.Newer != 0 {
+			t.Errorf("%s %s: match %v, old %d new %d newer %d cells, %v %+v", r.Method, r.Entity, r.Match, r.Old.Cells, r.New.Cells, r.Newer, r.Mismatches, r.First)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"sort"
@@ -100,6 +101,18 @@ func (b *BigtableReader) Read(ctx context.Context, r transform.KeyRange, fn func
 	}
 	return nil
 }
+
+// bigtableMaxMillis is the largest HBase timestamp (ms) a Bigtable table
+// holds as it is: Bigtable counts microseconds at millisecond
+// granularity, up to the largest int64 rounded down to a millisecond.
+// The bigtable sink writes every later HBase timestamp (HBase's
+// LATEST_TIMESTAMP among them) at Bigtable's largest, which reads back
+// as this, as Google's HBase client for Bigtable does.
+const bigtableMaxMillis = (math.MaxInt64 - math.MaxInt64%1000) / 1000
+
+// MaxTimestampMillis is the largest timestamp, in HBase's milliseconds, a
+// cell read here can have: old cells past it are compared at it.
+func (b *BigtableReader) MaxTimestampMillis() int64 { return bigtableMaxMillis }
 
 // BytesRead implements Reader: the KeyValue bytes of the cells returned.
 func (b *BigtableReader) BytesRead() int64 { return b.n.Load() }

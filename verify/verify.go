@@ -282,6 +282,9 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 func compare(ctx context.Context, cfg *Config, targets []Target, m Method) ([]Result, error) {
 	p := cfg.Program
 	c := &comparison{cfg: cfg, method: m, targets: targets, res: make([]Result, len(targets)), keys: map[string]int{}}
+	if cs, ok := cfg.New.(ceilinged); ok {
+		c.ceil = cs.MaxTimestampMillis()
+	}
 	var err error
 	if c.oldR, err = ranges(targets, p.SourceRange); err != nil {
 		return nil, err
@@ -390,6 +393,29 @@ type comparison struct {
 	// plans says how each entity's sides are read in pieces (plan), once
 	// made.
 	plans []plan
+	// ceil is the new side's largest timestamp (ms) when it has one below
+	// HBase's (Bigtable: ceilinged), else 0. The new side holds every
+	// old cell from there on at ceil, so old cells are compared there too,
+	// and a new cell at ceil is never counted as written after the
+	// snapshot.
+	ceil int64
+}
+
+// ceilinged is a new side whose timestamps stop below HBase's largest:
+// a cell written past MaxTimestampMillis is held at it.
+type ceilinged interface {
+	MaxTimestampMillis() int64
+}
+
+// atCeil is cl as the new side holds it: at c.ceil when its timestamp is
+// past it (a copy), else cl itself.
+func (c *comparison) atCeil(cl *cell.Cell) *cell.Cell {
+	if c.ceil == 0 || cl.Timestamp <= c.ceil {
+		return cl
+	}
+	cc := *cl
+	cc.Timestamp = c.ceil
+	return &cc
 }
 
 // ranges returns each target's range, or nil for all of them when the
@@ -437,10 +463,10 @@ func (c *comparison) mapper() transform.Mapper {
 // rejected, as a run rejects it; another error stops the comparison.
 func (c *comparison) oldVisit(m transform.Mapper, rejected *int64, i int, cl *cell.Cell, fn func(int, *cell.Cell, []byte)) error {
 	if c.method == Inverse {
-		fn(i, cl, cl.Row)
+		fn(i, c.atCeil(cl), cl.Row)
 		return nil
 	}
-	err := m.Map(*cl, func(out cell.Cell) { fn(i, &out, cl.Row) })
+	err := m.Map(*cl, func(out cell.Cell) { fn(i, c.atCeil(&out), cl.Row) })
 	if errors.Is(err, transform.ErrBadKey) {
 		*rejected++
 		return nil
@@ -469,7 +495,7 @@ func (c *comparison) flushOld(m transform.Mapper, i int, want map[string]int, fn
 				return
 			}
 		}
-		fn(j, &out, out.Row)
+		fn(j, c.atCeil(&out), out.Row)
 	})
 }
 
@@ -941,7 +967,7 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 		if h.tooBig {
 			return
 		}
-		if snapMs != 0 && n.c.Timestamp > snapMs {
+		if snapMs != 0 && n.c.Timestamp > snapMs && n.c.Timestamp != c.ceil {
 			if n.key != nil {
 				h.id = columnID(h.id[:0], n.key)
 				h.newerCols[string(h.id)] = true
