@@ -421,8 +421,12 @@ func TestBigtableKillNineThenResume(t *testing.T) {
 	}
 }
 
-// TestBigtableShards: two shards of one job, each its own run, write the
-// table the one-process run would: every expected cell once.
+// TestBigtableShards: two shards of one job, each its own run beside
+// one checkpoint (as rekey run --shard gives them), write the table the
+// one-process run would: every expected cell once. They share the job's
+// record: the first reports the job waiting, the second proves its
+// coverage, and a shard run again with another split size is refused
+// before it writes.
 func TestBigtableShards(t *testing.T) {
 	st := testenv.Require(t)
 	ctx := context.Background()
@@ -437,7 +441,6 @@ func TestBigtableShards(t *testing.T) {
 	written := int64(0)
 	for i := 0; i < 2; i++ {
 		sj := *j
-		sj.Run.Checkpoint = fmt.Sprintf("%s.shard%d", j.Run.Checkpoint, i)
 		sum, err := pipeline.Execute(ctx, &sj, pipeline.Options{Workers: 2, SplitBytes: 64 << 10, Shard: pipeline.Shard{Index: i, Count: 2}})
 		if err != nil {
 			t.Fatalf("shard %d: %v", i, err)
@@ -445,10 +448,18 @@ func TestBigtableShards(t *testing.T) {
 		if sum.Done == 0 || !sum.Finished {
 			t.Errorf("shard %d: %d splits done, finished %v", i, sum.Done, sum.Finished)
 		}
+		if cov := sum.Coverage; cov == nil || cov.Shards != 2 || cov.Committed != i+1 || cov.Proven != (i == 1) {
+			t.Errorf("shard %d: coverage %+v, want %d of 2 committed, proven by the last", i, cov, i+1)
+		}
 		written += sum.Written
 	}
 	if written != int64(len(want)) {
 		t.Errorf("the shards wrote %d cells, want %d", written, len(want))
+	}
+	sj := *j
+	sum, err := pipeline.Execute(ctx, &sj, pipeline.Options{Workers: 2, SplitBytes: 40 << 10, Shard: pipeline.Shard{Index: 1, Count: 2}})
+	if !errors.Is(err, pipeline.ErrJobMismatch) || (sum != nil && sum.Written != 0) {
+		t.Errorf("shard 1 again with another split size: %v, want ErrJobMismatch before any write", err)
 	}
 	sameCells(t, "bigtable target of two shards", readBigtable(t, table), want)
 }

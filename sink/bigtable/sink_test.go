@@ -475,3 +475,47 @@ func TestReady(t *testing.T) {
 		t.Errorf("family a:b: %v", err)
 	}
 }
+
+// TestLargeRows: a row past 256 MiB (257 cells of 1 MiB) fails the run
+// at the cell that passes the bound, naming the row and
+// allow_large_rows; with allow_large_rows it is written whole, in
+// pieces, named in the stats and a warning. The rows before it are
+// written either way.
+func TestLargeRows(t *testing.T) {
+	conn := emulator(t, nil)
+	newTable(t, conn, "t")
+	mib := strings.Repeat("x", 1<<20)
+	cells := []cell.Cell{put("a", "d", "q", 1, "v")}
+	for i := range 257 {
+		cells = append(cells, put("huge", "d", fmt.Sprintf("q%03d", i), 1, mib))
+	}
+	// Entries and requests of 2 MiB at most: the emulator takes messages
+	// of 4 MiB (a real instance, 256 MB).
+	o := bt.Options{BatchBytes: 2 << 20, EntryBytes: 2 << 20, Timeout: 30 * time.Second}
+	s := bt.New(conn.Data.Open("t"), "t", nil, o)
+	_, bad, err := writeSplit(t, s, cells)
+	if err == nil || len(bad) > 0 || !strings.Contains(err.Error(), `row "huge" passes 256 MiB`) || !strings.Contains(err.Error(), "allow_large_rows: true") {
+		t.Fatalf("without allow_large_rows: %v (refused %d), want the run stopped naming the row", err, len(bad))
+	}
+
+	var warnings []string
+	o.AllowLargeRows, o.Warn = true, func(f string, a ...any) { warnings = append(warnings, fmt.Sprintf(f, a...)) }
+	s = bt.New(conn.Data.Open("t"), "t", nil, o)
+	ack, bad, err := writeSplit(t, s, cells)
+	if err != nil || len(bad) > 0 || ack.Cells != int64(len(cells)) {
+		t.Fatalf("with allow_large_rows: %v, refused %d, ack %+v, want %d cells", err, len(bad), ack, len(cells))
+	}
+	st := s.Account().(bt.Stats)
+	if len(st.LargeRows) != 1 || st.LargeRows[0] != `"huge"` {
+		t.Errorf("large rows %q, want the one", st.LargeRows)
+	}
+	large := 0
+	for _, w := range warnings {
+		if strings.Contains(w, `row "huge" is over 256 MiB`) {
+			large++
+		}
+	}
+	if large != 1 {
+		t.Errorf("warnings %q, want one naming the large row", warnings)
+	}
+}
