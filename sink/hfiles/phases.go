@@ -359,6 +359,19 @@ func committedSpills(fsys vfs.FS, root, digest string, holder func(vfs.FS, strin
 	if err != nil {
 		return nil, 0, err
 	}
+	if !found {
+		// A spill commit names the record it ran under; a folder whose
+		// record is gone (removed by hand, lost with a partial copy)
+		// cannot show that the commits cover the snapshot, and merging
+		// them could stage fewer cells than the snapshot holds. Commits
+		// of a build from before job records name none, and are checked
+		// as that build checked them.
+		for _, c := range all {
+			if c.Record != "" {
+				return nil, 0, fmt.Errorf("%w: staging folder %s holds no job record (%s), but spill shard %d/%d committed under record %s: the shards' coverage of the snapshot cannot be proven without it; run every spill shard again with --fresh", state.ErrCoverage, root, JobRecordFile, c.Shard, c.Count, c.Record)
+			}
+		}
+	}
 	var shards []*spillCommit
 	var superseded []string
 	for _, c := range all {
