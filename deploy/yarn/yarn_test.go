@@ -30,7 +30,9 @@ import (
 	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
+	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/snapshot"
+	"github.com/rekeyhq/rekey/verify"
 )
 
 const tsBase = 1767225600000 // 2026-01-01T00:00:00Z
@@ -180,17 +182,21 @@ func buildJar(t *testing.T, root string) string {
 	return filepath.Join(root, "bin", "rekey-yarn.jar")
 }
 
-// driver returns the command that runs the driver as `hadoop jar` would:
-// a JVM with the cluster's Hadoop classes (testenv's classpath: the mini
-// cluster puts the submitting JVM's classpath on the task containers) and
-// the mini cluster's client configuration.
+// driver returns the command `hadoop jar bin/rekey-yarn.jar ARGS` runs:
+// Hadoop's RunJar in a JVM with the cluster's Hadoop classes (testenv's
+// classpath, standing in for `hadoop classpath`: the mini cluster puts
+// the submitting JVM's classpath on the task containers), given the jar
+// and its arguments; RunJar loads the jar's Main-Class (the driver) from
+// the jar, and MapReduce ships the jar to the tasks from there. The mini
+// cluster's client configuration comes as -conf, a generic option `hadoop
+// jar` passes on as any other.
 func (s *setup) driver(t *testing.T, args ...string) *exec.Cmd {
 	cp, err := os.ReadFile(filepath.Join(s.root, "testenv", "target", "classpath.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	classpath := s.jar + ":" + filepath.Join(s.root, "testenv", "target", "testenv.jar") + ":" + strings.TrimSpace(string(cp))
-	jargs := []string{"-Xmx256m", "-Djava.net.preferIPv4Stack=true", "-cp", classpath, "dev.rekey.yarn.Driver", "-conf", s.yarnConf}
+	classpath := filepath.Join(s.root, "testenv", "target", "testenv.jar") + ":" + strings.TrimSpace(string(cp))
+	jargs := []string{"-Xmx256m", "-Djava.net.preferIPv4Stack=true", "-cp", classpath, "org.apache.hadoop.util.RunJar", s.jar, "-conf", s.yarnConf}
 	return exec.Command("java", append(jargs, args...)...)
 }
 
@@ -267,6 +273,7 @@ func (s *setup) runKillingShard1(t *testing.T, args ...string) []byte {
 // from all four shards' runs.
 func TestYarnPhases(t *testing.T) {
 	s := newSetup(t, 48000, "hfiles")
+	s.nameStateInJob(t)
 	out := s.runKillingShard1(t, "--shards", "4", "--parts", "2", "--", "--workers", "1", "--split-bytes", "16KiB", "--max-cells-per-sec", "1500")
 	for _, phase := range []string{"spill", "merge", "load"} {
 		if !bytes.Contains(out, []byte("rekey-yarn: "+phase+": submitted")) {
@@ -279,6 +286,92 @@ func TestYarnPhases(t *testing.T) {
 	counter(t, out, "load", "regions_loaded", 4)
 	testenv.SameCells(t, "target (raw dump) vs the rule over the source", testenv.DumpTable(t, s.table, true), s.want)
 	testenv.OneStoreFileEach(t, s.table, 4)
+	s.edgeNodeSteps(t)
+}
+
+// nameStateInJob adds to the job file what deploy/yarn/README.md's step 2
+// asks for: the driver's checkpoint and staging folder, named in the job
+// (run.checkpoint, sink.staging), so that rekey status and rekey verify
+// on the edge node find them.
+func (s *setup) nameStateInJob(t *testing.T) {
+	b, err := os.ReadFile(s.jobPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(b), "sink: {type: hfiles}\n",
+		fmt.Sprintf("sink: {type: hfiles, staging: %s/staging}\nrun: {checkpoint: %s/checkpoint.json}\n", s.state, s.state), 1)
+	if text == string(b) {
+		t.Fatalf("the job file has no hfiles sink line to extend:\n%s", b)
+	}
+	if err := os.WriteFile(s.jobPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// edgeNodeSteps follows deploy/yarn/README.md's steps 4 and 5 after the
+// driver exited 0, with the commands the README gives (checked against its
+// text, so that the two change together): rekey status on the job file
+// reads the state folder on HDFS and shows every task of the three phases
+// done, and rekey verify on the job file finds the spill tasks' entity
+// sketch through run.checkpoint and finds the new table equal to the old
+// snapshot, exit 0.
+func (s *setup) edgeNodeSteps(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(s.root, "deploy", "yarn", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"`rekey status JOB.yaml`", "    rekey verify JOB.yaml --json > report.json\n"} {
+		if !bytes.Contains(readme, []byte(cmd)) {
+			t.Errorf("deploy/yarn/README.md no longer gives %q; this test follows it", cmd)
+		}
+	}
+	rekey := func(args ...string) (int, []byte, []byte) {
+		t.Helper()
+		cmd := exec.Command(s.rekey, args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, stdout.Bytes(), stderr.Bytes()
+	}
+	if code, out, errOut := rekey("status", s.jobPath); code != 0 || !bytes.Contains(out, []byte("load")) {
+		t.Errorf("rekey status JOB.yaml: exit %d\n%s\n%s", code, out, errOut)
+	} else {
+		t.Logf("rekey status JOB.yaml:\n%s", out)
+	}
+	code, out, errOut := rekey("status", s.jobPath, "--json")
+	var st pipeline.StagingStatus
+	if code != 0 || json.Unmarshal(out, &st) != nil {
+		t.Fatalf("rekey status JOB.yaml --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, ph := range []struct {
+		name         string
+		p            hfiles.PhaseStatus
+		tasks        int
+		cellsAtLeast int
+	}{{"spill", st.Spill, 4, len(s.want)}, {"merge", st.Merge, 2, len(s.want)}, {"load", st.Load, 1, len(s.want)}} {
+		if ph.p.Tasks != ph.tasks || ph.p.Done != ph.tasks || ph.p.Failed != 0 || ph.p.Left != 0 || ph.p.Cells < int64(ph.cellsAtLeast) {
+			t.Errorf("status: %s %d of %d tasks done, %d failed, %d left, %d cells; want %d of %d, %d cells",
+				ph.name, ph.p.Done, ph.p.Tasks, ph.p.Failed, ph.p.Left, ph.p.Cells, ph.tasks, ph.tasks, ph.cellsAtLeast)
+		}
+	}
+	code, out, errOut = rekey("verify", s.jobPath, "--json")
+	if code != 0 {
+		t.Fatalf("rekey verify JOB.yaml --json: exit %d, want 0\n%s\n%s", code, out, errOut)
+	}
+	var report verify.Report
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("verify --json: %v\n%s", err, out)
+	}
+	if sum := report.Summary; sum.Entities == 0 || sum.Mismatched != 0 || sum.CellsCompared == 0 || report.NewSide != "table" {
+		t.Errorf("verify: %d entities, %d mismatched, %d cells compared, new side %q; want some entities and cells, none mismatched, the table", sum.Entities, sum.Mismatched, sum.CellsCompared, report.NewSide)
+	}
+	t.Logf("rekey verify JOB.yaml --json: exit 0, %d entities, %d cells compared", report.Summary.Entities, report.Summary.CellsCompared)
 }
 
 // counter checks a job counter the driver printed ("rekey-yarn: PHASE:
