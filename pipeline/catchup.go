@@ -185,6 +185,11 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 		return fmt.Errorf("source snapshot: %w", err)
 	}
 	r.scan = scanOptions(j, b.Info().CreationTime)
+	// Before the plan, which reads B's TTLs as of this time too.
+	if err := r.settleTTLTime(); err != nil {
+		b.Close()
+		return err
+	}
 	a, err := snapshot.Open(ctx, root, o.Since, oo)
 	if err != nil {
 		b.Close()

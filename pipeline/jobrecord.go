@@ -274,6 +274,9 @@ func (r *Run) publishJob() error {
 		Identity: r.identity(name), SplitBytes: r.o.SplitBytes, DefaultSize: r.defaultCut, CutRule: r.cutRule().String(),
 		Shards: shards, Splits: r.recordSplits(),
 	}
+	if r.ttlAtNow() {
+		mine.TTLTime = r.scan.Now.UnixMilli()
+	}
 	rec, won, err := state.PublishJob(r.jobs.fs, r.jobs.file, mine)
 	if err != nil {
 		return err
@@ -295,6 +298,10 @@ func (r *Run) publishJob() error {
 	if err := r.matchJob(rec); err != nil {
 		return err
 	}
+	// Another task published first, while this one started: nothing is
+	// read yet, so its TTL time is still this run's to take. A catch-up,
+	// whose plan read B's TTLs already, runs in one process only.
+	r.adoptTTLTime(rec)
 	if r.o.SplitBytes != size || r.cutRule() != rule {
 		return fmt.Errorf("%w: another task published the job record %s (%s) with another cut while this one started; run this task again", ErrJobMismatch, r.jobs.loc.URL, rec.Task)
 	}
@@ -455,4 +462,53 @@ func jobStatus(url string, rec *state.Job, committed int, coverage error) *JobSt
 		}
 	}
 	return st
+}
+
+// ttlAtNow reports whether the job measures TTLs from "now" (no
+// scan.ttl_at): then the time is the job's, settled by settleTTLTime.
+func (r *Run) ttlAtNow() bool {
+	s := r.j.Source.Scan
+	return !s.TTLAtSnapshot && s.TTLAt.IsZero()
+}
+
+// settleTTLTime fixes the time a job that measures TTLs from "now" reads
+// them as of, before anything is read: the job record's, when an earlier
+// task or attempt of the job published one with it, else this run's start
+// (to the millisecond, as the record and HBase's TTL check keep it), which
+// publishJob then records for the others. Without it every task and every
+// resumed attempt read as of its own start: a cell that expired between
+// two of them was written by the splits read before and left out by those
+// read after, in a target whose family may not expire it.
+func (r *Run) settleTTLTime() error {
+	if !r.ttlAtNow() {
+		return nil
+	}
+	r.scan.Now = time.UnixMilli(r.prepared.UnixMilli())
+	where := r.jobStatePath()
+	if where == "" || r.o.Fresh {
+		return nil
+	}
+	loc, err := vfs.OpenWith(where, vfs.Options{Kerberos: r.o.Kerberos})
+	if err != nil {
+		return fmt.Errorf("job record: %w", err)
+	}
+	defer loc.Close()
+	rec, found, err := state.ReadJob(loc.FS, loc.Path)
+	if err != nil || !found {
+		// A damaged record is findJob's to refuse, with its advice.
+		return nil
+	}
+	r.adoptTTLTime(rec)
+	return nil
+}
+
+// adoptTTLTime takes the job record's TTL time, when it has one, in place
+// of this run's, with a line saying so when they differ.
+func (r *Run) adoptTTLTime(rec *state.Job) {
+	if !r.ttlAtNow() || rec.TTLTime == 0 || rec.TTLTime == r.scan.Now.UnixMilli() {
+		return
+	}
+	t := time.UnixMilli(rec.TTLTime)
+	r.logf("TTLs are measured as of %s, when the job's first task started (its record %s), as every task and attempt of the job measures them", t.UTC().Format(time.RFC3339Nano), rec.Task)
+	r.scan.Now = t
 }

@@ -222,7 +222,7 @@ func (r *Run) openSource(ctx context.Context) error {
 	}
 	r.src = src
 	r.scan = scanOptions(j, src.Describe().Created)
-	return nil
+	return r.settleTTLTime()
 }
 
 // chooseWork settles the split size, cuts the splits, clips them to Only,

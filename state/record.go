@@ -75,6 +75,13 @@ type Job struct {
 	Shards int `json:"shards"`
 	// Splits are every split of the job, in the order they were dealt.
 	Splits []Split `json:"splits"`
+	// TTLTime is the time, in epoch milliseconds, every task of a job
+	// that measures TTLs from "now" reads them as of: the first task's
+	// start. Without it each task and each resumed attempt read as of its
+	// own start, and a cell that expired in between was in some splits'
+	// output and not in others'. 0: the job fixes its TTL time itself
+	// (scan.ttl_at), or the record is of a build before this field.
+	TTLTime int64 `json:"ttl_time_ms,omitempty"`
 }
 
 // Field is one named part of a job's identity; Value is its canonical
