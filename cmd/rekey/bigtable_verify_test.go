@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"cloud.google.com/go/bigtable"
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	"cloud.google.com/go/bigtable/bttest"
+	"google.golang.org/grpc"
 )
 
 // TestVerifyBigtableAtTheCLI is issue 52's verify against a Bigtable
@@ -153,4 +156,77 @@ func hexOf(s string) string {
 		b = append(b, digits[s[i]>>4], digits[s[i]&15])
 	}
 	return string(b)
+}
+
+// TestBigtableCreateSplits: `rekey run` of the demo job creates its
+// Bigtable table with exactly the job's split_keys, and with
+// target.create.regions: 4 with three split keys, in increasing order,
+// that each of the four ranges they make holds some of the rows written
+// (a split key outside the data would leave a range empty). The
+// emulator keeps no splits, so they are read from the CreateTable
+// request on its way in.
+func TestBigtableCreateSplits(t *testing.T) {
+	var mu sync.Mutex
+	var creates []*btapb.CreateTableRequest
+	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if r, ok := req.(*btapb.CreateTableRequest); ok {
+			mu.Lock()
+			creates = append(creates, r)
+			mu.Unlock()
+		}
+		return h(ctx, req)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	t.Setenv("BIGTABLE_EMULATOR_HOST", srv.Addr)
+	ctx := context.Background()
+	c, err := bigtable.NewClient(ctx, "p", "i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, tc := range []struct {
+		table, create string
+		want          []string // nil: three keys that cut the rows in four
+	}{
+		{"given", `{split_keys: ["u00010", "0x7530303032ff", "u00031"]}`, []string{"u00010", "u0002\xff", "u00031"}},
+		{"regions", "{regions: 4}", nil},
+	} {
+		creates = nil
+		jobFile := bigtableDemoJob(t, "  table: events_by_day", "  table: "+tc.table+"\n  create: "+tc.create)
+		if code, out, errOut := runRekey(t, "run", jobFile, "--progress", "none"); code != exitOK {
+			t.Fatalf("%s: run: exit %d\n%s%s", tc.table, code, out, errOut)
+		}
+		if len(creates) != 1 {
+			t.Fatalf("%s: %d CreateTable requests", tc.table, len(creates))
+		}
+		var got []string
+		for _, s := range creates[0].InitialSplits {
+			got = append(got, string(s.Key))
+		}
+		if tc.want != nil {
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("%s: created with splits %q, want %q", tc.table, got, tc.want)
+			}
+			continue
+		}
+		if len(got) != 3 || !sort.StringsAreSorted(got) || got[0] == got[1] || got[1] == got[2] {
+			t.Fatalf("%s: created with splits %q, want 3 increasing keys", tc.table, got)
+		}
+		in := make([]int, 4)
+		err := c.Open(tc.table).ReadRows(ctx, bigtable.InfiniteRange(""), func(r bigtable.Row) bool {
+			in[sort.SearchStrings(got, r.Key()+"\x00")]++ // the range whose start is at or below the key
+			return true
+		}, bigtable.RowFilter(bigtable.StripValueFilter()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range in {
+			if n == 0 {
+				t.Errorf("%s: splits %q leave range %d without rows (rows per range %v)", tc.table, got, i, in)
+			}
+		}
+	}
 }
