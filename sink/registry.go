@@ -92,6 +92,17 @@ type PlanFacts struct {
 	LargestCells, LargestBytes int64
 	// Complete says the sample was the whole source.
 	Complete bool
+	// RowsPast lists the sample's new rows holding more than bytes or
+	// more than cells (math.MaxInt64 leaves a bound unchecked), largest
+	// first, every one of them; nil when the plan has no row sizes.
+	RowsPast func(bytes, cells int64) []RowFact
+}
+
+// RowFact is one new row of a plan's sample: its key, printable, and
+// its size.
+type RowFact struct {
+	Row          string
+	Cells, Bytes int64
 }
 
 // PlanWarning is one warning of a kind's plan-time checks: a short
