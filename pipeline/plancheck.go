@@ -28,7 +28,6 @@ func PlanWarnings(j *job.Job, rep *transform.PlanReport) []transform.Warning {
 		return nil
 	}
 	facts := sink.PlanFacts{
-		LargestRow: rep.WorstRow.Row, LargestCells: rep.WorstRow.Cells, LargestBytes: rep.WorstRow.Bytes,
 		Complete: rep.Complete,
 		RowsPast: func(bytes, cells int64) []sink.RowFact {
 			var out []sink.RowFact

@@ -86,10 +86,6 @@ type JobCoverage struct {
 // PlanFacts is what `rekey plan` learned of the new rows from its sample,
 // for a kind's plan-time checks. Sizes are lower bounds unless Complete.
 type PlanFacts struct {
-	// LargestRow is the new row with the most bytes, with its cells and
-	// bytes.
-	LargestRow                 string
-	LargestCells, LargestBytes int64
 	// Complete says the sample was the whole source.
 	Complete bool
 	// RowsPast lists the sample's new rows holding more than bytes or
