@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -20,8 +21,8 @@ import (
 // snapshot, no cluster) into Google's emulator on loopback through
 // BIGTABLE_EMULATOR_HOST; then one cell of u00007 is deleted and one
 // value of u00042 changed with Google's client. `rekey verify --all
-// --json` exits 1 naming exactly those two entities, missing_in_new and
-// value_differs, and gives each a redo range that covers the entity's
+// --method both --json` exits 1 naming exactly those two entities,
+// missing_in_new and value_differs by both methods, and gives each a redo range that covers the entity's
 // old row (the demo's old key is the user id whole) and no other user's;
 // `rekey run --only` that report writes them again, and verify exits 0.
 func TestVerifyBigtableAtTheCLI(t *testing.T) {
@@ -83,13 +84,14 @@ func TestVerifyBigtableAtTheCLI(t *testing.T) {
 	}
 
 	report := filepath.Join(t.TempDir(), "report.json")
-	code, out, errOut = runRekey(t, "verify", jobFile, "--all", "--json", "--out", report, "--retries", "0")
+	code, out, errOut = runRekey(t, "verify", jobFile, "--all", "--method", "both", "--json", "--out", report, "--retries", "0")
 	if code != exitProblems {
 		t.Fatalf("verify of the damaged table: exit %d, want 1\n%s%s", code, out, errOut)
 	}
 	var rep struct {
 		Entities []struct {
 			Entity     string           `json:"entity"`
+			Method     string           `json:"method"`
 			Match      bool             `json:"match"`
 			Mismatches map[string]int64 `json:"mismatches"`
 		} `json:"entities"`
@@ -114,10 +116,13 @@ func TestVerifyBigtableAtTheCLI(t *testing.T) {
 			cs = append(cs, c)
 		}
 		sort.Strings(cs)
-		classes[e.Entity] += strings.Join(cs, ",")
+		classes[e.Entity+" "+e.Method] += strings.Join(cs, ",")
 	}
-	want := map[string]string{"user=u00007": "missing_in_new", "user=u00042": "value_differs"}
-	if len(classes) != len(want) || classes["user=u00007"] != want["user=u00007"] || classes["user=u00042"] != want["user=u00042"] {
+	want := map[string]string{
+		"user=u00007 inverse": "missing_in_new", "user=u00007 forward": "missing_in_new",
+		"user=u00042 inverse": "value_differs", "user=u00042 forward": "value_differs",
+	}
+	if fmt.Sprint(classes) != fmt.Sprint(want) {
 		t.Errorf("mismatched entities and classes %v, want %v\n%s", classes, want, out)
 	}
 	if len(rep.Redo) != 2 {
