@@ -64,8 +64,10 @@ const (
 // Options tune the sink; zero fields take the defaults.
 type Options struct {
 	// BatchMutations and BatchBytes bound one MutateRows request (default
-	// 10,000 mutations, 4 MiB); a single entry larger than BatchBytes is
-	// sent alone.
+	// 10,000 mutations, 4 MiB); BatchBytes counts its entries as they go
+	// on the wire (keys, mutations, framing), not the table name and app
+	// profile before them. A single entry larger than BatchBytes is sent
+	// alone.
 	BatchMutations int
 	BatchBytes     int64
 	// EntryBytes bounds one row's entry (default 32 MiB, at least
