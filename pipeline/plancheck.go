@@ -28,8 +28,14 @@ func PlanWarnings(j *job.Job, rep *transform.PlanReport) []transform.Warning {
 		return nil
 	}
 	facts := sink.PlanFacts{
-		LargestRow: rep.WorstRow.Row, LargestCells: rep.WorstRow.Cells, LargestBytes: rep.WorstRow.Bytes,
 		Complete: rep.Complete,
+		RowsPast: func(bytes, cells int64) []sink.RowFact {
+			var out []sink.RowFact
+			for _, r := range rep.RowsPast(bytes, cells) {
+				out = append(out, sink.RowFact{Row: r.Row, Cells: r.Cells, Bytes: r.Bytes})
+			}
+			return out
+		},
 	}
 	var out []transform.Warning
 	for _, w := range kind.PlanWarnings(j, facts) {

@@ -86,12 +86,19 @@ type JobCoverage struct {
 // PlanFacts is what `rekey plan` learned of the new rows from its sample,
 // for a kind's plan-time checks. Sizes are lower bounds unless Complete.
 type PlanFacts struct {
-	// LargestRow is the new row with the most bytes, with its cells and
-	// bytes.
-	LargestRow                 string
-	LargestCells, LargestBytes int64
 	// Complete says the sample was the whole source.
 	Complete bool
+	// RowsPast lists the sample's new rows holding more than bytes or
+	// more than cells (math.MaxInt64 leaves a bound unchecked), largest
+	// first, every one of them; nil when the plan has no row sizes.
+	RowsPast func(bytes, cells int64) []RowFact
+}
+
+// RowFact is one new row of a plan's sample: its key, printable, and
+// its size.
+type RowFact struct {
+	Row          string
+	Cells, Bytes int64
 }
 
 // PlanWarning is one warning of a kind's plan-time checks: a short

@@ -130,6 +130,45 @@ type PlanReport struct {
 	SplitKeys    []string  `json:"split_keys"`
 	SplitKeysHex []string  `json:"split_keys_hex"`
 	Examples     []Example `json:"examples"`
+
+	// sizes are the sample's new rows and their sizes, for RowsPast: a
+	// target may bound rows below hbase.table.max.rowsize (Bigtable).
+	sizes []rowSize
+}
+
+// rowSize is one new row of the sample, its key as it is.
+type rowSize struct {
+	row string
+	rowStat
+}
+
+// RowsPast lists the new rows of the sample holding more than bytes or
+// more than cells (math.MaxInt64 leaves a bound unchecked), largest by
+// bytes first, then by cells, then by key; each with its key printable.
+// Every such row is listed, so a caller that shows a few can count the
+// rest.
+func (r *PlanReport) RowsPast(bytes, cells int64) []RowSize {
+	var past []rowSize
+	for _, s := range r.sizes {
+		if s.bytes > bytes || s.cells > cells {
+			past = append(past, s)
+		}
+	}
+	sort.Slice(past, func(i, j int) bool {
+		a, b := past[i], past[j]
+		if a.bytes != b.bytes {
+			return a.bytes > b.bytes
+		}
+		if a.cells != b.cells {
+			return a.cells > b.cells
+		}
+		return a.row < b.row
+	})
+	out := make([]RowSize, len(past))
+	for i, s := range past {
+		out[i] = RowSize{Row: printable([]byte(s.row)), Cells: s.cells, Bytes: s.bytes}
+	}
+	return out
 }
 
 // NewPlanner returns a Planner for p.
@@ -339,8 +378,10 @@ func (pl *Planner) Report(complete bool) *PlanReport {
 		rep.HeaviestEntities = rep.HeaviestEntities[:pl.opts.Top]
 	}
 	rows := make([]string, 0, len(pl.rows))
+	rep.sizes = make([]rowSize, 0, len(pl.rows))
 	for row, rs := range pl.rows {
 		rows = append(rows, row)
+		rep.sizes = append(rep.sizes, rowSize{row, *rs})
 		if rs.bytes > rep.WorstRow.Bytes || rs.bytes == rep.WorstRow.Bytes && rs.cells > rep.WorstRow.Cells {
 			rep.WorstRow = RowSize{Row: printable([]byte(row)), Cells: rs.cells, Bytes: rs.bytes}
 		}

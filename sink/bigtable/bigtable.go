@@ -43,6 +43,7 @@ import (
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/pause"
@@ -63,8 +64,10 @@ const (
 // Options tune the sink; zero fields take the defaults.
 type Options struct {
 	// BatchMutations and BatchBytes bound one MutateRows request (default
-	// 10,000 mutations, 4 MiB); a single entry larger than BatchBytes is
-	// sent alone.
+	// 10,000 mutations, 4 MiB); BatchBytes counts its entries as they go
+	// on the wire (keys, mutations, framing), not the table name and app
+	// profile before them. A single entry larger than BatchBytes is sent
+	// alone.
 	BatchMutations int
 	BatchBytes     int64
 	// EntryBytes bounds one row's entry (default 32 MiB, at least
@@ -258,10 +261,36 @@ type split struct {
 	done                          bool
 }
 
-// cellBytes is what one cell adds to a request: its value and column,
-// and about 32 bytes of framing and timestamp.
-func cellBytes(c *cell.Cell) int64 {
-	return int64(len(c.Family)+len(c.Qualifier)+len(c.Value)) + 32
+// cellBytes is what one cell adds to a MutateRows request on the wire:
+// its SetCell (family, qualifier, timestamp ts, value) in the protobuf
+// frames of a Mutation and of the entry's mutations field. Counted
+// exactly, so that BatchBytes bounds the request Bigtable receives, not
+// an estimate of it.
+func cellBytes(c *cell.Cell, ts bigtable.Timestamp) int64 {
+	set := protowire.SizeTag(1) + protowire.SizeBytes(len(c.Family)) + // SetCell.family_name
+		protowire.SizeTag(2) + protowire.SizeBytes(len(c.Qualifier)) + // column_qualifier
+		protowire.SizeTag(3) + protowire.SizeVarint(uint64(ts)) + // timestamp_micros
+		protowire.SizeTag(4) + protowire.SizeBytes(len(c.Value)) // value
+	mut := protowire.SizeTag(1) + protowire.SizeBytes(set)        // Mutation.set_cell
+	return int64(protowire.SizeTag(2) + protowire.SizeBytes(mut)) // Entry.mutations
+}
+
+// entryOverhead is what an entry adds to a request besides its
+// mutations: its row key, which every entry carries (a 4 KiB key with
+// one small cell is mostly key), and the frame of the request's entries
+// field, whose length takes at most 5 bytes for entries below 32 GiB.
+func entryOverhead(row []byte) int64 {
+	return int64(protowire.SizeTag(1)+protowire.SizeBytes(len(row))) + // Entry.row_key
+		int64(protowire.SizeTag(3)) + 5 // MutateRowsRequest.entries
+}
+
+// shortRow is a row key for a message: quoted, and cut after 64 bytes
+// (a key may be 4 KiB).
+func shortRow(row string) string {
+	if len(row) <= 64 {
+		return fmt.Sprintf("%q", row)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", row[:64], len(row))
 }
 
 // Write implements sink.SplitSink.
@@ -294,7 +323,7 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 			return err
 		}
 	}
-	n := cellBytes(c)
+	n := cellBytes(c, ts)
 	if sp.cur != nil && (sp.cur.cells+1 > MaxMutations || sp.cur.bytes+n > o.EntryBytes) {
 		if o.AtomicRows {
 			return sp.refuse(c)
@@ -314,7 +343,7 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 		sp.largeRows = append(sp.largeRows, fmt.Sprintf("%q", c.Row))
 	}
 	if sp.cur == nil {
-		sp.cur = &entry{row: string(c.Row), mut: bigtable.NewMutation()}
+		sp.cur = &entry{row: string(c.Row), mut: bigtable.NewMutation(), bytes: entryOverhead(c.Row)}
 	}
 	// The mutation keeps the value's slice: c's is valid only during
 	// this call.
@@ -459,7 +488,7 @@ func (sp *split) flush(ctx context.Context) error {
 func (sp *split) fail(e *entry, err error) {
 	sp.failed += e.cells
 	if len(sp.examples) < 5 {
-		sp.examples = append(sp.examples, fmt.Sprintf("row %q (%d cells): %v", e.row, e.cells, err))
+		sp.examples = append(sp.examples, fmt.Sprintf("row %s (%d cells): %v", shortRow(e.row), e.cells, err))
 	}
 }
 

@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
 	"cloud.google.com/go/bigtable/bttest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/job"
@@ -36,12 +39,19 @@ type wire struct {
 	failCall func(n int64) error
 	// failEntry returns the code that fails one entry of call n, or OK.
 	failEntry func(n int64, row string) codes.Code
+	// creates are the CreateTable requests the admin client sent.
+	creates []*btapb.CreateTableRequest
 }
 
 // request is one MutateRows request as it arrived.
 type request struct {
 	mutations int
 	entries   []entryShape
+	// bytes is the request's size on the wire, header the part of it
+	// that is not its entries (table name, app profile).
+	bytes, header int
+	// kinds counts its mutations by kind (set_cell, delete_from_column, …).
+	kinds map[string]int
 }
 
 type entryShape struct {
@@ -74,9 +84,16 @@ func (s *watched) RecvMsg(m any) error {
 		return err
 	}
 	if req, ok := m.(*btpb.MutateRowsRequest); ok {
-		r := request{}
+		r := request{bytes: proto.Size(req), header: proto.Size(&btpb.MutateRowsRequest{TableName: req.TableName, AppProfileId: req.AppProfileId, AuthorizedViewName: req.AuthorizedViewName}), kinds: map[string]int{}}
 		for _, e := range req.Entries {
 			r.mutations += len(e.Mutations)
+			for _, m := range e.Mutations {
+				// The oneof's field name: set_cell, delete_from_column, …
+				m.ProtoReflect().Range(func(fd protoreflect.FieldDescriptor, _ protoreflect.Value) bool {
+					r.kinds[string(fd.Name())]++
+					return true
+				})
+			}
 			r.entries = append(r.entries, entryShape{row: string(e.RowKey), mutations: len(e.Mutations)})
 			s.rows = append(s.rows, string(e.RowKey))
 		}
@@ -98,6 +115,18 @@ func (s *watched) SendMsg(m any) error {
 	return s.ServerStream.SendMsg(m)
 }
 
+// unary records the admin client's CreateTable requests: the emulator
+// keeps no splits (its SampleRowKeys samples rows at random), so a
+// table's initial splits can only be seen on the way in.
+func (w *wire) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if r, ok := req.(*btapb.CreateTableRequest); ok {
+		w.mu.Lock()
+		w.creates = append(w.creates, r)
+		w.mu.Unlock()
+	}
+	return handler(ctx, req)
+}
+
 // emulator starts Google's in-process Bigtable emulator behind w and
 // points the clients at it (BIGTABLE_EMULATOR_HOST), as a user's
 // environment would.
@@ -106,7 +135,7 @@ func emulator(t *testing.T, w *wire) *bt.Conn {
 	if w == nil {
 		w = &wire{}
 	}
-	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainStreamInterceptor(w.interceptor))
+	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainStreamInterceptor(w.interceptor), grpc.ChainUnaryInterceptor(w.unary))
 	if err != nil {
 		t.Fatal(err)
 	}
