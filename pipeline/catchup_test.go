@@ -123,6 +123,12 @@ func TestCatchupThroughPuts(t *testing.T) {
 			testenv.Oracle(t, "snapshot", src, snapB)
 
 			j.Source.Name = snapB
+			// rekey plan --since: the estimate reads no cell and names the
+			// store files the catch-up below reads and skips.
+			est, err := pipeline.PlanCatchup(ctx, j, pipeline.Options{Since: snapA})
+			if err != nil || est.Refused != "" {
+				t.Fatalf("plan of the catch-up from A: %v %+v", err, est)
+			}
 			sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Since: snapA, Sink: puts.New(client, dst, puts.Options{BatchCells: 500, Workers: 2})})
 			if err != nil || !sum.Finished || sum.Problems() {
 				t.Fatalf("catch-up from A to B: %v %+v", err, sum)
@@ -148,6 +154,13 @@ func TestCatchupThroughPuts(t *testing.T) {
 			}
 			if !tc.compact && (cu.FilesSkipped == 0 || cu.BytesSkipped == 0) {
 				t.Errorf("a flush after a few changes skips no store file: %+v", *cu)
+			}
+			if est.FilesRead != cu.FilesRead || est.BytesRead != cu.BytesRead || est.FilesSkipped != cu.FilesSkipped || est.BytesSkipped != cu.BytesSkipped || est.FullBytes == 0 {
+				t.Errorf("plan --since estimated %+v; the catch-up read %+v", *est, *cu)
+			}
+			// The plan sees the record move: refused now, as the run is.
+			if est, err := pipeline.PlanCatchup(ctx, j, pipeline.Options{Since: snapA}); err != nil || !strings.Contains(est.Refused, "reached snapshot "+snapB) {
+				t.Errorf("plan of a second catch-up from A: %v, %+v; want it refused, the target at B", err, est)
 			}
 
 			// The target is at B now: a catch-up from A again is refused.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/rekeyhq/rekey/internal/human"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 	"github.com/rekeyhq/rekey/snapshot"
@@ -23,6 +25,9 @@ type planFlags struct {
 	maxRowSize  int64
 	maxCellSize int64
 	offline     bool
+	since       string
+	assumeAt    bool
+	checkpoint  string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -37,6 +42,12 @@ keys for the new table, and warnings (write hotspots, unbounded rows, rows or
 cells above HBase's limits, encodings that sort wrongly, dropped fields,
 colliding keys). It writes nothing.
 
+With --since A it also estimates a catch-up from snapshot A to the job's
+(rekey run --since A): the store files and bytes it reads and skips, from
+the two manifests and the files' indexes alone, beside what a whole run
+reads, and whether the reached record puts the target at A (exit 2 when
+rekey run --since would refuse for that).
+
 ` + exitStatusHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,6 +60,9 @@ colliding keys). It writes nothing.
 	cmd.Flags().IntVar(&f.regions, "regions", 0, "regions to suggest split keys for (default: as many as the snapshot has)")
 	cmd.Flags().Int64Var(&f.maxRowSize, "max-row-size", transform.DefaultMaxRowSize, "hbase.table.max.rowsize of the target cluster")
 	cmd.Flags().Int64Var(&f.maxCellSize, "max-cell-size", transform.DefaultMaxCellSize, "hbase.client.keyvalue.maxsize of the target cluster")
+	cmd.Flags().StringVar(&f.since, "since", "", "estimate a catch-up from this snapshot (or \"last\": the one the reached record names) to the job's")
+	cmd.Flags().BoolVar(&f.assumeAt, "assume-at", false, "with --since: take the target to be at that snapshot, as rekey run --assume-at does")
+	cmd.Flags().StringVar(&f.checkpoint, "checkpoint", "", "the checkpoint rekey run is given, beside which the reached record is (default: the job's)")
 	return cmd
 }
 
@@ -63,6 +77,8 @@ type planOutput struct {
 	Entity   []string `json:"entity"`
 	OldKey   string   `json:"old_key"`
 	NewKey   string   `json:"new_key"`
+	// Catchup is the estimate of a catch-up (--since).
+	Catchup *pipeline.CatchupPlan `json:"catchup,omitempty"`
 	*transform.PlanReport
 }
 
@@ -79,11 +95,27 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	if f.maxRowSize <= 0 || f.maxCellSize <= 0 {
 		return usageError{fmt.Errorf("--max-row-size %d / --max-cell-size %d: expected sizes above 0", f.maxRowSize, f.maxCellSize)}
 	}
+	if f.since == "" && (f.assumeAt || f.checkpoint != "") {
+		return usageError{errors.New("--assume-at and --checkpoint go with --since")}
+	}
+	if f.since != "" && f.offline {
+		return usageError{errors.New("--since reads both snapshots' manifests; it cannot be --offline")}
+	}
 	j, err := job.Load(path)
 	if err != nil {
 		return usageError{err}
 	}
 	useJobSecurity(j)
+	var cu *pipeline.CatchupPlan
+	if f.since != "" {
+		cu, err = pipeline.PlanCatchup(ctx, j, pipeline.Options{Since: f.since, AssumeAt: f.assumeAt, Checkpoint: f.checkpoint, Kerberos: runIdentity})
+		if err != nil {
+			if errors.Is(err, pipeline.ErrInvalid) || errors.Is(err, snapshot.ErrNotFound) {
+				return usageError{fmt.Errorf("%s: %w", path, err)}
+			}
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	var (
 		table    = "(not read)"
 		nregions int
@@ -122,7 +154,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	out := planOutput{
 		OldKey: oldKey, NewKey: newKey,
 		Job: path, Snapshot: j.Source.Name, Root: j.Source.Root, Table: table,
-		Target: j.Target.Table, Regions: nregions, Entity: j.Program.Entity(), PlanReport: rep,
+		Target: j.Target.Table, Regions: nregions, Entity: j.Program.Entity(), PlanReport: rep, Catchup: cu,
 	}
 	if f.json {
 		enc := json.NewEncoder(w)
@@ -133,10 +165,26 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 	} else {
 		printPlan(w, &out)
 	}
+	if cu != nil && cu.Refused != "" {
+		return usageError{fmt.Errorf("rekey run --since %s would refuse: %s", cu.Since, cu.Refused)}
+	}
 	if rep.Rejected > 0 || len(rep.Collisions) > 0 || len(rep.Unreadable) > 0 {
 		return errProblems
 	}
 	return nil
+}
+
+// printCatchup prints the estimate of a catch-up (--since).
+func printCatchup(w io.Writer, c *pipeline.CatchupPlan) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("\ncatch-up from %s to %s (from the manifests and the store files' indexes; no cell read)\n", c.Since, c.Snapshot)
+	if c.Refused != "" {
+		p("  REFUSED now: %s\n", c.Refused)
+	}
+	p("  reads   %d store files, %s (a whole run of %s reads %s)\n", c.FilesRead, human.Bytes(c.BytesRead), c.Snapshot, human.Bytes(c.FullBytes))
+	p("  skips   %d store files, %s\n", c.FilesSkipped, human.Bytes(c.BytesSkipped))
+	p("  rows    %d ranges that can differ\n", c.Ranges)
+	p("  TTLs    %s as of %s, %s as of %s\n", c.Since, c.TTLTimeA.UTC().Format(time.RFC3339), c.Snapshot, c.TTLTimeB.UTC().Format(time.RFC3339))
 }
 
 func printPlan(w io.Writer, o *planOutput) {
@@ -150,6 +198,9 @@ func printPlan(w io.Writer, o *planOutput) {
 	p("  target  table %s\n", o.Target)
 	p("  old key %s\n", o.OldKey)
 	p("  new key %s\n", o.NewKey)
+	if o.Catchup != nil {
+		printCatchup(w, o.Catchup)
+	}
 	if o.Regions == 0 {
 		printSplitsAndWarnings(w, o)
 		return

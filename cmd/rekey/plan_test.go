@@ -133,3 +133,27 @@ func TestPlanOffline(t *testing.T) {
 		t.Fatalf("offline plan: %+v", plan)
 	}
 }
+
+// TestPlanSinceRefusals: the catch-up estimate's flags and the snapshots
+// it names are checked before anything is read: --since cannot be
+// --offline, --assume-at and --checkpoint need --since, and a snapshot A
+// that is the job's own or does not exist is exit 2, naming it.
+func TestPlanSinceRefusals(t *testing.T) {
+	root := demoSnapshot(t)
+	demo := filepath.Join(root, "configs", "demo.yaml")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--since", "a", "--offline"}, "cannot be --offline"},
+		{[]string{"--assume-at"}, "go with --since"},
+		{[]string{"--checkpoint", "/tmp/c.json"}, "go with --since"},
+		{[]string{"--since", "demo_events"}, "names the job's own snapshot"},
+		{[]string{"--since", "no_such_snapshot"}, "no_such_snapshot"},
+	} {
+		code, _, errOut := runRekey(t, append([]string{"plan", demo}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("plan %v: exit %d, %q; want exit %d naming %q", tc.args, code, errOut, exitUsage, tc.want)
+		}
+	}
+}
