@@ -17,9 +17,10 @@
 //     which Bigtable applies one by one, and the run names it; with
 //     atomic_rows such a row is a bad key instead.
 //   - Entries of one request may be applied in any order, even for one
-//     row. The sink writes only SetCells (raw mode, the one way deletes
-//     reach a sink, is refused for a Bigtable target), so no two
-//     mutations of a request can undo each other.
+//     row. A split's requests hold only SetCells, so no two mutations of
+//     a request can undo each other: delete markers (raw mode, refused
+//     unless deletes: apply) are spilled and applied by Finish once
+//     every put of the run is in (deletes.go).
 //   - A row key over 4 KiB (Bigtable's limit) is a bad key; a row past
 //     256 MiB, which Bigtable cannot return in one read, fails the run
 //     unless allow_large_rows.
@@ -120,6 +121,12 @@ type Stats struct {
 	// LargeRows names every row past MaxReadableRow written (with
 	// allow_large_rows).
 	LargeRows []string `json:"large_rows,omitempty"`
+	// DeleteMarkers counts the delete markers the delete pass applied
+	// (deletes: apply), DeleteMutations the range deletes it sent for
+	// them, DeleteRows on how many rows.
+	DeleteMarkers   int64 `json:"delete_markers,omitempty"`
+	DeleteMutations int64 `json:"delete_mutations,omitempty"`
+	DeleteRows      int64 `json:"delete_rows,omitempty"`
 }
 
 // RowPieces is a row written in several MutateRows entries.
@@ -142,6 +149,12 @@ type Sink struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	// delDir, when set (ApplyDeletes), is where splits spill their
+	// delete markers; delSplits are every split of the run, whose
+	// markers Finish applies.
+	delDir    string
+	delSplits []string
 }
 
 // New returns the sink writing into table tbl (named table in messages).
@@ -161,8 +174,14 @@ func (s *Sink) Begin(_ context.Context, si sink.SplitInfo) (sink.SplitSink, erro
 }
 
 // Finish implements sink.Sink: every split's cells are in Bigtable at
-// its Commit.
-func (s *Sink) Finish(context.Context, sink.Reporter) error { return nil }
+// its Commit; with deletes: apply, the run's delete markers are applied
+// now that they are (applyDeletes), again on each resume.
+func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
+	if s.delDir == "" {
+		return nil
+	}
+	return s.applyDeletes(ctx, rep)
+}
 
 // Close implements sink.Sink; the client belongs to whoever built the
 // sink.
@@ -256,6 +275,7 @@ type split struct {
 	rowsInPieces                  []RowPieces
 	largeRows                     []string
 	done                          bool
+	del                           *spill // the split's delete markers, with deletes: apply
 }
 
 // cellBytes is what one cell adds to a request: its value and column,
@@ -269,8 +289,7 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 	o := &sp.s.o
 	switch c.Type {
 	case cell.Delete, cell.DeleteColumn, cell.DeleteFamily, cell.DeleteFamilyVersion:
-		// Only raw mode carries delete markers, and build refuses it.
-		return fmt.Errorf("bigtable sink: %s marker in row %q: Bigtable keeps no tombstones, and raw mode is refused for a Bigtable target", c.Type, c.Row)
+		return sp.writeMarker(c)
 	}
 	if len(c.Row) == 0 || len(c.Row) > MaxRowKey {
 		return &sink.BadKeyError{Why: fmt.Sprintf("the new row key is %d bytes; Bigtable takes 1 to %d", len(c.Row), MaxRowKey)}
@@ -472,6 +491,9 @@ func (sp *split) Commit(ctx context.Context) (sink.Ack, error) {
 	if err := sp.flush(ctx); err != nil {
 		return sink.Ack{}, err
 	}
+	if err := sp.commitMarkers(); err != nil {
+		return sink.Ack{}, err
+	}
 	sp.done = true
 	sp.s.note(sp.clamped, sp.tagged, sp.rowsInPieces, sp.largeRows)
 	ack := sink.Ack{Cells: sp.written, Bytes: sp.bytes, Failed: sp.failed, FailedExamples: sp.examples}
@@ -487,4 +509,5 @@ func (sp *split) Commit(ctx context.Context) (sink.Ack, error) {
 // the split is redone); the rest is dropped.
 func (sp *split) Abort() {
 	sp.cur, sp.batch = nil, nil
+	sp.abortMarkers()
 }
