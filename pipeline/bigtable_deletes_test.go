@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,6 +170,17 @@ func TestBigtableRawDeletes(t *testing.T) {
 			}
 		}
 	}
+	// Row r03 is large, so that the run cuts it into pieces read by
+	// different splits (at column starts): its family marker comes with
+	// the first piece, the puts it masks with the later ones.
+	rnd := rand.New(rand.NewSource(52))
+	for c := 0; c < 200; c++ {
+		for v := int64(0); v < 3; v++ {
+			b := make([]byte, 1024) // incompressible: many HFile blocks to cut at
+			rnd.Read(b)
+			cells = append(cells, put("r03", "cf", fmt.Sprintf("c%03d", c), tsBase+v, string(b)))
+		}
+	}
 	dels := []cell.Cell{
 		mark(cell.Delete, "r01", "cf", "q1", tsBase+1),
 		mark(cell.DeleteColumn, "r02", "cf", "q2", tsBase+1),
@@ -262,7 +274,7 @@ func TestBigtableRawDeletes(t *testing.T) {
 	})
 	t.Run("applied", func(t *testing.T) {
 		table := prefilled(t, "bt_del")
-		sum, err := pipeline.Execute(ctx, rawJob(t, table, true), pipeline.Options{Workers: 2, SplitBytes: 1 << 10})
+		sum, err := pipeline.Execute(ctx, rawJob(t, table, true), pipeline.Options{Workers: 2, SplitBytes: 64 << 10})
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
@@ -271,14 +283,14 @@ func TestBigtableRawDeletes(t *testing.T) {
 			t.Errorf("finished %v, read %d and written %d (raw dump %d), problems %v, %d markers applied (want %d), %d range deletes",
 				sum.Finished, sum.Read, sum.Written, len(raw), sum.Problems(), stats.DeleteMarkers, len(markers), stats.DeleteMutations)
 		}
-		t.Logf("%d markers as %d range deletes on %d rows", stats.DeleteMarkers, stats.DeleteMutations, stats.DeleteRows)
+		t.Logf("%d splits; %d markers as %d range deletes on %d rows", sum.Splits, stats.DeleteMarkers, stats.DeleteMutations, stats.DeleteRows)
 		sameCells(t, "bigtable target after the delete pass", readBigtable(t, table), inBigtable(wantCells))
 	})
 	t.Run("interrupted pass redone by resume", func(t *testing.T) {
 		table := prefilled(t, "bt_del_resume")
 		j := rawJob(t, table, true)
 		denyDeletes.Store(true)
-		sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 1 << 10})
+		sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 64 << 10})
 		denyDeletes.Store(false)
 		if err == nil || !strings.Contains(err.Error(), "deleting in row") || (sum != nil && sum.Finished) {
 			t.Fatalf("a run whose delete pass fails: %v, want the pass's error and the run unfinished", err)
@@ -286,7 +298,7 @@ func TestBigtableRawDeletes(t *testing.T) {
 		if got := readBigtable(t, table); len(got) <= len(wantCells) {
 			t.Fatalf("the failed pass left %d cells, want the masked ones still there (more than %d)", len(got), len(wantCells))
 		}
-		sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 1 << 10, Resume: true})
+		sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, SplitBytes: 64 << 10, Resume: true})
 		if err != nil {
 			t.Fatalf("resume: %v", err)
 		}
