@@ -75,6 +75,9 @@ type Options struct {
 	// Timeout bounds one request with all its retries (default 2
 	// minutes); entries still failing then are counted failed.
 	Timeout time.Duration
+	// Workers is how many splits' delete markers the delete pass
+	// applies at once (the run's workers; default 1).
+	Workers int
 	// AtomicRows, AllowLargeRows and FailOnTags are the job's
 	// target.bigtable options (job.Bigtable).
 	AtomicRows, AllowLargeRows, FailOnTags bool
@@ -97,6 +100,7 @@ func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Minute
 	}
+	o.Workers = max(o.Workers, 1)
 	if o.Warn == nil {
 		o.Warn = func(string, ...any) {}
 	}
@@ -123,7 +127,8 @@ type Stats struct {
 	LargeRows []string `json:"large_rows,omitempty"`
 	// DeleteMarkers counts the delete markers the delete pass applied
 	// (deletes: apply), DeleteMutations the range deletes it sent for
-	// them, DeleteRows on how many rows.
+	// them, DeleteRows on how many rows (a row counted once per split
+	// with markers for it).
 	DeleteMarkers   int64 `json:"delete_markers,omitempty"`
 	DeleteMutations int64 `json:"delete_mutations,omitempty"`
 	DeleteRows      int64 `json:"delete_rows,omitempty"`

@@ -56,7 +56,7 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 	s := New(conn.Data.Open(j.Target.Table), j.Target.Table, conn.Calls(), Options{
 		BatchMutations: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 		EntryBytes: min(e.Budget.SinkPerWorker()/2, 64<<20),
-		Timeout:    j.Target.Timeout,
+		Timeout:    j.Target.Timeout, Workers: e.Workers,
 		AtomicRows: bt.AtomicRows, AllowLargeRows: bt.AllowLargeRows, FailOnTags: bt.FailOnTags,
 		Warn: e.Warn,
 	})

@@ -6,16 +6,17 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/bigtable"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rekeyhq/rekey/cell"
 	"github.com/rekeyhq/rekey/internal/pause"
@@ -233,56 +234,77 @@ func (sp *split) abortMarkers() {
 const passRows = 500
 
 // applyDeletes is the delete pass: every split's spilled markers, in
-// requests of whole rows' deletes, after every put of the run.
+// requests of whole rows' deletes, after every put of the run. Splits'
+// files go through Options.Workers at once: deletes commute, so the
+// order between them does not matter. Every file is looked for first, so
+// that a lost one fails the pass before it deletes anything.
 func (s *Sink) applyDeletes(ctx context.Context, rep sink.Reporter) error {
 	start := time.Now()
-	var markers, rows, muts int64
 	for _, id := range s.delSplits {
 		p := filepath.Join(s.delDir, spillName(id))
-		f, err := os.Open(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("bigtable sink: the delete markers of split %s are not in %s (%s): the delete pass cannot be done; run again on the machine that wrote them, or start over with --fresh", id, s.delDir, filepath.Base(p))
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("bigtable sink: the delete markers of split %s are not in %s (%s: %w): the delete pass cannot be done; run again on the machine that wrote them, or start over with --fresh", id, s.delDir, filepath.Base(p), err)
+		}
+	}
+	var markers, rows, muts atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.o.Workers)
+	for _, id := range s.delSplits {
+		g.Go(func() error {
+			m, r, n, err := s.applySpill(gctx, filepath.Join(s.delDir, spillName(id)))
+			markers.Add(m)
+			rows.Add(r)
+			muts.Add(n)
+			return err
+		})
+	}
+	err := g.Wait()
+	s.mu.Lock()
+	s.stats.DeleteMarkers += markers.Load()
+	s.stats.DeleteMutations += muts.Load()
+	s.stats.DeleteRows += rows.Load()
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	rep.Printf("bigtable: applied %d delete markers as %d range deletes on %d rows in %v, after every put of the run", markers.Load(), muts.Load(), rows.Load(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// applySpill applies one split's spill file, passRows rows at a time,
+// and returns the markers read, the rows and the range deletes sent.
+func (s *Sink) applySpill(ctx context.Context, p string) (markers, rows, muts int64, err error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("bigtable sink: %w", err)
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
+	var batch []rangeDelete
+	nrows := 0
+	for {
+		var d rangeDelete
+		err := dec.Decode(&d)
+		if err == io.EOF || (err == nil && nrows == passRows && string(d.Row) != string(batch[len(batch)-1].Row)) {
+			r, m, aerr := s.applyRows(ctx, batch)
+			rows, muts = rows+r, muts+m
+			if aerr != nil {
+				return markers, rows, muts, aerr
+			}
+			batch, nrows = batch[:0], 0
+		}
+		if err == io.EOF {
+			return markers, rows, muts, nil
 		}
 		if err != nil {
-			return fmt.Errorf("bigtable sink: %w", err)
+			return markers, rows, muts, fmt.Errorf("bigtable sink: reading %s: %w", p, err)
 		}
-		dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
-		var batch []rangeDelete
-		nrows := 0
-		for {
-			var d rangeDelete
-			err := dec.Decode(&d)
-			if err == io.EOF || (err == nil && nrows == passRows && string(d.Row) != string(batch[len(batch)-1].Row)) {
-				r, m, aerr := s.applyRows(ctx, batch)
-				rows, muts = rows+r, muts+m
-				if aerr != nil {
-					f.Close()
-					return aerr
-				}
-				batch, nrows = batch[:0], 0
-			}
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				f.Close()
-				return fmt.Errorf("bigtable sink: reading %s: %w", p, err)
-			}
-			if len(batch) == 0 || string(d.Row) != string(batch[len(batch)-1].Row) {
-				nrows++
-			}
-			batch = append(batch, d)
-			markers++
+		if len(batch) == 0 || string(d.Row) != string(batch[len(batch)-1].Row) {
+			nrows++
 		}
-		f.Close()
+		batch = append(batch, d)
+		markers++
 	}
-	s.mu.Lock()
-	s.stats.DeleteMarkers += markers
-	s.stats.DeleteMutations += muts
-	s.stats.DeleteRows += rows
-	s.mu.Unlock()
-	rep.Printf("bigtable: applied %d delete markers as %d range deletes on %d rows in %v, after every put of the run", markers, muts, rows, time.Since(start).Round(time.Millisecond))
-	return nil
 }
 
 // applyRows applies the deletes of a few rows (each row's consecutive

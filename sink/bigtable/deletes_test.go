@@ -101,7 +101,7 @@ func TestDeletePass(t *testing.T) {
 		later = append(later, put(fmt.Sprintf("r%05d", i), "d", "new", 1, "s2"), put(fmt.Sprintf("r%05d", i), "e", "new", 4, "s2"))
 	}
 
-	s := bt.New(conn.Data.Open("t"), "t", nil, bt.Options{BatchMutations: 100})
+	s := bt.New(conn.Data.Open("t"), "t", nil, bt.Options{BatchMutations: 100, Workers: 2})
 	dir := filepath.Join(t.TempDir(), "ck.bigtable-deletes")
 	if err := s.ApplyDeletes(dir, []string{"s1", "s2"}); err != nil {
 		t.Fatal(err)
