@@ -281,6 +281,10 @@ type split struct {
 	largeRows                     []string
 	done                          bool
 	del                           *spill // the split's delete markers, with deletes: apply
+	// pend are the current row's markers, held until the row ends
+	// (pendCells their cells, with atomic_rows).
+	pend      []rangeDelete
+	pendCells []cell.Cell
 }
 
 // cellBytes is what one cell adds to a request: its value and column,
@@ -313,6 +317,9 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 		return &sink.BadKeyError{Why: sp.why}
 	}
 	sp.refused = ""
+	if err := sp.nextRow(c.Row); err != nil {
+		return err
+	}
 	if sp.cur != nil && sp.cur.row != string(c.Row) {
 		if err := sp.endRow(ctx); err != nil {
 			return err
@@ -368,6 +375,8 @@ func (sp *split) refuse(c *cell.Cell) error {
 	for i := range dropped {
 		sp.bytes -= cell.Size(&dropped[i])
 	}
+	// The row's delete markers go back with its cells.
+	dropped = append(dropped, sp.dropPending(sp.cur.row)...)
 	sp.refused, sp.why = sp.cur.row, why
 	sp.cur, sp.pieces, sp.rowC, sp.rowB, sp.large = nil, 0, 0, 0, false
 	return &sink.BadKeyError{Why: why, Dropped: dropped}

@@ -139,8 +139,9 @@ type spill struct {
 	n   int64
 }
 
-// writeMarker maps a marker and spills it, or refuses it (a bad key, by
-// the job's bad_keys) when it has no exact Bigtable form.
+// writeMarker maps a marker and holds it until its row ends, or refuses
+// it (a bad key, by the job's bad_keys) when it has no exact Bigtable
+// form or its row was refused whole (atomic_rows).
 func (sp *split) writeMarker(c *cell.Cell) error {
 	s := sp.s
 	if s.delDir == "" {
@@ -151,10 +152,60 @@ func (sp *split) writeMarker(c *cell.Cell) error {
 	if len(c.Row) == 0 || len(c.Row) > MaxRowKey {
 		return &sink.BadKeyError{Why: fmt.Sprintf("the new row key is %d bytes; Bigtable takes 1 to %d", len(c.Row), MaxRowKey)}
 	}
+	if sp.refused != "" && string(c.Row) == sp.refused {
+		return &sink.BadKeyError{Why: sp.why}
+	}
 	d, why := mapMarker(c)
 	if why != "" {
 		return &sink.BadKeyError{Why: fmt.Sprintf("%s marker at %d ms on %q %s:%q has no exact Bigtable delete: %s", c.Type, c.Timestamp, c.Row, c.Family, c.Qualifier, why)}
 	}
+	if sp.pend != nil && string(sp.pend[0].Row) != string(c.Row) {
+		if err := sp.spillPending(); err != nil {
+			return err
+		}
+	}
+	sp.pend = append(sp.pend, d)
+	if s.o.AtomicRows {
+		// A row refused later gives its markers back with its cells.
+		sp.pendCells = append(sp.pendCells, c.Clone())
+	}
+	// A marker counts as taken, and acknowledged once its spill is
+	// durable: the run's count of a split's cells includes it.
+	sp.given++
+	sp.bytes += cell.Size(c)
+	return nil
+}
+
+// nextRow spills the markers held for the row before row, which has
+// ended.
+func (sp *split) nextRow(row []byte) error {
+	if sp.pend == nil || string(sp.pend[0].Row) == string(row) {
+		return nil
+	}
+	return sp.spillPending()
+}
+
+// dropPending gives back the markers held for row, refused with its
+// cells (atomic_rows).
+func (sp *split) dropPending(row string) []cell.Cell {
+	if sp.pend == nil || string(sp.pend[0].Row) != row {
+		return nil
+	}
+	out := sp.pendCells
+	sp.given -= int64(len(out))
+	for i := range out {
+		sp.bytes -= cell.Size(&out[i])
+	}
+	sp.pend, sp.pendCells = nil, nil
+	return out
+}
+
+// spillPending writes the markers held for the current row to the
+// split's spill file. Markers are held until their row ends so that a
+// row refused whole under atomic_rows refuses them too: its cells and
+// its deletes alike stay out of the table.
+func (sp *split) spillPending() error {
+	s := sp.s
 	if sp.del == nil {
 		f, err := os.CreateTemp(s.delDir, spillName(sp.id)+".*.tmp")
 		if err != nil {
@@ -163,14 +214,13 @@ func (sp *split) writeMarker(c *cell.Cell) error {
 		w := bufio.NewWriterSize(f, 256<<10)
 		sp.del = &spill{f: f, w: w, enc: json.NewEncoder(w)}
 	}
-	if err := sp.del.enc.Encode(&d); err != nil {
-		return fmt.Errorf("bigtable sink: spilling deletes to %s: %w", sp.del.f.Name(), err)
+	for i := range sp.pend {
+		if err := sp.del.enc.Encode(&sp.pend[i]); err != nil {
+			return fmt.Errorf("bigtable sink: spilling deletes to %s: %w", sp.del.f.Name(), err)
+		}
 	}
-	sp.del.n++
-	// A marker counts as taken, and acknowledged once its spill is
-	// durable: the run's count of a split's cells includes it.
-	sp.given++
-	sp.bytes += cell.Size(c)
+	sp.del.n += int64(len(sp.pend))
+	sp.pend, sp.pendCells = nil, nil
 	return nil
 }
 
@@ -183,12 +233,10 @@ func (sp *split) commitMarkers() error {
 		return nil
 	}
 	final := filepath.Join(s.delDir, spillName(sp.id))
-	if sp.del == nil {
-		f, err := os.CreateTemp(s.delDir, spillName(sp.id)+".*.tmp")
-		if err != nil {
-			return fmt.Errorf("bigtable sink: spilling deletes: %w", err)
-		}
-		sp.del = &spill{f: f, w: bufio.NewWriter(f)}
+	// spillPending opens the file even with nothing held: a split
+	// without markers leaves an empty one.
+	if err := sp.spillPending(); err != nil {
+		return err
 	}
 	d := sp.del
 	err := d.w.Flush()
@@ -222,6 +270,7 @@ func syncDir(dir string) error {
 
 // abortMarkers drops a split's unfinished spill.
 func (sp *split) abortMarkers() {
+	sp.pend, sp.pendCells = nil, nil
 	if sp.del != nil {
 		sp.del.f.Close()
 		os.Remove(sp.del.f.Name())

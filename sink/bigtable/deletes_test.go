@@ -159,3 +159,43 @@ func TestDeletePass(t *testing.T) {
 		t.Errorf("Finish without a split's spill: %v", err)
 	}
 }
+
+// TestAtomicRowRefusesItsMarkers: with atomic_rows and deletes: apply, a
+// row refused whole gives back its delete markers with its cells (the
+// refusal lists them) and the delete pass leaves the table's earlier
+// copy of that row as it was; the next row's marker is applied.
+func TestAtomicRowRefusesItsMarkers(t *testing.T) {
+	conn := emulator(t, nil)
+	ctx := context.Background()
+	newTable(t, conn, "t")
+	for _, r := range []string{"big", "c"} {
+		m := bigtable.NewMutation()
+		m.Set("d", "old", bigtable.Timestamp(1000), []byte("pre"))
+		if err := conn.Data.Open("t").Apply(ctx, r, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := bt.New(conn.Data.Open("t"), "t", nil, bt.Options{AtomicRows: true})
+	if err := s.ApplyDeletes(filepath.Join(t.TempDir(), "d"), []string{"s1"}); err != nil {
+		t.Fatal(err)
+	}
+	cells := []cell.Cell{{Row: []byte("big"), Family: []byte("d"), Timestamp: 5, Type: cell.DeleteFamily}}
+	for i := 0; i < 100_001; i++ {
+		cells = append(cells, put("big", "d", fmt.Sprintf("q%03d", i/500), int64(1000-i%500), "x"))
+	}
+	cells = append(cells, cell.Cell{Row: []byte("c"), Family: []byte("d"), Timestamp: 5, Type: cell.DeleteFamily})
+	ack, bad, err := writeSplit(t, s, cells)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bad) != 1 || len(bad[0].Dropped) != 100_001 || bad[0].Dropped[100_000].Type != cell.DeleteFamily {
+		t.Fatalf("%d refusals, the first dropping %d cells (want the row's 100,000 taken and its marker)", len(bad), len(bad[0].Dropped))
+	}
+	if ack.Cells != 1 || ack.Failed != 0 {
+		t.Errorf("ack %+v, want c's marker alone", ack)
+	}
+	if err := s.Finish(ctx, &reporter{}); err != nil {
+		t.Fatal(err)
+	}
+	sameAsWritten(t, readBack(t, conn, "t"), []cell.Cell{put("big", "d", "old", 1, "pre")})
+}
