@@ -255,7 +255,10 @@ func (sp *split) commitMarkers() error {
 	}
 	sp.del = nil
 	sp.written += d.n
-	return syncDir(s.delDir)
+	if err := syncDir(s.delDir); err != nil {
+		return fmt.Errorf("bigtable sink: spilling deletes of split %s: %w", sp.id, err)
+	}
+	return nil
 }
 
 // syncDir makes a rename in dir durable.
