@@ -40,9 +40,19 @@ type Bigtable struct {
 	// visibility labels), which Bigtable has no place for, instead of
 	// writing the cell without them and counting it (tags: fail).
 	FailOnTags bool
+	// ApplyDeletes (deletes: apply) lets a raw run (source.scan.raw,
+	// --raw) apply the snapshot's delete markers to the table, mapped to
+	// Bigtable's range deletes where HBase's meaning maps exactly, after
+	// every put of the run (docs/bigtable.md, Deletes). Without it a raw
+	// run is refused: Bigtable keeps no tombstones to carry them as.
+	ApplyDeletes bool
 	// At is where the section is written, for messages.
 	At transform.Pos
 }
+
+// RawRefused says why a raw run into Bigtable is refused without
+// target.bigtable.deletes: apply, and how to ask for it.
+const RawRefused = "raw mode carries delete markers into the target, and Bigtable keeps no tombstones: a Bigtable delete removes what is there and does not mask a later write; leave raw out, so the read applies the snapshot's deletes, or set target.bigtable.deletes: apply to apply the markers to the table after the run's puts, where they map exactly (docs/bigtable.md)"
 
 // bigtableFamily is what Bigtable takes as a column family id.
 var bigtableFamily = regexp.MustCompile(`^[_a-zA-Z0-9][-_.a-zA-Z0-9]*$`)
@@ -95,6 +105,15 @@ func (d *decoder) bigtable(n *yaml.Node, p string) *Bigtable {
 		"credentials_file": func(n *yaml.Node, p string) { b.CredentialsFile = d.nonEmpty(n, p, "a service account key file") },
 		"atomic_rows":      func(n *yaml.Node, p string) { b.AtomicRows = d.boolean(n, p) },
 		"allow_large_rows": func(n *yaml.Node, p string) { b.AllowLargeRows = d.boolean(n, p) },
+		"deletes": func(n *yaml.Node, p string) {
+			switch v := d.str(n, p); v {
+			case "refuse":
+			case "apply":
+				b.ApplyDeletes = true
+			default:
+				d.errorf(n, p, "deletes %q is not allowed (expected refuse: a raw run is refused, or apply: a raw run applies the snapshot's delete markers to the table after its puts)", v)
+			}
+		},
 		"tags": func(n *yaml.Node, p string) {
 			switch v := d.str(n, p); v {
 			case "warn":
@@ -128,8 +147,8 @@ func (d *decoder) checkBigtable(j *Job) {
 			d.errorf(n, k, "not allowed with target.bigtable: the target is a Bigtable instance, reached by project and instance, not through ZooKeeper")
 		}
 	}
-	if n := d.keys["source.scan.raw"]; n != nil && j.Source.Scan.Raw {
-		d.errorf(n, "source.scan.raw", "raw mode carries delete markers into the target, and Bigtable keeps no tombstones: a Bigtable delete removes what is there and does not mask a later write, and HBase's version delete has no Bigtable form; leave raw out, so the read applies the snapshot's deletes")
+	if n := d.keys["source.scan.raw"]; n != nil && j.Source.Scan.Raw && !bt.ApplyDeletes {
+		d.errorf(n, "source.scan.raw", "%s", RawRefused)
 	}
 	for old, nw := range j.Spec.Families {
 		if err := CheckBigtableFamily(nw); err != nil {

@@ -44,8 +44,16 @@ func TestBigtableDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b := j.Target.Bigtable; b.AtomicRows || b.AllowLargeRows || b.FailOnTags || b.AppProfile != "" || b.CredentialsFile != "" {
+	if b := j.Target.Bigtable; b.AtomicRows || b.AllowLargeRows || b.FailOnTags || b.AppProfile != "" || b.CredentialsFile != "" || b.ApplyDeletes {
 		t.Errorf("defaults: %+v", b)
+	}
+	// deletes: apply, the one way a raw read may write into Bigtable.
+	j, err = Parse("/jobs/daily.yaml", []byte(strings.NewReplacer("tags: fail", "tags: fail, deletes: apply", "  name: s1\n", "  name: s1\n  scan: {raw: true}\n").Replace(bigtableBase)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.Target.Bigtable.ApplyDeletes || !j.Source.Scan.Raw {
+		t.Errorf("deletes: apply with raw: %+v, raw %v", j.Target.Bigtable, j.Source.Scan.Raw)
 	}
 }
 
@@ -65,6 +73,10 @@ func TestBigtableErrors(t *testing.T) {
 			"/jobs/daily.yaml:8:3: target.znode_parent: not allowed with target.bigtable"},
 		{"raw", "  name: s1\n", "  name: s1\n  scan: {raw: true}\n",
 			"/jobs/daily.yaml:5:10: source.scan.raw: raw mode carries delete markers into the target, and Bigtable keeps no tombstones"},
+		{"raw names the option", "  name: s1\n", "  name: s1\n  scan: {raw: true}\n",
+			"or set target.bigtable.deletes: apply to apply the markers to the table after the run's puts"},
+		{"deletes", "tags: fail", "tags: fail, deletes: carry",
+			`target.bigtable.deletes: deletes "carry" is not allowed (expected refuse`},
 		{"a family Bigtable refuses", "families: {e: d}", "families: {e: \"d:x\"}",
 			`/jobs/daily.yaml:16:12: families.e: job: not a Bigtable family name: "d:x"`},
 		{"a family starting with a dot", "families: {e: d}", "families: {e: .d}",

@@ -311,8 +311,10 @@ func TestBigtableRowInPieces(t *testing.T) {
 
 // TestBigtableTargetRefused: before any write, a run is refused (the
 // job's mistake: pipeline.ErrInvalid, exit 2) when the existing table's
-// GC rule would remove cells the job writes, when it lacks a family, and
-// in raw mode; the table is left empty.
+// GC rule would remove cells the job writes, when it lacks a family, in
+// raw mode, and with deletes: apply but no raw read or in shards (the
+// delete pass must follow every put of the job); the table is left
+// empty.
 func TestBigtableTargetRefused(t *testing.T) {
 	st := testenv.Require(t)
 	ctx := context.Background()
@@ -327,14 +329,18 @@ func TestBigtableTargetRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
+	noGC := map[string]bigtable.Family{"d": {GCPolicy: bigtable.NoGcPolicy()}}
 	for name, tc := range map[string]struct {
-		fams map[string]bigtable.Family
-		raw  bool
-		want string
+		fams         map[string]bigtable.Family
+		raw, deletes bool
+		shards       int
+		want         string
 	}{
-		"one version kept": {map[string]bigtable.Family{"d": {GCPolicy: bigtable.MaxVersionsPolicy(1)}}, false, "the GC rule of family d (versions() > 1) would remove cells the job writes: it keeps 1 versions of a column, and the job writes up to 3"},
-		"no family d":      {map[string]bigtable.Family{"o": {GCPolicy: bigtable.NoGcPolicy()}}, false, "no family d"},
-		"raw mode":         {map[string]bigtable.Family{"d": {GCPolicy: bigtable.NoGcPolicy()}}, true, "Bigtable keeps no tombstones"},
+		"one version kept":         {map[string]bigtable.Family{"d": {GCPolicy: bigtable.MaxVersionsPolicy(1)}}, false, false, 0, "the GC rule of family d (versions() > 1) would remove cells the job writes: it keeps 1 versions of a column, and the job writes up to 3"},
+		"no family d":              {map[string]bigtable.Family{"o": {GCPolicy: bigtable.NoGcPolicy()}}, false, false, 0, "no family d"},
+		"raw mode":                 {noGC, true, false, 0, "Bigtable keeps no tombstones"},
+		"deletes without raw mode": {noGC, false, true, 0, "deletes: apply needs a raw read"},
+		"deletes with shards":      {noGC, true, true, 2, "apply with --shard"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			table := uniq(t, "bt_refused")
@@ -342,8 +348,8 @@ func TestBigtableTargetRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := bigtableJob(t, p, st, snap, table)
-			j.Source.Scan.Raw = tc.raw
-			_, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2})
+			j.Source.Scan.Raw, j.Target.Bigtable.ApplyDeletes = tc.raw, tc.deletes
+			_, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Shard: pipeline.Shard{Count: tc.shards}})
 			if !errors.Is(err, pipeline.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run: %v, want pipeline.ErrInvalid saying %q", err, tc.want)
 			}

@@ -17,9 +17,10 @@
 //     which Bigtable applies one by one, and the run names it; with
 //     atomic_rows such a row is a bad key instead.
 //   - Entries of one request may be applied in any order, even for one
-//     row. The sink writes only SetCells (raw mode, the one way deletes
-//     reach a sink, is refused for a Bigtable target), so no two
-//     mutations of a request can undo each other.
+//     row. A split's requests hold only SetCells, so no two mutations of
+//     a request can undo each other: delete markers (raw mode, refused
+//     unless deletes: apply) are spilled and applied by Finish once
+//     every put of the run is in (deletes.go).
 //   - A row key over 4 KiB (Bigtable's limit) is a bad key; a row past
 //     256 MiB, which Bigtable cannot return in one read, fails the run
 //     unless allow_large_rows.
@@ -77,6 +78,9 @@ type Options struct {
 	// Timeout bounds one request with all its retries (default 2
 	// minutes); entries still failing then are counted failed.
 	Timeout time.Duration
+	// Workers is how many splits' delete markers the delete pass
+	// applies at once (the run's workers; default 1).
+	Workers int
 	// AtomicRows, AllowLargeRows and FailOnTags are the job's
 	// target.bigtable options (job.Bigtable).
 	AtomicRows, AllowLargeRows, FailOnTags bool
@@ -99,6 +103,7 @@ func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Minute
 	}
+	o.Workers = max(o.Workers, 1)
 	if o.Warn == nil {
 		o.Warn = func(string, ...any) {}
 	}
@@ -123,6 +128,13 @@ type Stats struct {
 	// LargeRows names every row past MaxReadableRow written (with
 	// allow_large_rows).
 	LargeRows []string `json:"large_rows,omitempty"`
+	// DeleteMarkers counts the delete markers the delete pass applied
+	// (deletes: apply), DeleteMutations the range deletes it sent for
+	// them, DeleteRows on how many rows (a row counted once per split
+	// with markers for it).
+	DeleteMarkers   int64 `json:"delete_markers,omitempty"`
+	DeleteMutations int64 `json:"delete_mutations,omitempty"`
+	DeleteRows      int64 `json:"delete_rows,omitempty"`
 }
 
 // RowPieces is a row written in several MutateRows entries.
@@ -145,6 +157,12 @@ type Sink struct {
 
 	mu    sync.Mutex
 	stats Stats
+
+	// delDir, when set (ApplyDeletes), is where splits spill their
+	// delete markers; delSplits are every split of the run, whose
+	// markers Finish applies.
+	delDir    string
+	delSplits []string
 }
 
 // New returns the sink writing into table tbl (named table in messages).
@@ -164,8 +182,14 @@ func (s *Sink) Begin(_ context.Context, si sink.SplitInfo) (sink.SplitSink, erro
 }
 
 // Finish implements sink.Sink: every split's cells are in Bigtable at
-// its Commit.
-func (s *Sink) Finish(context.Context, sink.Reporter) error { return nil }
+// its Commit; with deletes: apply, the run's delete markers are applied
+// now that they are (applyDeletes), again on each resume.
+func (s *Sink) Finish(ctx context.Context, rep sink.Reporter) error {
+	if s.delDir == "" {
+		return nil
+	}
+	return s.applyDeletes(ctx, rep)
+}
 
 // Close implements sink.Sink; the client belongs to whoever built the
 // sink.
@@ -259,6 +283,11 @@ type split struct {
 	rowsInPieces                  []RowPieces
 	largeRows                     []string
 	done                          bool
+	del                           *spill // the split's delete markers, with deletes: apply
+	// pend are the current row's markers, held until the row ends
+	// (pendCells their cells, with atomic_rows).
+	pend      []rangeDelete
+	pendCells []cell.Cell
 }
 
 // cellBytes is what one cell adds to a MutateRows request on the wire:
@@ -298,8 +327,7 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 	o := &sp.s.o
 	switch c.Type {
 	case cell.Delete, cell.DeleteColumn, cell.DeleteFamily, cell.DeleteFamilyVersion:
-		// Only raw mode carries delete markers, and build refuses it.
-		return fmt.Errorf("bigtable sink: %s marker in row %q: Bigtable keeps no tombstones, and raw mode is refused for a Bigtable target", c.Type, c.Row)
+		return sp.writeMarker(c)
 	}
 	if len(c.Row) == 0 || len(c.Row) > MaxRowKey {
 		return &sink.BadKeyError{Why: fmt.Sprintf("the new row key is %d bytes; Bigtable takes 1 to %d", len(c.Row), MaxRowKey)}
@@ -318,6 +346,9 @@ func (sp *split) Write(ctx context.Context, c *cell.Cell) error {
 		return &sink.BadKeyError{Why: sp.why}
 	}
 	sp.refused = ""
+	if err := sp.nextRow(c.Row); err != nil {
+		return err
+	}
 	if sp.cur != nil && sp.cur.row != string(c.Row) {
 		if err := sp.endRow(ctx); err != nil {
 			return err
@@ -373,6 +404,8 @@ func (sp *split) refuse(c *cell.Cell) error {
 	for i := range dropped {
 		sp.bytes -= cell.Size(&dropped[i])
 	}
+	// The row's delete markers go back with its cells.
+	dropped = append(dropped, sp.dropPending(sp.cur.row)...)
 	sp.refused, sp.why = sp.cur.row, why
 	sp.cur, sp.pieces, sp.rowC, sp.rowB, sp.large = nil, 0, 0, 0, false
 	return &sink.BadKeyError{Why: why, Dropped: dropped}
@@ -501,6 +534,9 @@ func (sp *split) Commit(ctx context.Context) (sink.Ack, error) {
 	if err := sp.flush(ctx); err != nil {
 		return sink.Ack{}, err
 	}
+	if err := sp.commitMarkers(); err != nil {
+		return sink.Ack{}, err
+	}
 	sp.done = true
 	sp.s.note(sp.clamped, sp.tagged, sp.rowsInPieces, sp.largeRows)
 	ack := sink.Ack{Cells: sp.written, Bytes: sp.bytes, Failed: sp.failed, FailedExamples: sp.examples}
@@ -516,4 +552,5 @@ func (sp *split) Commit(ctx context.Context) (sink.Ack, error) {
 // the split is redone); the rest is dropped.
 func (sp *split) Abort() {
 	sp.cur, sp.batch = nil, nil
+	sp.abortMarkers()
 }

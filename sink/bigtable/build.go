@@ -31,8 +31,8 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 		return nil, fmt.Errorf("%w: %w", sink.ErrTarget, err)
 	}
 	bt := j.Target.Bigtable
-	if j.Source.Scan.Raw {
-		return nil, fmt.Errorf("%w: raw mode (--raw) carries delete markers, and Bigtable keeps no tombstones: a Bigtable delete removes what is there without masking a later write, and HBase's version delete has no Bigtable form; run without raw, so the read applies the snapshot's deletes", sink.ErrTarget)
+	if err := checkDeletes(e); err != nil {
+		return nil, err
 	}
 	if n := j.Sink.BatchCells; n > MaxMutations {
 		return nil, fmt.Errorf("%w: sink.batch_cells %d: a MutateRows request holds at most %d mutations", sink.ErrTarget, n, MaxMutations)
@@ -56,11 +56,43 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 	s := New(conn.Data.Open(j.Target.Table), j.Target.Table, conn.Calls(), Options{
 		BatchMutations: j.Sink.BatchCells, BatchBytes: j.Sink.BatchBytes,
 		EntryBytes: min(e.Budget.SinkPerWorker()/2, 64<<20),
-		Timeout:    j.Target.Timeout,
+		Timeout:    j.Target.Timeout, Workers: e.Workers,
 		AtomicRows: bt.AtomicRows, AllowLargeRows: bt.AllowLargeRows, FailOnTags: bt.FailOnTags,
 		Warn: e.Warn,
 	})
+	if bt.ApplyDeletes {
+		ids := make([]string, len(e.Splits))
+		for i, si := range e.Splits {
+			ids[i] = si.ID
+		}
+		if err := s.ApplyDeletes(DeletesDir(e.Checkpoint), ids); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
 	return &owned{Sink: s, conn: conn}, nil
+}
+
+// checkDeletes holds raw mode and target.bigtable.deletes to each other
+// and to what the delete pass needs: every put of the job before it, in
+// one process, and its markers spilled on a local disk beside the
+// checkpoint.
+func checkDeletes(e sink.Env) error {
+	j := e.Job
+	raw, apply := j.Source.Scan.Raw, j.Target.Bigtable.ApplyDeletes
+	switch {
+	case raw && !apply:
+		return fmt.Errorf("%w: --raw (source.scan.raw): %s", sink.ErrTarget, job.RawRefused)
+	case !apply:
+		return nil
+	case !raw:
+		return fmt.Errorf("%w: target.bigtable.deletes: apply needs a raw read (--raw or source.scan.raw): without it the read applies the snapshot's deletes to its cells and no marker reaches the table, so cells the target already holds would not be deleted", sink.ErrTarget)
+	case e.Count > 1:
+		return fmt.Errorf("%w: target.bigtable.deletes: apply with --shard: the delete markers must be applied after every put of the job, and a shard cannot know when the others' are in; run the job in one process", sink.ErrTarget)
+	case !job.IsLocalPath(e.Checkpoint):
+		return fmt.Errorf("%w: target.bigtable.deletes: apply spills the delete markers beside the checkpoint, which must be a local path (it is %s)", sink.ErrTarget, e.Checkpoint)
+	}
+	return nil
 }
 
 // owned is a Sink that closes the connection it was built with.
