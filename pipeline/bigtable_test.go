@@ -488,19 +488,7 @@ func TestVerifyBigtable(t *testing.T) {
 	if _, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2}); err != nil {
 		t.Fatal(err)
 	}
-	old, err := verify.OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	cs, err := verify.Count(ctx, old, j.Program, verify.CountOptions{K: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ch verify.Choice
-	if err := ch.AddCensus(cs, 0, 0, true); err != nil {
-		t.Fatal(err)
-	}
+	old, ch := censusOf(t, ctx, j)
 	compare := func() []verify.Result {
 		t.Helper()
 		nr, err := verify.OpenBigtable(ctx, j.Target.Bigtable, table)
@@ -734,19 +722,7 @@ sink: {type: bigtable}
 	}
 	sameCells(t, "bigtable target", readBigtable(t, table), want)
 
-	old, err := verify.OpenSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
-	cs, err := verify.Count(ctx, old, j.Program, verify.CountOptions{K: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ch verify.Choice
-	if err := ch.AddCensus(cs, 0, 0, true); err != nil {
-		t.Fatal(err)
-	}
+	old, ch := censusOf(t, ctx, j)
 	nr, err := verify.OpenBigtable(ctx, j.Target.Bigtable, table)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,11 @@ package pipeline_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/pipeline"
 )
@@ -19,27 +19,7 @@ import (
 // and the keytab.
 func kerberizedJob(t *testing.T, withSecurity bool) (*job.Job, string) {
 	t.Helper()
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "hadoop")
-	if err := os.MkdirAll(conf, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	site := func(name, key, value string) {
-		x := "<configuration><property><name>" + key + "</name><value>" + value + "</value></property></configuration>\n"
-		if err := os.WriteFile(filepath.Join(conf, name), []byte(x), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	site("core-site.xml", "hadoop.security.authentication", "kerberos")
-	site("hdfs-site.xml", "dfs.namenode.kerberos.principal", "nn/_HOST@EXAMPLE.COM")
-	t.Setenv("HADOOP_CONF_DIR", conf)
-	t.Setenv("HADOOP_TOKEN_FILE_LOCATION", "")
-	krb5 := filepath.Join(dir, "krb5.conf")
-	if err := os.WriteFile(krb5, []byte("[libdefaults]\n default_realm = EXAMPLE.COM\n[realms]\n EXAMPLE.COM = {\n  kdc = 127.0.0.1:1\n }\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KRB5_CONFIG", krb5)
-	t.Setenv("KRB5CCNAME", filepath.Join(dir, "no-ticket-cache"))
+	dir, krb5 := testenv.KerberizedNoKDC(t)
 	j, err := job.Load(filepath.Join("..", "configs", "demo.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -342,33 +342,13 @@ func (w *wholeWorld) checkTarget(complete bool) string {
 // or a spilled run) between tasks, as an operator's cleanup or a bad disk
 // would.
 func (w *wholeWorld) damage() {
-	var files []string
-	var walk func(dir string)
-	walk = func(dir string) {
-		infos, _ := w.st.mem.ReadDir(dir)
-		for _, fi := range infos {
-			p := path.Join(dir, fi.Name())
-			switch {
-			case fi.IsDir():
-				walk(p)
-			case strings.HasPrefix(p, "/staging/hfiles/") && !strings.HasPrefix(fi.Name(), "_"),
-				strings.HasPrefix(p, "/staging/spill/") && strings.Contains(fi.Name(), ".run"):
-				files = append(files, p)
-			}
-		}
-	}
-	walk("/staging")
-	if len(files) == 0 {
+	f, data, ok := w.pick("/staging", func(p, name string) bool {
+		return strings.HasPrefix(p, "/staging/hfiles/") && !strings.HasPrefix(name, "_") ||
+			strings.HasPrefix(p, "/staging/spill/") && strings.Contains(name, ".run")
+	})
+	if !ok {
 		return
 	}
-	f := files[w.rng.IntN(len(files))]
-	b, err := w.st.mem.Open(f)
-	if err != nil {
-		return
-	}
-	data := make([]byte, b.Size())
-	b.ReadAt(data, 0)
-	b.Close()
 	w.damaged = true
 	switch w.rng.IntN(3) {
 	case 0:
@@ -394,10 +374,11 @@ func (w *wholeWorld) damage() {
 	}
 }
 
-// expire makes the newest generation of a lease folder expired, as time
-// passing does to a dead attempt's lease.
-func (w *wholeWorld) expire() {
-	var leases []string
+// pick chooses at random one of the files under root that want takes
+// (by path and name) and returns its path and bytes; false when there is
+// none or it cannot be read.
+func (w *wholeWorld) pick(root string, want func(p, name string) bool) (string, []byte, bool) {
+	var files []string
 	var walk func(dir string)
 	walk = func(dir string) {
 		infos, _ := w.st.mem.ReadDir(dir)
@@ -405,23 +386,33 @@ func (w *wholeWorld) expire() {
 			p := path.Join(dir, fi.Name())
 			if fi.IsDir() {
 				walk(p)
-			} else if strings.HasPrefix(fi.Name(), "g") && len(fi.Name()) == 17 {
-				leases = append(leases, p)
+			} else if want(p, fi.Name()) {
+				files = append(files, p)
 			}
 		}
 	}
-	walk("/")
-	if len(leases) == 0 {
-		return
+	walk(root)
+	if len(files) == 0 {
+		return "", nil, false
 	}
-	f := leases[w.rng.IntN(len(leases))]
+	f := files[w.rng.IntN(len(files))]
 	b, err := w.st.mem.Open(f)
 	if err != nil {
-		return
+		return "", nil, false
 	}
+	defer b.Close()
 	data := make([]byte, b.Size())
 	b.ReadAt(data, 0)
-	b.Close()
+	return f, data, true
+}
+
+// expire makes the newest generation of a lease folder expired, as time
+// passing does to a dead attempt's lease.
+func (w *wholeWorld) expire() {
+	f, data, ok := w.pick("/", func(_, name string) bool { return strings.HasPrefix(name, "g") && len(name) == 17 })
+	if !ok {
+		return
+	}
 	s := string(data)
 	i := strings.Index(s, `"expires":"`)
 	if i < 0 {

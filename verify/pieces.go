@@ -266,7 +266,7 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 				return c.visitOld(gctx, oldIdx, func(i int, cl *cell.Cell, oldRow []byte) { olds[i].t.add(cl, oldRow) })
 			case u.whole:
 				snapMs := c.snapMs()
-				return c.visitNew(gctx, newIdx, func(i int, nc newCell) { news[i].addNew(nc, snapMs, c.ceil) })
+				return c.visitNew(gctx, newIdx, func(i int, nc newCell) { news[i].addNew(c, nc, snapMs) })
 			case u.old:
 				return c.countOld(gctx, u)
 			}
@@ -296,11 +296,11 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 }
 
 // addNew counts a new cell as the first pass does: newer than the
-// snapshot apart (but for one at the new side's ceiling, comparison.ceil),
-// a key that disagrees with its fields apart, the rest in the tally.
-func (s *sideCount) addNew(n newCell, snapMs, ceil int64) {
+// snapshot apart (comparison.newerThanSnapshot), a key that disagrees
+// with its fields apart, the rest in the tally.
+func (s *sideCount) addNew(c *comparison, n newCell, snapMs int64) {
 	switch {
-	case snapMs != 0 && n.c.Timestamp > snapMs && n.c.Timestamp != ceil:
+	case c.newerThanSnapshot(n.c.Timestamp, snapMs):
 		s.newer++
 	case n.wrong != nil:
 		s.wrong++
@@ -356,7 +356,7 @@ func (c *comparison) countNew(ctx context.Context, u *unit) error {
 	err := c.cfg.New.Read(ctx, u.r, func(cl *cell.Cell) error {
 		n, ent, ok := nr.read(cl)
 		if ok && (n.wrong != nil || bytes.Equal(ent, key)) {
-			s.addNew(n, snapMs, c.ceil)
+			s.addNew(c, n, snapMs)
 		} else {
 			s.unreadable++
 		}

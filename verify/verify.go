@@ -449,6 +449,14 @@ func (c *comparison) snapMs() int64 {
 	return c.cfg.SnapshotTime.UnixMilli()
 }
 
+// newerThanSnapshot says whether a new cell at ts (ms) was written after
+// the snapshot (snapMs, c.snapMs's; 0: no snapshot time) and is counted
+// apart: never one at the new side's ceiling, where the run put every old
+// cell from there on (comparison.ceil).
+func (c *comparison) newerThanSnapshot(ts, snapMs int64) bool {
+	return snapMs != 0 && ts > snapMs && ts != c.ceil
+}
+
 // mapper is the forward mapping of one reader.
 func (c *comparison) mapper() transform.Mapper {
 	if c.cfg.NewMapper != nil {
@@ -967,7 +975,7 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 		if h.tooBig {
 			return
 		}
-		if snapMs != 0 && n.c.Timestamp > snapMs && n.c.Timestamp != c.ceil {
+		if c.newerThanSnapshot(n.c.Timestamp, snapMs) {
 			if n.key != nil {
 				h.id = columnID(h.id[:0], n.key)
 				h.newerCols[string(h.id)] = true
