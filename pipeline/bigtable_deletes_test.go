@@ -31,6 +31,17 @@ import (
 // carry), writing into the existing emulator table.
 func copyBigtableJob(t *testing.T, st *testenv.State, snap, table string) *job.Job {
 	t.Helper()
+	j := bigtableCopy(t, st, snap, table)
+	j.BadKeys = job.BadKeys{Action: job.Reject, File: t.TempDir() + "/rejects.tsv"}
+	j.Target.Create.Enabled = false
+	return j
+}
+
+// bigtableCopy is the rekey preset's Bigtable job with its layouts
+// replaced by a copy of the row key and its families kept, its table
+// created without split keys.
+func bigtableCopy(t *testing.T, st *testenv.State, snap, table string) *job.Job {
+	t.Helper()
 	j := bigtableJob(t, presets["rekey"], st, snap, table)
 	cp, err := job.Parse(j.Path, []byte(`
 source: {root: /x, name: x}
@@ -44,8 +55,7 @@ sink: {type: bigtable}
 		t.Fatal(err)
 	}
 	j.Spec, j.Program = cp.Spec, cp.Program
-	j.BadKeys = job.BadKeys{Action: job.Reject, File: t.TempDir() + "/rejects.tsv"}
-	j.Spec.Families, j.Target.Create.SplitKeys, j.Target.Create.Enabled = nil, nil, false
+	j.Spec.Families, j.Target.Create.SplitKeys = nil, nil
 	return j
 }
 
@@ -112,28 +122,6 @@ func btWrite(t *testing.T, table string, cells []cell.Cell) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// masks is HBase's rule for a delete marker m over a cell x of the same
-// row: a version delete masks its column's cells at its timestamp, a
-// column delete those at or below it; a family delete every column's
-// at or below it, a family-version delete every column's at it.
-func masks(m, x *cell.Cell) bool {
-	if string(m.Row) != string(x.Row) || string(m.Family) != string(x.Family) {
-		return false
-	}
-	sameCol := string(m.Qualifier) == string(x.Qualifier)
-	switch m.Type {
-	case cell.Delete:
-		return sameCol && x.Timestamp == m.Timestamp
-	case cell.DeleteColumn:
-		return sameCol && x.Timestamp <= m.Timestamp
-	case cell.DeleteFamily:
-		return x.Timestamp <= m.Timestamp
-	case cell.DeleteFamilyVersion:
-		return x.Timestamp == m.Timestamp
-	}
-	return false
 }
 
 // TestBigtableRawDeletes: a source seeded with HBase and deleted in it
@@ -223,7 +211,7 @@ func TestBigtableRawDeletes(t *testing.T) {
 	for _, p := range pre {
 		hit := false
 		for i := range markers {
-			hit = hit || masks(&markers[i], &p)
+			hit = hit || testenv.Masks(&markers[i], &p)
 		}
 		if hit {
 			masked = append(masked, p)

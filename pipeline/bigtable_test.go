@@ -690,20 +690,7 @@ func TestVerifyBigtableTimestampsAtMax(t *testing.T) {
 		t.Fatalf("the snapshot holds %d cells of the %d seeded", len(source), len(cells))
 	}
 	table := uniq(t, "bt_tsmax")
-	j := bigtableJob(t, presets["rekey"], st, snap, table)
-	copyJob, err := job.Parse(j.Path, []byte(`
-source: {root: /x, name: x}
-target: {table: x, bigtable: {project: p, instance: i}}
-source_layout: {row: [{field: k, type: string}]}
-target_layout: {row: [{field: k, type: string}]}
-entity: [k]
-sink: {type: bigtable}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Spec, j.Program = copyJob.Spec, copyJob.Program
-	j.Spec.Families, j.Target.Create.SplitKeys = nil, nil
+	j := bigtableCopy(t, st, snap, table)
 	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2})
 	if err != nil {
 		t.Fatalf("run: %v", err)

@@ -114,3 +114,26 @@ func DiffDumps(got, want []byte) string {
 	}
 	return "dumps differ"
 }
+
+// Masks is HBase's rule, written here apart from the code under test,
+// for whether delete marker m hides cell x of the same row and family
+// (timestamps in ms): a version delete hides its column's cell at its
+// timestamp, a column delete those at or below it, a family delete every
+// column's at or below it, a family-version delete every column's at it.
+func Masks(m, x *cell.Cell) bool {
+	if string(m.Row) != string(x.Row) || string(m.Family) != string(x.Family) {
+		return false
+	}
+	sameCol := string(m.Qualifier) == string(x.Qualifier)
+	switch m.Type {
+	case cell.Delete:
+		return sameCol && x.Timestamp == m.Timestamp
+	case cell.DeleteColumn:
+		return sameCol && x.Timestamp <= m.Timestamp
+	case cell.DeleteFamily:
+		return x.Timestamp <= m.Timestamp
+	case cell.DeleteFamilyVersion:
+		return x.Timestamp == m.Timestamp
+	}
+	return false
+}

@@ -13,28 +13,10 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/internal/testenv"
 	"github.com/rekeyhq/rekey/sink"
 	bt "github.com/rekeyhq/rekey/sink/bigtable"
 )
-
-// hbaseMasks is HBase's rule for marker m over a cell x (both in ms).
-func hbaseMasks(m, x *cell.Cell) bool {
-	if string(m.Row) != string(x.Row) || string(m.Family) != string(x.Family) {
-		return false
-	}
-	col := string(m.Qualifier) == string(x.Qualifier)
-	switch m.Type {
-	case cell.Delete:
-		return col && x.Timestamp == m.Timestamp
-	case cell.DeleteColumn:
-		return col && x.Timestamp <= m.Timestamp
-	case cell.DeleteFamily:
-		return x.Timestamp <= m.Timestamp
-	case cell.DeleteFamilyVersion:
-		return x.Timestamp == m.Timestamp
-	}
-	return false
-}
 
 type reporter struct{ lines []string }
 
@@ -125,7 +107,7 @@ func TestDeletePass(t *testing.T) {
 	}
 	var want []cell.Cell
 	for _, c := range append(slices.Clone(pre), later...) {
-		if !slices.ContainsFunc(markers, func(m cell.Cell) bool { return hbaseMasks(&m, &c) }) {
+		if !slices.ContainsFunc(markers, func(m cell.Cell) bool { return testenv.Masks(&m, &c) }) {
 			want = append(want, c)
 		}
 	}
