@@ -72,6 +72,7 @@ public final class Oracle {
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
       "  flush TABLE | major-compact TABLE    and wait for it",
+      "  bulk-cells TABLE DUMPFILE            bulk load a dump's cells into a live table (HFiles written by HBase's writer)",
       "  snapshot TABLE NAME | delete-snapshot NAME... | drop-table TABLE...",
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
@@ -499,6 +500,14 @@ public final class Oracle {
         need(a, 1, 1, "flush TABLE");
         try (Connection conn = connect(); Admin admin = conn.getAdmin()) {
           Seed.flushRegions(admin, TableName.valueOf(a[0]));
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "bulk-cells": {
+        need(a, 2, 2, "bulk-cells TABLE DUMPFILE");
+        try (Connection conn = connect()) {
+          new BulkCells(conn, TableName.valueOf(a[0])).load(a[1]);
         }
         System.out.println("ok");
         return;
