@@ -32,9 +32,10 @@
 # two clients' costs on one machine and say nothing about what a real
 # instance sustains (docs/bigtable.md, Sizing).
 #
-#   BT_SENSORS, BT_READINGS, BT_HEAVY   dataset (default 1000 x 100 x 2
-#                                       versions, plus one sensor of 50,000
-#                                       readings: about 300k cells)
+#   BT_SENSORS, BT_READINGS, BT_HEAVY   dataset (default 1500 x 100 x 2
+#                                       versions, plus one sensor of 100,000
+#                                       readings: about 500k cells, the
+#                                       emulator holding them in memory)
 #   BATCH        cells per request (default 1000, as the put rows)
 #   ROUNDS       timed rounds (default 3)
 #   BENCH_DIR    scratch (default /tmp/rekey-bench-bigtable)
@@ -54,9 +55,9 @@ if ! [ -x "$emulator" ]; then
 	exit 0
 fi
 
-BT_SENSORS="${BT_SENSORS:-1000}"
+BT_SENSORS="${BT_SENSORS:-1500}"
 BT_READINGS="${BT_READINGS:-100}"
-BT_HEAVY="${BT_HEAVY:-50000}"
+BT_HEAVY="${BT_HEAVY:-100000}"
 BATCH="${BATCH:-1000}"
 ROUNDS="${ROUNDS:-3}"
 BENCH_DIR="${BENCH_DIR:-/tmp/rekey-bench-bigtable}"
