@@ -42,16 +42,19 @@
 #   BT_RESULTS   the row as JSON (default bench/results/bigtable.json)
 #   MERGE_INTO   also add the row, as "bigtable", to this results JSON
 #                (scripts/bench.sh passes its parts.json)
+#   CBTEMULATOR  the emulator's binary (default: cbtemulator on PATH, else
+#                gcloud's /usr/lib/google-cloud-sdk/platform/bigtable-emulator/)
 #
-# Without a cbtemulator (on PATH or where gcloud installs it) the row is
-# skipped with a message and exit 0.
+# Without a cbtemulator the row is skipped with a message and exit 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-emulator="$(command -v cbtemulator || true)"
+# CBTEMULATOR names the emulator's binary; without it, cbtemulator on
+# PATH, else where gcloud installs it.
+emulator="${CBTEMULATOR:-$(command -v cbtemulator || true)}"
 [ -n "$emulator" ] || emulator=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
 if ! [ -x "$emulator" ]; then
-	echo "bench: Bigtable row SKIPPED: CBTEMULATOR NOT FOUND (neither on PATH nor at $emulator); install it with \`gcloud components install bigtable\` or Debian's google-cloud-cli-bigtable-emulator"
+	echo "bench: Bigtable row SKIPPED: CBTEMULATOR NOT FOUND (none on PATH, nor at $emulator); install it with \`gcloud components install bigtable\` or Debian's google-cloud-cli-bigtable-emulator, or name it in CBTEMULATOR"
 	exit 0
 fi
 
