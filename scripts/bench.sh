@@ -15,6 +15,8 @@
 #                  median of its rounds, Java and rekey alternating
 #   READ_PASSES    timed passes per snapshot-read command (default 3), after
 #                  the untimed warm-up; each reports its median pass
+#   BT_ROUNDS      rounds of the Bigtable row (default ROUNDS; see
+#                  scripts/bench-bigtable.sh for its other settings)
 #   PARTS_RESULTS  where the part rows go as JSON, with machine, versions,
 #                  sizes and date (default bench/results/parts.json); the
 #                  end-to-end bench then copies them into its latest.json
@@ -186,6 +188,13 @@ echo
 READ_PASSES="$READ_PASSES" python3 scripts/bench_parts.py "$results" "$PARTS_RESULTS" "$ROUNDS" "$BENCH_CELLS" "$BENCH_ROWS" "$BENCH_PUTS" "$BENCH_BATCH"
 echo
 echo "raw measurements: $results"
+
+# The Bigtable row (issue 52): rekey and Google's HBase-compatible Java
+# client writing the same re-key into gcloud's emulator, added to
+# $PARTS_RESULTS as "bigtable"; skipped, saying so, where the machine has
+# no cbtemulator. BT_ROUNDS (default ROUNDS) sets its rounds.
+echo
+ROUNDS="${BT_ROUNDS:-$ROUNDS}" BATCH="$BENCH_BATCH" MERGE_INTO="$PARTS_RESULTS" scripts/bench-bigtable.sh
 
 # Whole jobs last: rekey run against the Java program and the Spark job on
 # one snapshot (SIZE=small|default|large; see scripts/bench-e2e.sh).

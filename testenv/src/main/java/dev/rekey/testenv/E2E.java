@@ -226,6 +226,103 @@ final class E2E {
   }
 
   /**
+   * `bench-e2e-bigtable ROOTDIR NAME PROJECT INSTANCE TABLE BATCH INFLIGHT`:
+   * the put contender with its HBase connection replaced by Google's
+   * HBase-compatible Bigtable client (bigtable-hbase-2.x, testenv/bigtable):
+   * TableSnapshotScanner -> re-key -> one Put per cell into its
+   * BufferedMutator, BATCH entries per MutateRows request, at most INFLIGHT
+   * requests outstanding. BIGTABLE_EMULATOR_HOST points it at an emulator.
+   *
+   * <p>That client needs HBase 2.5.7's shaded client, which cannot share a
+   * class path with the oracle's HBase, so it is loaded from the class path
+   * in REKEY_BIGTABLE_CP in a class loader whose parent is the platform
+   * loader (java.* only), and reached through java.* types. Each cell
+   * crosses as fresh arrays: the row, family, qualifier and value copied
+   * out of the re-keyed KeyValue, a cost the HBase put contender does not
+   * pay (four small copies per cell).
+   */
+  @SuppressWarnings("unchecked")
+  static void bigtableContender(Path root, String name, String project, String instance, String table, int batch,
+      int inflight) throws Exception {
+    try (java.net.URLClassLoader loader = bigtableLoader()) {
+      RunStats st = new RunStats("e2e-java-bigtable");
+      WideToBucketed w = new WideToBucketed();
+      Object o = loader.loadClass("dev.rekey.testenv.bigtable.Writer")
+          .getConstructor(String.class, String.class, String.class, int.class, int.class)
+          .newInstance(project, instance, table, batch, inflight);
+      java.util.function.ObjLongConsumer<byte[][]> put = (java.util.function.ObjLongConsumer<byte[][]>) o;
+      try (AutoCloseable m = (AutoCloseable) o) {
+        snapshotCells(root, name, c -> {
+          st.read(c);
+          KeyValue kv = w.apply(c);
+          if (kv == null) {
+            st.rejected++;
+            return;
+          }
+          put.accept(new byte[][] {org.apache.hadoop.hbase.CellUtil.cloneRow(kv),
+              org.apache.hadoop.hbase.CellUtil.cloneFamily(kv), org.apache.hadoop.hbase.CellUtil.cloneQualifier(kv),
+              org.apache.hadoop.hbase.CellUtil.cloneValue(kv)}, kv.getTimestamp());
+          st.written++;
+        });
+      }
+      st.print();
+    }
+  }
+
+  /**
+   * A class loader over REKEY_BIGTABLE_CP (testenv/bigtable's jar and its
+   * dependencies, as testenv/bigtable/bin/build prints them) whose parent
+   * is the platform loader, so none of the oracle's HBase classes are seen
+   * from it.
+   */
+  static java.net.URLClassLoader bigtableLoader() throws IOException {
+    String cp = System.getenv("REKEY_BIGTABLE_CP");
+    if (cp == null || cp.isEmpty()) {
+      throw new IOException("REKEY_BIGTABLE_CP is not set: the class path testenv/bigtable/bin/build prints");
+    }
+    List<java.net.URL> urls = new ArrayList<>();
+    for (String e : cp.split(":")) {
+      if (!e.isEmpty()) {
+        urls.add(new java.io.File(e).toURI().toURL());
+      }
+    }
+    return new java.net.URLClassLoader(urls.toArray(new java.net.URL[0]), ClassLoader.getPlatformClassLoader());
+  }
+
+  /**
+   * `bigtable-table create|drop|digest PROJECT INSTANCE TABLE [FAMILY]`:
+   * the Bigtable row's set-up and judge, through Google's HBase-compatible
+   * client (testenv/bigtable's Tables): create TABLE with FAMILY, drop it,
+   * or print the digest of every cell in it, in the same form as
+   * digest-table, to compare with digest-snapshot --rekey.
+   */
+  static void bigtableTable(String op, String project, String instance, String table, String family)
+      throws Exception {
+    try (java.net.URLClassLoader loader = bigtableLoader()) {
+      Class<?> t = loader.loadClass("dev.rekey.testenv.bigtable.Tables");
+      switch (op) {
+        case "create":
+          t.getMethod("create", String.class, String.class, String.class, String.class)
+              .invoke(null, project, instance, table, family);
+          return;
+        case "drop":
+          t.getMethod("drop", String.class, String.class, String.class).invoke(null, project, instance, table);
+          return;
+        case "digest":
+          Digest d = new Digest();
+          java.util.function.ObjLongConsumer<byte[][]> sink = (c, ts) -> d.add(
+              new KeyValue(c[0], c[1], c[2], ts, KeyValue.Type.Put, c[3]));
+          t.getMethod("scan", String.class, String.class, String.class, java.util.function.ObjLongConsumer.class)
+              .invoke(null, project, instance, table, sink);
+          System.out.println(d.json("table", table, 0));
+          return;
+        default:
+          throw new IllegalArgumentException("bigtable-table: create, drop or digest, not " + op);
+      }
+    }
+  }
+
+  /**
    * `bench-e2e-hfile ROOTDIR NAME TABLE STAGING [BUFFER_MB]`:
    * TableSnapshotScanner -> re-key -> HFiles written with HBase's own
    * StoreFileWriter the way HFileOutputFormat2 writes them (one file per

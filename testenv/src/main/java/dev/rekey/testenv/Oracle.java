@@ -84,6 +84,9 @@ public final class Oracle {
       "  rekey-dump ROOTDIR NAME              the wide -> bucketed re-key of a snapshot's cells (refusals on stderr)",
       "  bench-e2e-put ROOTDIR NAME TABLE BATCH          snapshot -> re-key -> BufferedMutator",
       "  bench-e2e-hfile ROOTDIR NAME TABLE STAGING [MB] snapshot -> re-key -> sorted HFiles -> bulk load",
+      "  bench-e2e-bigtable ROOTDIR NAME PROJECT INSTANCE TABLE BATCH INFLIGHT",
+      "                                                  snapshot -> re-key -> Bigtable's HBase BufferedMutator",
+      "  bigtable-table create|drop|digest PROJECT INSTANCE TABLE [FAMILY]   with Google's client",
       "ROOTDIR is hdfs://... or file:///... (a local export). Dumps print every version the",
       "families keep unless --max-versions is given. SCAN: " + ScanOpts.FORM,
       "(time range [from, to) in ms, to 0 = none; hex rows and qualifiers; --tags adds a tags column).");
@@ -682,6 +685,14 @@ public final class Oracle {
       case "bench-e2e-put":
         need(a, 4, 4, "bench-e2e-put ROOTDIR NAME TABLE BATCH");
         E2E.putContender(path(a[0]), a[1], TableName.valueOf(a[2]), Integer.parseInt(a[3]));
+        return;
+      case "bench-e2e-bigtable":
+        need(a, 7, 7, "bench-e2e-bigtable ROOTDIR NAME PROJECT INSTANCE TABLE BATCH INFLIGHT");
+        E2E.bigtableContender(path(a[0]), a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), Integer.parseInt(a[6]));
+        return;
+      case "bigtable-table":
+        need(a, 4, 5, "bigtable-table create|drop|digest PROJECT INSTANCE TABLE [FAMILY]");
+        E2E.bigtableTable(a[0], a[1], a[2], a[3], a.length > 4 ? a[4] : "d");
         return;
       case "bench-e2e-hfile":
         need(a, 4, 5, "bench-e2e-hfile ROOTDIR NAME TABLE STAGING [BUFFER_MB]");
