@@ -3,11 +3,14 @@ package pipeline_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +175,80 @@ func TestCatchupKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCatchupKillNineThenResume: a catch-up through the CLI, killed with
+// SIGKILL once some of its splits are done, then run again with --resume:
+// the target equals the wide_to_bucketed rule over the oracle's dump of B
+// (puts and version deletes are idempotent, so the splits the resume
+// redoes write nothing twice), and the reached record names B.
+func TestCatchupKillNineThenResume(t *testing.T) {
+	st := testenv.Require(t)
+	t.Parallel()
+	ctx := context.Background()
+	bin := rekeyBinary(t)
+	p := presets["wide_to_bucketed"]
+	src, dst := uniq(t, "cuk9_src"), uniq(t, "cuk9_dst")
+	snapA, snapB := src+"_a", src+"_b"
+	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB}, []string{src, dst}) })
+	source := seedSource(t, st, src, snapA, p, bigWide(40, 1000), 3)
+	dir := t.TempDir()
+	jobPath := writeJobFile(t, st, snapA, dst, dir)
+	if out, err := exec.Command(bin, "run", jobPath, "--sink", "puts", "--workers", "2", "--progress", "none").CombinedOutput(); err != nil {
+		t.Fatalf("whole run from A: exit %d\n%s", exitCode(err), out)
+	}
+
+	// In every sensor's row: a new reading, and one reading deleted.
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seen := map[string]bool{}
+	for _, old := range source {
+		if seen[string(old.Row)] {
+			continue
+		}
+		seen[string(old.Row)] = true
+		ts := old.Timestamp + 7
+		put := cell.Cell{Row: old.Row, Family: old.Family, Qualifier: be64(uint64(ts)), Timestamp: ts, Type: cell.Put, Value: []byte("new reading")}
+		if err := c.Put(ctx, []byte(src), old.Row, []cell.Cell{put}); err != nil {
+			t.Fatal(err)
+		}
+		del := cell.Cell{Row: old.Row, Family: old.Family, Qualifier: old.Qualifier, Timestamp: old.Timestamp, Type: cell.Delete}
+		if err := c.Delete(ctx, []byte(src), old.Row, []cell.Cell{del}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testenv.Oracle(t, "flush", src)
+	testenv.Oracle(t, "snapshot", src, snapB)
+	b, err := os.ReadFile(jobPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jobPath, []byte(strings.Replace(string(b), "name: "+snapA, "name: "+snapB, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// The catch-up writes few cells and reads whole rows: slowed by its
+	// reads, one split at a time, so that the kill finds some splits
+	// done and some not.
+	args := []string{"run", jobPath, "--sink", "puts", "--since", snapA, "--resume", "--force-takeover", "--workers", "1", "--max-read-mb-per-sec", "0.2"}
+	k, out := killThenResume(t, bin, args)
+	var sum pipeline.Summary
+	if err := json.Unmarshal(out, &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !sum.Finished || sum.Catchup == nil || sum.Skipped < 1 {
+		t.Errorf("the resumed catch-up: finished %v, %d of %d splits skipped (killed after %d), catch-up %+v", sum.Finished, sum.Skipped, sum.Splits, k, sum.Catchup)
+	}
+	rec, err := os.ReadFile(rkstate.ReachedBeside(filepath.Join(dir, "job.rekey", "checkpoint.json")))
+	if err != nil || !strings.Contains(string(rec), `"`+snapB+`"`) {
+		t.Errorf("the reached record after the resumed catch-up: %v\n%s", err, rec)
+	}
+	dumpB, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snapB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCells(t, fmt.Sprintf("target after a catch-up killed at %d splits done and resumed", k), dumpTable(t, dst, false), expect(p, dumpB))
 }

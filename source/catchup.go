@@ -92,15 +92,11 @@ func (c *Catchup) Splits(CutOptions) ([]Split, error) {
 	return out, nil
 }
 
-// touchedBytes estimates a split's work: its region's bytes when a touched
-// range meets it, else nothing.
+// touchedBytes estimates a split's work: the store files of both
+// snapshots the plan reads in its rows (B's region alone was counted
+// before, and the progress line showed 114% read).
 func (c *Catchup) touchedBytes(sp *snapshot.Split) int64 {
-	for _, r := range c.plan.Ranges() {
-		if (len(sp.EndRow) == 0 || bytes.Compare(r.Start, sp.EndRow) < 0) && bytes.Compare(r.Stop, sp.StartRow) > 0 {
-			return sp.Bytes
-		}
-	}
-	return 0
+	return c.plan.BytesIn(sp.StartRow, sp.EndRow)
 }
 
 // Open implements Source: the differences in sp's rows, clipped further

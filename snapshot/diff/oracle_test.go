@@ -231,6 +231,21 @@ func TestChangesMatchOracle(t *testing.T) {
 			if counts.Replaced != 1 {
 				t.Fatalf("%d cells replaced at the same key, want 1 (r03 f:q1)", counts.Replaced)
 			}
+			// The work by B's regions (a catch-up's splits, its progress
+			// line's total): no file here crosses a region, so the regions'
+			// shares add up to what the plan reads, both sides' files.
+			b, err := snapshot.Open(context.Background(), st.RootDir, tc.snap, snapshot.OpenOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			var byRegion int64
+			for _, r := range b.Regions() {
+				byRegion += p.BytesIn(r.StartKey, r.EndKey)
+			}
+			if byRegion != s.BytesRead {
+				t.Errorf("B's regions' shares of the read add up to %d bytes; the plan reads %d", byRegion, s.BytesRead)
+			}
 		})
 	}
 }

@@ -62,6 +62,14 @@ type Plan struct {
 	stats Stats
 	// ranges are the touched rows, sorted and disjoint.
 	ranges []Range
+	// read are the rows and sizes of the entries read (of both sides).
+	read []readEntry
+}
+
+// readEntry is an entry the plan reads: its rows and its file's size.
+type readEntry struct {
+	first, stop []byte
+	size        int64
 }
 
 // entry is one manifest entry of one side with what its file says.
@@ -149,6 +157,7 @@ func NewPlan(ctx context.Context, a, b *snapshot.Snapshot, opts Options) (*Plan,
 		if !e.span.Empty && p.meets(e.span.FirstRow, e.span.StopRow) {
 			p.stats.FilesRead++
 			p.stats.BytesRead += e.span.Size
+			p.read = append(p.read, readEntry{e.span.FirstRow, e.span.StopRow, e.span.Size})
 		} else {
 			p.stats.FilesSkipped++
 			p.stats.BytesSkipped += e.span.Size
@@ -257,6 +266,20 @@ func sameRanges(a, b []Range) bool {
 func (p *Plan) meets(start, stop []byte) bool {
 	i := sort.Search(len(p.ranges), func(i int) bool { return bytes.Compare(p.ranges[i].Stop, start) > 0 })
 	return i < len(p.ranges) && bytes.Compare(p.ranges[i].Start, stop) < 0
+}
+
+// BytesIn is the size of the store files of both sides that the plan
+// reads and whose rows meet [start, stop) (stop empty: to the end): the
+// work of reading those rows, counted whole for a file that also holds
+// rows outside them.
+func (p *Plan) BytesIn(start, stop []byte) int64 {
+	var n int64
+	for _, e := range p.read {
+		if (len(stop) == 0 || bytes.Compare(e.first, stop) < 0) && bytes.Compare(e.stop, start) > 0 {
+			n += e.size
+		}
+	}
+	return n
 }
 
 // Ranges returns the touched rows, sorted and disjoint.
