@@ -81,6 +81,9 @@ func PlanCatchup(ctx context.Context, j *job.Job, o Options) (*CatchupPlan, erro
 		return nil, fmt.Errorf("--since snapshot: %w", err)
 	}
 	defer a.Close()
+	if err := forward(a, b); err != nil {
+		return nil, err
+	}
 	r.scan = scanOptions(j, b.Info().CreationTime)
 	nowB := r.scan.Now
 	if nowB.IsZero() {

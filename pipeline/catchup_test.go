@@ -174,6 +174,16 @@ func TestCatchupThroughPuts(t *testing.T) {
 			if !errors.Is(err, pipeline.ErrInvalid) || !strings.Contains(err.Error(), "at the job's snapshot "+snapB+" already") {
 				t.Fatalf("--since last after the catch-up to B: %v, want the target at B already", err)
 			}
+			// Back from B to A (B older than A): refused, however the
+			// record stands, with the plan refusing alike.
+			back := *j
+			back.Source.Name = snapA
+			if _, err := pipeline.Prepare(ctx, &back, pipeline.Options{Workers: 2, Since: snapB, Sink: puts.New(client, dst, puts.Options{})}); !errors.Is(err, pipeline.ErrInvalid) || !strings.Contains(err.Error(), "only goes forward") {
+				t.Fatalf("a catch-up back from B to A: %v, want it refused", err)
+			}
+			if _, err := pipeline.PlanCatchup(ctx, &back, pipeline.Options{Since: snapB}); !errors.Is(err, pipeline.ErrInvalid) {
+				t.Fatalf("plan of a catch-up back from B to A: %v, want it refused", err)
+			}
 			// A job folder with no record: refused, unless --assume-at.
 			j2 := loadJob(t, p, st, snapB, dst)
 			_, err = pipeline.Prepare(ctx, j2, pipeline.Options{Workers: 2, Since: snapA, Sink: puts.New(client, dst, puts.Options{})})
