@@ -37,6 +37,7 @@ package bigtable
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,10 +66,12 @@ const (
 // Options tune the sink; zero fields take the defaults.
 type Options struct {
 	// BatchMutations and BatchBytes bound one MutateRows request (default
-	// 10,000 mutations, 4 MiB); BatchBytes counts its entries as they go
-	// on the wire (keys, mutations, framing), not the table name and app
-	// profile before them. A single entry larger than BatchBytes is sent
-	// alone.
+	// 10,000 mutations, 4 MiB less 64 KiB); BatchBytes counts its entries
+	// as they go on the wire (keys, mutations, framing), not the table
+	// name and app profile before them, for which the default leaves the
+	// 64 KiB: a default request fits the 4 MiB a gRPC server takes unless
+	// told otherwise (the emulators'). A single entry larger than
+	// BatchBytes is sent alone.
 	BatchMutations int
 	BatchBytes     int64
 	// EntryBytes bounds one row's entry (default 32 MiB, at least
@@ -94,7 +97,7 @@ func (o *Options) defaults() {
 	}
 	o.BatchMutations = min(o.BatchMutations, MaxMutations)
 	if o.BatchBytes <= 0 {
-		o.BatchBytes = 4 << 20
+		o.BatchBytes = 4<<20 - 64<<10
 	}
 	if o.EntryBytes <= 0 {
 		o.EntryBytes = 32 << 20
@@ -446,10 +449,21 @@ func (sp *split) add(ctx context.Context, e *entry) error {
 // same codes but RESOURCE_EXHAUSTED itself within the request's time.
 func retryable(err error) bool {
 	switch status.Code(err) {
-	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
+	case codes.ResourceExhausted:
+		// gRPC says a message past the server's size limit with the same
+		// code as Bigtable's push-back: sent again it is refused again
+		// (an emulator takes 4 MiB, a real instance 256 MB).
+		return !tooLarge(err)
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted:
 		return true
 	}
 	return false
+}
+
+// tooLarge says whether err is a server refusing a message past its
+// size limit ("received message larger than max").
+func tooLarge(err error) bool {
+	return strings.Contains(status.Convert(err).Message(), "larger than max")
 }
 
 // flush sends the batch and waits for every entry: acknowledged, or

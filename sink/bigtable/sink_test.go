@@ -548,3 +548,32 @@ func TestLargeRows(t *testing.T) {
 		t.Errorf("warnings %q, want one naming the large row", warnings)
 	}
 }
+
+// TestTooLargeNotRetried: an entry past the server's message limit (the
+// emulator takes 4 MiB, as a gRPC server does unless told otherwise) is
+// refused with RESOURCE_EXHAUSTED, the code of Bigtable's push-back; sent
+// again it is refused again, so it is counted failed at once, naming the
+// limit, instead of being retried until the request's timeout. The rows
+// beside it are written.
+func TestTooLargeNotRetried(t *testing.T) {
+	conn := emulator(t, nil)
+	newTable(t, conn, "t")
+	big := strings.Repeat("x", 5<<20)
+	cells := []cell.Cell{put("a", "d", "q", 1, "v"), put("big", "d", "q", 1, big), put("c", "d", "q", 1, "v")}
+	s := bt.New(conn.Data.Open("t"), "t", nil, bt.Options{BatchBytes: 1 << 10, EntryBytes: 8 << 20, Timeout: 20 * time.Second})
+	ack, bad, err := writeSplit(t, s, cells)
+	if err != nil || len(bad) > 0 {
+		t.Fatalf("%v, refused %d", err, len(bad))
+	}
+	st := s.Account().(bt.Stats)
+	if ack.Failed != 1 || st.Retries != 0 || len(ack.FailedExamples) != 1 || !strings.Contains(ack.FailedExamples[0], "larger than max") {
+		t.Errorf("ack %+v, %d retries; want the one cell failed at once, naming the limit", ack, st.Retries)
+	}
+	got := map[string]bool{}
+	for _, c := range readBack(t, conn, "t") {
+		got[string(c.Row)] = true
+	}
+	if !got["a"] || !got["c"] || got["big"] {
+		t.Errorf("rows written %v, want a and c", got)
+	}
+}
