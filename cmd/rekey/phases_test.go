@@ -82,6 +82,10 @@ func TestPhasesOffline(t *testing.T) {
 	if st.Spill.Tasks != 2 || st.Spill.Done != 2 || st.Merge.Tasks != 2 || st.Merge.Done != 2 {
 		t.Errorf("status: spill %d of %d done, merge %d of %d", st.Spill.Done, st.Spill.Tasks, st.Merge.Done, st.Merge.Tasks)
 	}
+	// The merge done: no time left to estimate ("0s" read as work to come).
+	if code, text, _ := runRekey(t, "status", job); code != 0 || !strings.Contains(text, "eta    none: the merge is done") {
+		t.Errorf("status text after the merge: exit %d\n%s", code, text)
+	}
 	perDir := map[string]int{}
 	var n int
 	filepath.WalkDir(filepath.Join(out, "hfiles"), func(p string, d os.DirEntry, err error) error {

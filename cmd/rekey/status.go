@@ -146,9 +146,14 @@ func printStatus(w io.Writer, st *pipeline.StagingStatus) {
 	} else {
 		p("  load   not started\n")
 	}
-	if st.ETASeconds >= 0 {
+	switch {
+	case st.Merge.Tasks > 0 && st.Merge.Done == st.Merge.Tasks:
+		// Nothing left to estimate: "0s to the end of the merge" read as
+		// work still to come.
+		p("  eta    none: the merge is done\n")
+	case st.ETASeconds >= 0:
 		p("  eta    %s to the end of the merge (%s)\n", time.Duration(st.ETASeconds*float64(time.Second)).Round(time.Second), st.ETABasis)
-	} else {
+	default:
 		p("  eta    unknown (%s)\n", st.ETABasis)
 	}
 }
