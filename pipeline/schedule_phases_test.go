@@ -70,7 +70,7 @@ func TestPhaseSchedules(t *testing.T) {
 
 // phaseRefusal reports whether err is a refusal a phase task may meet.
 func phaseRefusal(err error) bool {
-	return refusal(err) || errors.Is(err, ErrNotReady) || strings.Contains(err.Error(), "another job record")
+	return refusal(err) || errors.Is(err, ErrNotReady) || errors.Is(err, ErrLoadBegan) || strings.Contains(err.Error(), "another job record")
 }
 
 func playPhaseSchedule(t *testing.T, seed uint64, ref map[uint64]bool) (string, []string) {

@@ -164,6 +164,11 @@ const (
 // every spill shard committed, the load before every merge part finished.
 var ErrNotReady = hfiles.ErrNotReady
 
+// ErrLoadBegan is matched by the error of a spill or merge task started
+// once the job's load has sent files (hfiles.ErrLoadBegan): it would write
+// again what the load loads.
+var ErrLoadBegan = hfiles.ErrLoadBegan
+
 // ErrOtherKind is matched by the error of a run or task on a staging
 // folder that holds the other kind of job (hfiles.ErrOtherKind): a spill
 // or merge task on a one-process run's folder, or the reverse.

@@ -244,7 +244,7 @@ func runError(path string, err error) error {
 	case errors.Is(err, pipeline.ErrCheckpointExists), errors.Is(err, pipeline.ErrCheckpointMismatch),
 		errors.Is(err, pipeline.ErrTargetFamilies), errors.Is(err, pipeline.ErrInvalid),
 		errors.Is(err, hbase.ErrNoCluster), errors.Is(err, pipeline.ErrLeased), errors.Is(err, pipeline.ErrNotReady),
-		errors.Is(err, pipeline.ErrOtherKind), errors.Is(err, pipeline.ErrJobMismatch),
+		errors.Is(err, pipeline.ErrOtherKind), errors.Is(err, pipeline.ErrJobMismatch), errors.Is(err, pipeline.ErrLoadBegan),
 		errors.Is(err, pipeline.ErrNotAt), errors.Is(err, pipeline.ErrIncompatible):
 		return usageError{err}
 	}

@@ -35,6 +35,40 @@ const (
 // scheduler must not retry it blindly.
 var ErrNotReady = errors.New("hfiles: the phase before this task's has not finished")
 
+// ErrLoadBegan is matched by the error of a spill or merge task started in
+// a staging folder whose load has begun: it would write again the runs or
+// HFiles the load loads from its own state.
+var ErrLoadBegan = errors.New("hfiles: the load has begun")
+
+// refuseAfterLoad refuses a spill or merge task once the load has sent
+// files (RefuseAfterLoad), here as the sink opens, in case the load began
+// after the run checked before taking its leases.
+func (s *Sink) refuseAfterLoad() error {
+	return RefuseAfterLoad(s.fs, s.root, s.task)
+}
+
+// RefuseAfterLoad returns an ErrLoadBegan error for a spill or merge task
+// of the staging folder at root once the load has sent files, nil
+// otherwise. The load works from its own state, made from the merge
+// parts' when it began: a merge run again replaced HFiles under it with
+// others of new file ids, so a region whose load went unanswered (its
+// files landed) was loaded again from the new ones, its cells twice
+// (found by TestWholeSchedules, seed 1796684002966320982); a spill run
+// again took its shard's lease, so the load waited for it for good. The
+// run checks it before it takes any lease.
+func RefuseAfterLoad(fsys vfs.FS, root string, t Task) error {
+	if t.Phase != PhaseSpill && t.Phase != PhaseMerge {
+		return nil
+	}
+	var st finishState
+	found, err := readJSON(fsys, path.Join(root, Task{Phase: PhaseLoad}.stateFile()), &st)
+	if err != nil || !found || len(st.Loaded)+len(st.Sent) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w in %s (%d regions loaded, %d sent): %s %d/%d would write again what the load loads; finish the load (rekey load), or stage the job into a fresh folder",
+		ErrLoadBegan, root, len(st.Loaded), len(st.Sent), t.Phase, t.Index, t.Count)
+}
+
 // Task is one task of a job in phases: spill shard Index of Count, merge
 // part Index of Count, or the load (Index and Count zero).
 type Task struct {

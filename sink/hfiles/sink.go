@@ -137,6 +137,9 @@ func (s *Sink) open(ctx context.Context) error {
 	if err := s.checkKind(); err != nil {
 		return err
 	}
+	if err := s.refuseAfterLoad(); err != nil {
+		return err
+	}
 	if !s.task.spills() {
 		return s.openLater(ctx)
 	}
@@ -220,7 +223,12 @@ func CheckKind(staging string, task Task, vo vfs.Options) error {
 	}
 	defer loc.Close()
 	s := &Sink{loc: loc, fs: loc.FS, root: loc.Path, task: task, whole: vfs.WritesWhole(loc.FS)}
-	return s.checkKind()
+	if err := s.checkKind(); err != nil {
+		return err
+	}
+	// Before any lease too: a spill task that took its shard's lease
+	// would leave the shard's commit superseded, for the load to wait on.
+	return s.refuseAfterLoad()
 }
 
 // checkKind refuses a folder that holds the other kind of job, and claims
