@@ -106,25 +106,27 @@ func (d *decoder) bigtable(n *yaml.Node, p string) *Bigtable {
 		"atomic_rows":      func(n *yaml.Node, p string) { b.AtomicRows = d.boolean(n, p) },
 		"allow_large_rows": func(n *yaml.Node, p string) { b.AllowLargeRows = d.boolean(n, p) },
 		"deletes": func(n *yaml.Node, p string) {
-			switch v := d.str(n, p); v {
-			case "refuse":
-			case "apply":
-				b.ApplyDeletes = true
-			default:
-				d.errorf(n, p, "deletes %q is not allowed (expected refuse: a raw run is refused, or apply: a raw run applies the snapshot's delete markers to the table after its puts)", v)
-			}
+			b.ApplyDeletes = d.either(n, p, "deletes", "refuse", "apply", "refuse: a raw run is refused, or apply: a raw run applies the snapshot's delete markers to the table after its puts")
 		},
 		"tags": func(n *yaml.Node, p string) {
-			switch v := d.str(n, p); v {
-			case "warn":
-			case "fail":
-				b.FailOnTags = true
-			default:
-				d.errorf(n, p, "tags %q is not allowed (expected warn: write the cell without its tags and count it, or fail)", v)
-			}
+			b.FailOnTags = d.either(n, p, "tags", "warn", "fail", "warn: write the cell without its tags and count it, or fail")
 		},
 	}, "project", "instance")
 	return b
+}
+
+// either reads a value that is one of two words: false for off, true for
+// on; anything else is an error naming the option and what each word does
+// (expected).
+func (d *decoder) either(n *yaml.Node, p, name, off, on, expected string) bool {
+	switch v := d.str(n, p); v {
+	case off:
+	case on:
+		return true
+	default:
+		d.errorf(n, p, "%s %q is not allowed (expected %s)", name, v, expected)
+	}
+	return false
 }
 
 // checkBigtable relates a Bigtable target to the rest of the job: the

@@ -14,7 +14,6 @@ import (
 
 	"cloud.google.com/go/bigtable"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
-	"cloud.google.com/go/bigtable/bttest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -303,17 +302,9 @@ func TestBigtableRawDeletes(t *testing.T) {
 // (PERMISSION_DENIED), while deny is set.
 func deleteFaults(t *testing.T, deny *atomic.Bool) {
 	t.Helper()
-	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if !strings.HasSuffix(info.FullMethod, "/MutateRows") {
-			return handler(srv, ss)
-		}
-		return handler(srv, &denyDeletes{ServerStream: ss, deny: deny})
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	t.Setenv("BIGTABLE_EMULATOR_HOST", srv.Addr)
+	mutateRowsEmulator(t, func(ss grpc.ServerStream) (grpc.ServerStream, error) {
+		return &denyDeletes{ServerStream: ss, deny: deny}, nil
+	})
 }
 
 // denyDeletes fails a MutateRows request holding a DeleteFromColumn

@@ -558,16 +558,30 @@ func TestVerifyBigtable(t *testing.T) {
 // code; it points BIGTABLE_EMULATOR_HOST at it for the test.
 func faultyEmulator(t *testing.T, call func(n int64) error, entry func(row string) codes.Code) {
 	t.Helper()
-	bigtableEmulator(t) // the shared one, set up first: its setup sets the variable too
 	var calls atomic.Int64
+	mutateRowsEmulator(t, func(ss grpc.ServerStream) (grpc.ServerStream, error) {
+		if err := call(calls.Add(1)); err != nil {
+			return nil, err
+		}
+		return &entryFaults{ServerStream: ss, code: entry}, nil
+	})
+}
+
+// mutateRowsEmulator starts a second emulator whose MutateRows streams
+// go through wrap (an error fails the call whole) and points
+// BIGTABLE_EMULATOR_HOST at it for the test.
+func mutateRowsEmulator(t *testing.T, wrap func(grpc.ServerStream) (grpc.ServerStream, error)) {
+	t.Helper()
+	bigtableEmulator(t) // the shared one, set up first: its setup sets the variable too
 	srv, err := bttest.NewServer("127.0.0.1:0", grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		if !strings.HasSuffix(info.FullMethod, "/MutateRows") {
 			return handler(srv, ss)
 		}
-		if err := call(calls.Add(1)); err != nil {
+		w, err := wrap(ss)
+		if err != nil {
 			return err
 		}
-		return handler(srv, &entryFaults{ServerStream: ss, code: entry})
+		return handler(srv, w)
 	}))
 	if err != nil {
 		t.Fatal(err)

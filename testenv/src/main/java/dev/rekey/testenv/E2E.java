@@ -57,6 +57,30 @@ final class E2E {
     void accept(Cell c) throws IOException;
   }
 
+  /** Receives re-keyed cells one at a time. */
+  interface KeyValueSink {
+    void accept(KeyValue kv) throws IOException;
+  }
+
+  /**
+   * What every contender reads: the snapshot's cells (snapshotCells)
+   * re-keyed by the wide -> bucketed rule, each read counted in st, a cell
+   * whose key does not fit counted rejected and left out, the others
+   * handed to sink.
+   */
+  static void rekeyedCells(Path root, String name, RunStats st, KeyValueSink sink) throws IOException {
+    WideToBucketed w = new WideToBucketed();
+    snapshotCells(root, name, c -> {
+      st.read(c);
+      KeyValue kv = w.apply(c);
+      if (kv == null) {
+        st.rejected++;
+        return;
+      }
+      sink.accept(kv);
+    });
+  }
+
   /**
    * Streams every cell TableSnapshotScanner returns for the snapshot, all
    * versions, no block cache, mslab off (baselines.md). The restore dir
@@ -193,17 +217,10 @@ final class E2E {
    */
   static void putContender(Path root, String name, TableName tn, int batch) throws IOException {
     RunStats st = new RunStats("e2e-java-put");
-    WideToBucketed w = new WideToBucketed();
     try (Connection conn = Oracle.connect()) {
       BufferedMutator[] m = {null};
       try {
-        snapshotCells(root, name, c -> {
-          st.read(c);
-          KeyValue kv = w.apply(c);
-          if (kv == null) {
-            st.rejected++;
-            return;
-          }
+        rekeyedCells(root, name, st, kv -> {
           Put p = new Put(kv.getRowArray(), kv.getRowOffset(), kv.getRowLength());
           p.add(kv);
           if (m[0] == null) {
@@ -246,19 +263,12 @@ final class E2E {
       int inflight) throws Exception {
     try (java.net.URLClassLoader loader = bigtableLoader()) {
       RunStats st = new RunStats("e2e-java-bigtable");
-      WideToBucketed w = new WideToBucketed();
       Object o = loader.loadClass("dev.rekey.testenv.bigtable.Writer")
           .getConstructor(String.class, String.class, String.class, int.class, int.class)
           .newInstance(project, instance, table, batch, inflight);
       java.util.function.ObjLongConsumer<byte[][]> put = (java.util.function.ObjLongConsumer<byte[][]>) o;
       try (AutoCloseable m = (AutoCloseable) o) {
-        snapshotCells(root, name, c -> {
-          st.read(c);
-          KeyValue kv = w.apply(c);
-          if (kv == null) {
-            st.rejected++;
-            return;
-          }
+        rekeyedCells(root, name, st, kv -> {
           put.accept(new byte[][] {org.apache.hadoop.hbase.CellUtil.cloneRow(kv),
               org.apache.hadoop.hbase.CellUtil.cloneFamily(kv), org.apache.hadoop.hbase.CellUtil.cloneQualifier(kv),
               org.apache.hadoop.hbase.CellUtil.cloneValue(kv)}, kv.getTimestamp());
@@ -346,14 +356,7 @@ final class E2E {
         RegionLocator rl = conn.getRegionLocator(tn)) {
       Runs runs = new Runs(conf, fs, staging, admin.getDescriptor(tn), rl.getStartKeys(), st);
       long budget = (long) (bufferMb * (1 << 20));
-      WideToBucketed w = new WideToBucketed();
-      snapshotCells(root, name, c -> {
-        st.read(c);
-        KeyValue kv = w.apply(c);
-        if (kv == null) {
-          st.rejected++;
-          return;
-        }
+      rekeyedCells(root, name, st, kv -> {
         runs.add(kv);
         if (runs.bytes >= budget) {
           runs.flush();
