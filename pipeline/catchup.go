@@ -186,7 +186,7 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 	}
 	r.scan = scanOptions(j, b.Info().CreationTime)
 	// Before the plan, which reads B's TTLs as of this time too.
-	if err := r.settleTTLTime(); err != nil {
+	if err := r.settleTTLTime(b.Info().CreationTime); err != nil {
 		b.Close()
 		return err
 	}

@@ -182,7 +182,7 @@ func (r *Run) findJob() error {
 		r.o.SplitBytes, r.inRow, r.greedyCut, r.defaultCut = r.cut0.size, r.cut0.inRow, r.cut0.greedy, r.cut0.defaultCut
 		return r.cutWork()
 	}
-	return nil
+	return r.ttlRecordErr
 }
 
 // discardJob removes the job record and the shards' commits.
@@ -301,7 +301,9 @@ func (r *Run) publishJob() error {
 	// Another task published first, while this one started: nothing is
 	// read yet, so its TTL time is still this run's to take. A catch-up,
 	// whose plan read B's TTLs already, runs in one process only.
-	r.adoptTTLTime(rec)
+	if err := r.adoptTTLTime(rec, r.src.Describe().Created); err != nil {
+		return err
+	}
 	if r.o.SplitBytes != size || r.cutRule() != rule {
 		return fmt.Errorf("%w: another task published the job record %s (%s) with another cut while this one started; run this task again", ErrJobMismatch, r.jobs.loc.URL, rec.Task)
 	}
@@ -479,7 +481,7 @@ func (r *Run) ttlAtNow() bool {
 // resumed attempt read as of its own start: a cell that expired between
 // two of them was written by the splits read before and left out by those
 // read after, in a target whose family may not expire it.
-func (r *Run) settleTTLTime() error {
+func (r *Run) settleTTLTime(created time.Time) error {
 	if !r.ttlAtNow() {
 		return nil
 	}
@@ -498,17 +500,33 @@ func (r *Run) settleTTLTime() error {
 		// A damaged record is findJob's to refuse, with its advice.
 		return nil
 	}
-	r.adoptTTLTime(rec)
+	// A time that cannot be the job's is refused by findJob once the
+	// record is known to be this job's (another job's record is refused
+	// for what differs, not as damaged).
+	r.ttlRecordErr = r.adoptTTLTime(rec, created)
 	return nil
 }
 
+// ttlSkew is how far ahead of this machine's clock a job record's TTL
+// time may be: another machine's clock, not a damaged record.
+const ttlSkew = time.Hour
+
 // adoptTTLTime takes the job record's TTL time, when it has one, in place
-// of this run's, with a line saying so when they differ.
-func (r *Run) adoptTTLTime(rec *state.Job) {
+// of this run's, with a line saying so when they differ. The time is a
+// task's start, so it cannot come before the snapshot was created
+// (created) nor much after now: a record that says so is damaged, and
+// reading by it would expire cells that are not expired (or keep ones
+// that are), so it is refused.
+func (r *Run) adoptTTLTime(rec *state.Job, created time.Time) error {
 	if !r.ttlAtNow() || rec.TTLTime == 0 || rec.TTLTime == r.scan.Now.UnixMilli() {
-		return
+		return nil
 	}
 	t := time.UnixMilli(rec.TTLTime)
+	if t.Before(created.Truncate(time.Millisecond)) || t.After(r.prepared.Add(ttlSkew)) {
+		return fmt.Errorf("%w: the job record (%s) says its first task started at %s (ttl_time_ms %d), before the snapshot was created (%s) or after this machine's clock (%s): the record is damaged; start the job over with --fresh on every task",
+			ErrJobMismatch, rec.Task, t.UTC().Format(time.RFC3339Nano), rec.TTLTime, created.UTC().Format(time.RFC3339), r.prepared.UTC().Format(time.RFC3339))
+	}
 	r.logf("TTLs are measured as of %s, when the job's first task started (its record %s), as every task and attempt of the job measures them", t.UTC().Format(time.RFC3339Nano), rec.Task)
 	r.scan.Now = t
+	return nil
 }

@@ -222,7 +222,7 @@ func (r *Run) openSource(ctx context.Context) error {
 	}
 	r.src = src
 	r.scan = scanOptions(j, src.Describe().Created)
-	return r.settleTTLTime()
+	return r.settleTTLTime(src.Describe().Created)
 }
 
 // chooseWork settles the split size, cuts the splits, clips them to Only,

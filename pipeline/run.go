@@ -90,6 +90,9 @@ type Run struct {
 
 	cluster, controlAddr, metricsAddr string
 	prepared                          time.Time
+	// ttlRecordErr is why the job record's TTL time cannot be the job's
+	// (settleTTLTime), returned once the record is known to be this job's.
+	ttlRecordErr error
 
 	started, closed bool
 	done            chan struct{}

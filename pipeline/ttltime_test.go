@@ -1,12 +1,17 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,4 +106,23 @@ func TestTTLTimeIsTheJobs(t *testing.T) {
 	}
 	t.Logf("HBase reads %d cells as of the job's TTL time, %d as of the second shard's start", len(want), len(later))
 	testenv.SameCells(t, "target (raw dump) vs the salt rule over HBase's read as of the job's TTL time", testenv.DumpTable(t, dst, true), expect(p, want))
+
+	// A record whose TTL time no task of the job can have started at (two
+	// hours ahead) is damaged: reading by it would expire live cells. A
+	// task of the job refuses it before reading a cell.
+	future := fmt.Sprintf(`"ttl_time_ms": %d`, time.Now().Add(2*time.Hour).UnixMilli())
+	damaged := regexp.MustCompile(`"ttl_time_ms": \d+`).ReplaceAll(b, []byte(future))
+	if bytes.Equal(damaged, b) {
+		t.Fatalf("no ttl_time_ms to damage in the record:\n%s", b)
+	}
+	if err := os.WriteFile(rkstate.RecordBeside(j.Run.Checkpoint), damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := pipeline.Prepare(ctx, j, pipeline.Options{Workers: 2, Resume: true, Shard: pipeline.Shard{Index: 1, Count: 2}, Sink: puts.New(client, dst, puts.Options{})})
+	if err == nil {
+		r.Close()
+	}
+	if !errors.Is(err, pipeline.ErrJobMismatch) || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("a shard under a record whose TTL time is two hours ahead: %v, want it refused as damaged", err)
+	}
 }
