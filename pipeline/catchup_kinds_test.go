@@ -26,14 +26,16 @@ import (
 // and B in TestCatchupKinds, with the cells the catch-up must count added
 // and removed for it.
 type catchupKind struct {
-	name           string
-	change         func(t *testing.T, c *hbase.Client, src string, source []cell.Cell)
+	name   string
+	change func(t *testing.T, c *hbase.Client, src string, source []cell.Cell)
+	// afterB, when set, runs once snapshot B is taken, before the
+	// catch-up reads it.
+	afterB         func(t *testing.T, src string)
 	added, removed int64
 }
 
-// TestCatchupKinds: each kind of change the catch-up issue lists beyond
-// those TestCatchupThroughPuts applies together, each on a table of its
-// own: a whole run of the salt preset from A into a target, HBase's
+// TestCatchupKinds: each kind of change the catch-up issue lists, each on
+// a table of its own (TestCatchupThroughPuts applies several together): a whole run of the salt preset from A into a target, HBase's
 // change, a flush and snapshot B, then the job with B as its source
 // --since A. The target (the oracle's dump) must equal the salt rule over
 // the oracle's dump of B as of the TTL time the catch-up recorded. (TTL
@@ -112,6 +114,67 @@ func TestCatchupKinds(t *testing.T) {
 			}
 		},
 		added: 1, removed: 0,
+	}, {
+		// A region merged between A and B (the region holding d06 with
+		// the next), then a put into a row of the merged region: B's store
+		// files of it are references to its parents' (or their
+		// compaction, when the region server got to it first).
+		name: "merge",
+		change: func(t *testing.T, c *hbase.Client, src string, source []cell.Cell) {
+			v := firstRowOf(source, "d06|")
+			testenv.Oracle(t, "merge", src, hexOf(string(v.Row)))
+			w := firstRowOf(source, "d11|")
+			put := cell.Cell{Row: w.Row, Family: w.Family, Qualifier: []byte("after merge"), Timestamp: w.Timestamp, Type: cell.Put, Value: []byte("x")}
+			if err := c.Put(context.Background(), []byte(src), w.Row, []cell.Cell{put}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		added: 1, removed: 0,
+	}, {
+		// Each delete type on its own, on a row of one cell: a version
+		// delete at the cell's timestamp, a column delete, a family delete.
+		name: "version delete",
+		change: func(t *testing.T, c *hbase.Client, src string, source []cell.Cell) {
+			v := firstRowOf(source, "d03|")
+			del := cell.Cell{Row: v.Row, Family: v.Family, Qualifier: v.Qualifier, Timestamp: v.Timestamp, Type: cell.Delete}
+			if err := c.Delete(context.Background(), []byte(src), v.Row, []cell.Cell{del}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		added: 0, removed: 1,
+	}, {
+		name: "column delete",
+		change: func(t *testing.T, c *hbase.Client, src string, source []cell.Cell) {
+			v := firstRowOf(source, "d09|")
+			del := cell.Cell{Row: v.Row, Family: v.Family, Qualifier: v.Qualifier, Timestamp: cell.LatestTimestamp, Type: cell.DeleteColumn}
+			if err := c.Delete(context.Background(), []byte(src), v.Row, []cell.Cell{del}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		added: 0, removed: 1,
+	}, {
+		name: "family delete",
+		change: func(t *testing.T, c *hbase.Client, src string, source []cell.Cell) {
+			v := firstRowOf(source, "d12|")
+			del := cell.Cell{Row: v.Row, Family: v.Family, Timestamp: cell.LatestTimestamp, Type: cell.DeleteFamily}
+			if err := c.Delete(context.Background(), []byte(src), v.Row, []cell.Cell{del}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		added: 0, removed: 1,
+	}, {
+		// The source table dropped once B is taken: every store file of
+		// both snapshots is then read from the archive.
+		name: "archived table",
+		change: func(t *testing.T, c *hbase.Client, src string, source []cell.Cell) {
+			v := firstRowOf(source, "d13|")
+			put := cell.Cell{Row: v.Row, Family: v.Family, Qualifier: []byte("before the drop"), Timestamp: v.Timestamp, Type: cell.Put, Value: []byte("x")}
+			if err := c.Put(context.Background(), []byte(src), v.Row, []cell.Cell{put}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		afterB: func(t *testing.T, src string) { testenv.Oracle(t, "drop-table", src) },
+		added:  1, removed: 0,
 	}}
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
@@ -134,6 +197,9 @@ func TestCatchupKinds(t *testing.T) {
 			k.change(t, srcClient, src, source)
 			testenv.Oracle(t, "flush", src)
 			testenv.Oracle(t, "snapshot", src, snapB)
+			if k.afterB != nil {
+				k.afterB(t, src)
+			}
 
 			j.Source.Name = snapB
 			sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Since: snapA, Sink: puts.New(client, dst, puts.Options{BatchCells: 500, Workers: 2})})

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 
@@ -106,4 +107,59 @@ func (s *Snapshot) Span(r *Region, family []byte, sf *StoreFile) (Span, error) {
 	}
 	sp.FirstRow, sp.StopRow = bytes.Clone(lo), stop
 	return sp, nil
+}
+
+// SpanRows returns the distinct rows of the cells the entry gives its
+// region, sp being its Span: it reads every data block of the file in
+// those rows. A Span bounds an entry by its first and last rows, which
+// for a small flush holding a few scattered rows is every row between
+// them; the catch-up (package diff) asks for the exact rows of the
+// entries only one side has and that are small, whose blocks it reads
+// again anyway when it compares those rows.
+func (s *Snapshot) SpanRows(ctx context.Context, r *Region, family []byte, sf *StoreFile, sp Span) ([][]byte, error) {
+	if sp.Empty {
+		return nil, nil
+	}
+	rf, err := s.resolve(r, family, sf)
+	if err != nil {
+		return nil, err
+	}
+	rd, _, err := s.acquire(rf)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %s: %w", s.info.Name, rf.where(), err)
+	}
+	defer s.release(rf)
+	it := rd.newIter(nil)
+	var rows [][]byte
+	start := cell.FirstOnRow(sp.FirstRow)
+	for ok := it.SeekGE(&start); ok; ok = it.Next() {
+		if len(rows)%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				it.Close()
+				return nil, err
+			}
+		}
+		c := it.Cell()
+		if bytes.Compare(c.Row, sp.StopRow) >= 0 {
+			break
+		}
+		if n := len(rows); n == 0 || !bytes.Equal(rows[n-1], c.Row) {
+			if n > 0 && bytes.Compare(rows[n-1], c.Row) > 0 {
+				it.Close()
+				return nil, fmt.Errorf("%w: snapshot %s: %s: row %q after row %q", ErrCorrupt, s.info.Name, rf.where(), c.Row, rows[n-1])
+			}
+			rows = append(rows, bytes.Clone(c.Row))
+		}
+	}
+	if err := it.Err(); err != nil {
+		it.Close()
+		return nil, fmt.Errorf("snapshot %s: %s: %w", s.info.Name, rf.where(), err)
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %s: %w", s.info.Name, rf.where(), err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: snapshot %s: %s: its file info bounds cells in rows [%q, %q) but it holds none there", ErrCorrupt, s.info.Name, rf.where(), sp.FirstRow, sp.StopRow)
+	}
+	return rows, nil
 }

@@ -71,6 +71,7 @@ public final class Oracle {
       "  files TABLE                          every store file of the live table: hdfs URL, size",
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
+      "  merge TABLE ROWHEX                   merge that row's region with the next one",
       "  flush TABLE | major-compact TABLE    and wait for it",
       "  touch-readings TABLE FAMILY SENSORS FORMAT SHARE SEED   the catch-up bench's changes",
       "  bulk-cells TABLE DUMPFILE            bulk load a dump's cells into a live table (HFiles written by HBase's writer)",
@@ -489,6 +490,14 @@ public final class Oracle {
         need(a, 1, 2, "split TABLE [ROWHEX]");
         try (Connection conn = connect()) {
           split(conn, TableName.valueOf(a[0]), a.length == 2 ? Bytes.fromHex(a[1]) : null);
+        }
+        System.out.println("ok");
+        return;
+      }
+      case "merge": {
+        need(a, 2, 2, "merge TABLE ROWHEX");
+        try (Connection conn = connect()) {
+          merge(conn, TableName.valueOf(a[0]), Bytes.fromHex(a[1]));
         }
         System.out.println("ok");
         return;
@@ -989,6 +998,23 @@ public final class Oracle {
         }
         Thread.sleep(200);
       }
+    }
+  }
+
+  /**
+   * Merges the region holding `row` with the region after it and waits for
+   * the merge procedure to finish (the merged region open, its store files
+   * references to its parents' until a compaction rewrites them).
+   */
+  static void merge(Connection conn, TableName tn, byte[] row) throws Exception {
+    try (Admin admin = conn.getAdmin()) {
+      RegionInfo first = regionOf(conn, tn, row);
+      if (first.getEndKey().length == 0) {
+        throw new IOException("the region holding " + Bytes.toStringBinary(row) + " is the last of " + tn + ": none after it to merge with");
+      }
+      RegionInfo second = regionOf(conn, tn, first.getEndKey());
+      admin.mergeRegionsAsync(new byte[][] {first.getRegionName(), second.getRegionName()}, false)
+          .get(120, TimeUnit.SECONDS);
     }
   }
 
