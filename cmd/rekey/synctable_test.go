@@ -79,7 +79,7 @@ bad_keys: {action: fail}
 // the mini cluster's YARN, and `rekey verify --all` each report every one
 // of them, and the clean copy verified clean first.
 //
-// The two MapReduce jobs take over a minute each on two shared cores (a
+// The two MapReduce jobs take 40 to 70 s each on two shared cores (a
 // JVM per task), too long for `make test`: the test runs under
 // REKEY_SYNCTABLE=1, which `make bench-synctable` sets before its timed
 // runs.
