@@ -5,7 +5,7 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build release yarn-jar test test-flakes test-k8s unit soak demo bench bench-e2e bench-bigtable bench-sizes bench-synctable lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build release yarn-jar test test-flakes test-k8s unit soak demo bench bench-e2e bench-bigtable bench-catchup bench-sizes bench-synctable lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
@@ -20,6 +20,7 @@ help:
 	@echo "bench         rekey vs the Java baseline, as ratios"
 	@echo "bench-e2e     whole re-key jobs: rekey, Java and Spark on one snapshot (SIZE=small|default|large)"
 	@echo "bench-bigtable rekey vs Google's HBase-compatible Java client, into gcloud's Bigtable emulator (also part of bench)"
+	@echo "bench-catchup a catch-up (--since) against a whole run of the same snapshot: 1% changed, then a major compaction (SIZE, default large)"
 	@echo "bench-sizes   bench-e2e at SIZES (default small default large), cost per 1M cells, the staged job beside its parts"
 	@echo "bench-synctable rekey verify --all vs HBase's HashTable + SyncTable --dryrun on MapReduce, planted differences (CUSTOMERS=20000)"
 	@echo "lint          gofmt check and go vet"
@@ -114,6 +115,9 @@ bench-e2e: build
 
 bench-bigtable: build
 	scripts/bench-bigtable.sh
+
+bench-catchup: build
+	scripts/bench-catchup.sh
 
 bench-sizes: build
 	scripts/bench-sizes.sh

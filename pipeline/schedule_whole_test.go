@@ -119,6 +119,11 @@ var wholeRegressions = []uint64{
 	// it for good (TestPhaseTaskRerunKeepsItsCommit). Then the same of a
 	// merge part's state and the load.
 	1796665717974884620,
+	// A load that lost its lease to a forced duplicate saved its stale
+	// state over the duplicate's, which had loaded most regions; the
+	// next load, its files copied rather than moved, loaded a region
+	// again (the load's state is now saved per lease generation).
+	1796684002966320982,
 }
 
 // wholeRefusal reports whether err, from an attempt that was not killed,

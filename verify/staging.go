@@ -10,6 +10,7 @@ import (
 	iofs "io/fs"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rekeyhq/rekey/cell"
@@ -256,8 +257,12 @@ func recordedHFiles(loc *vfs.Location) ([]string, error) {
 		}
 		return &r, true, nil
 	}
+	loadState, err := newestLoadState(loc)
+	if err != nil {
+		return nil, err
+	}
 	var recs []*stagedRecord
-	for _, rel := range []string{"finish.json", "load/state.json"} {
+	for _, rel := range []string{"finish.json", loadState} {
 		r, found, err := read(rel)
 		if err != nil {
 			return nil, err
@@ -304,6 +309,36 @@ func recordedHFiles(loc *vfs.Location) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+// newestLoadState names the load task's state under the staging folder,
+// relative to it: the load saves it per lease generation, as
+// load/state-gNNNNNNNNNNNNNNNN.json (16 digits), and the newest generation's
+// is the state (sink/hfiles' loadstate.go says why); load/state.json when
+// there is none (a load without a lease, or staged by an earlier rekey).
+func newestLoadState(loc *vfs.Location) (string, error) {
+	ents, err := loc.FS.ReadDir(path.Join(loc.Path, "load"))
+	if err != nil && !errors.Is(err, iofs.ErrNotExist) {
+		return "", err
+	}
+	newest := "load/state.json"
+	var best int64 = -1
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, "state-g") || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		digits := strings.TrimSuffix(strings.TrimPrefix(name, "state-g"), ".json")
+		if len(digits) != 16 {
+			continue
+		}
+		gen, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || gen <= best {
+			continue
+		}
+		best, newest = gen, path.Join("load", e.Name())
+	}
+	return newest, nil
 }
 
 func (s *StagingReader) add(p string) error {

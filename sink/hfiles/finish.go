@@ -297,15 +297,48 @@ func (s *Sink) readFinish() (*finishState, bool, error) {
 	return &st, found, nil
 }
 
+// saveFinish saves the merge's or load's state. A load under a lease saves
+// it under its generation's name (loadStateName, which says why) and then,
+// once, removes the older generations' states, which its own carries on.
 func (s *Sink) saveFinish(st *finishState) error {
 	if s.o.Lease != nil {
 		st.LeaseToken, st.LeaseGeneration = s.o.Lease()
 	}
-	if err := s.record(path.Join(s.root, s.state), st); err != nil {
+	name := s.state
+	perGeneration := s.state == (Task{Phase: PhaseLoad}).stateFile() && st.LeaseGeneration > 0
+	if perGeneration {
+		name = loadStateName(st.LeaseGeneration)
+	}
+	if err := s.record(path.Join(s.root, name), st); err != nil {
 		return err
 	}
 	s.loadedUnsaved = false // every save carries the loaded marks
+	if perGeneration && s.prunedGen != st.LeaseGeneration {
+		s.pruneLoadStates(st.LeaseGeneration)
+	}
 	return nil
+}
+
+// pruneLoadStates removes the load states older than generation gen (and
+// load/state.json), now that gen's state, which carries theirs on, is
+// saved. Only older ones: an attempt that lost the load removes nothing
+// its successor saved. A failed removal is left for the next generation:
+// readers take the newest state whatever else is there.
+func (s *Sink) pruneLoadStates(gen int64) {
+	_, older, err := loadStateFiles(s.fs, s.root)
+	if err != nil {
+		return
+	}
+	older = append(older, Task{Phase: PhaseLoad}.stateFile())
+	for _, name := range older {
+		if g, ok := loadStateGen(path.Base(name)); ok && g >= gen {
+			continue
+		}
+		if err := s.fs.Remove(path.Join(s.root, name)); err != nil && !notExist(err) {
+			return
+		}
+	}
+	s.prunedGen = gen
 }
 
 // partition is one region and family of the region map, with the runs and the

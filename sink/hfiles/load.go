@@ -527,6 +527,12 @@ func (s *Sink) markSent(st *finishState, reg *Region, token string) error {
 	if err := s.saveFinish(st); err != nil {
 		return err
 	}
+	// The save checked the fence before it wrote; an attempt that lost
+	// the load while it wrote must not send what its successor may load
+	// too (their states are apart: loadStateName).
+	if err := s.fenced("send the load of region " + reg.Dir); err != nil {
+		return err
+	}
 	if testAfterSent != nil {
 		testAfterSent(reg)
 	}

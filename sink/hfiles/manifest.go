@@ -35,7 +35,7 @@ import (
 //	spill/shard-IIII-of-NNNN.json         the shard's committed output (its split records)
 //	parts/part-JJJJ-of-RRRR/state.json    a merge part's finished HFiles (as finish.json)
 //	hfiles/REGION/FAMILY/HEX32            written by the one part the partition is dealt to
-//	load/state.json                       every part's HFiles and the regions loaded
+//	load/state-gNNNNNNNNNNNNNNNN.json     every part's HFiles and the regions loaded (loadstate.go)
 //
 // SPLIT is a hash of the split's ID (IDs may hold any character). Every
 // JSON file is written with vfs.WriteFileAtomic, so a crash leaves either

@@ -61,7 +61,7 @@ func RefuseAfterLoad(fsys vfs.FS, root string, t Task) error {
 		return nil
 	}
 	var st finishState
-	found, err := readJSON(fsys, path.Join(root, Task{Phase: PhaseLoad}.stateFile()), &st)
+	found, err := readLoadState(fsys, root, &st)
 	if err != nil || !found || len(st.Loaded)+len(st.Sent) == 0 {
 		return err
 	}
@@ -635,7 +635,7 @@ func (s *Sink) loadState() ([]*splitRecord, *finishState, error) {
 	}
 	fp := fingerprint(recs)
 	var st finishState
-	found, err := readJSON(s.fs, path.Join(s.root, s.state), &st)
+	found, err := readLoadState(s.fs, s.root, &st)
 	if err != nil {
 		return nil, nil, err
 	}

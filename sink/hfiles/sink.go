@@ -71,6 +71,9 @@ type Sink struct {
 	// loadedUnsaved says a region was marked loaded in the load state
 	// (recordLoaded) since finish.json was last saved; under finMu.
 	loadedUnsaved bool
+	// prunedGen is the lease generation whose save last removed the
+	// older load states (pruneLoadStates); under finMu.
+	prunedGen int64
 
 	// Splits committed into memory (held.go): kept sorted in their
 	// buffers until the memory fills or Finish writes them.

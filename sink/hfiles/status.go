@@ -414,7 +414,7 @@ func (r *statusReader) merge(st *Status) error {
 
 func (r *statusReader) load(st *Status) error {
 	var fs finishState
-	found, err := readJSON(r.fs, path.Join(r.root, loadRoot, stateName), &fs)
+	found, err := readLoadState(r.fs, r.root, &fs)
 	if err != nil {
 		return err
 	}

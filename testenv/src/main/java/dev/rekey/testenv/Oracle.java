@@ -72,6 +72,7 @@ public final class Oracle {
       "  split TABLE [ROWHEX]                 split the region holding ROWHEX there (or the table at its midkeys)",
       "  move TABLE ROWHEX                    move that row's region to another region server",
       "  flush TABLE | major-compact TABLE    and wait for it",
+      "  touch-readings TABLE FAMILY SENSORS FORMAT SHARE SEED   the catch-up bench's changes",
       "  bulk-cells TABLE DUMPFILE            bulk load a dump's cells into a live table (HFiles written by HBase's writer)",
       "  snapshot TABLE NAME | delete-snapshot NAME... | drop-table TABLE...",
       "  write-cells TABLE DUMPFILE           a dump's puts and delete markers into an existing table (client writes)",
@@ -536,6 +537,14 @@ public final class Oracle {
         need(a, 3, Integer.MAX_VALUE, "sync-table [OPTIONS] SOURCE_HASH_DIR SOURCE_TABLE TARGET_TABLE");
         HashSync.run(cmd, statePath(), a);
         return;
+      case "touch-readings": {
+        need(a, 6, 6, "touch-readings TABLE FAMILY SENSORS FORMAT SHARE SEED");
+        try (Connection conn = connect()) {
+          TouchReadings.run(conn, TableName.valueOf(a[0]), a[1], Integer.parseInt(a[2]), a[3],
+              Double.parseDouble(a[4]), Long.parseLong(a[5]));
+        }
+        return;
+      }
       case "major-compact": {
         need(a, 1, 1, "major-compact TABLE");
         try (Connection conn = connect()) {
