@@ -5,7 +5,7 @@ PKGS    := ./...
 
 YARN_JAR := bin/rekey-yarn.jar
 
-.PHONY: help build release yarn-jar test test-flakes test-k8s unit soak demo bench bench-e2e bench-bigtable bench-catchup bench-sizes lint fuzz compat testenv-up testenv-down oracle clean
+.PHONY: help build release yarn-jar test test-flakes test-k8s unit soak demo bench bench-e2e bench-bigtable bench-catchup bench-sizes bench-synctable lint fuzz compat testenv-up testenv-down oracle clean
 
 help:
 	@echo "build         build bin/rekey"
@@ -22,6 +22,7 @@ help:
 	@echo "bench-bigtable rekey vs Google's HBase-compatible Java client, into gcloud's Bigtable emulator (also part of bench)"
 	@echo "bench-catchup a catch-up (--since) against a whole run of the same snapshot: 1% changed, then a major compaction (SIZE, default large)"
 	@echo "bench-sizes   bench-e2e at SIZES (default small default large), cost per 1M cells, the staged job beside its parts"
+	@echo "bench-synctable rekey verify --all vs HBase's HashTable + SyncTable --dryrun on MapReduce, planted differences (CUSTOMERS=20000)"
 	@echo "lint          gofmt check and go vet"
 	@echo "fuzz          every fuzz target briefly (FUZZTIME, default 10s), the damage targets longer (LONG_FUZZTIME, default 2m)"
 	@echo "compat        the HBase-judged suites on HBase 2.6.1 and 3.0.0-alpha-4, and HBase 1.7.2's snapshots (docs/compat.md)"
@@ -120,6 +121,11 @@ bench-catchup: build
 
 bench-sizes: build
 	scripts/bench-sizes.sh
+
+# Runs TestVerifyAgreesWithSyncTable (REKEY_SYNCTABLE=1: two MapReduce
+# jobs, too slow for make test) first, then the timed comparison.
+bench-synctable: build
+	scripts/bench-synctable.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

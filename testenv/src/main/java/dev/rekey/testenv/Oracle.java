@@ -76,6 +76,10 @@ public final class Oracle {
       "  touch-readings TABLE FAMILY SENSORS FORMAT SHARE SEED   the catch-up bench's changes",
       "  bulk-cells TABLE DUMPFILE            bulk load a dump's cells into a live table (HFiles written by HBase's writer)",
       "  snapshot TABLE NAME | delete-snapshot NAME... | drop-table TABLE...",
+      "  write-cells TABLE DUMPFILE           a dump's puts and delete markers into an existing table (client writes)",
+      "  hash-table [OPTIONS] TABLE OUTPUT_DIR                 HBase's HashTable on the mini cluster's MapReduce on YARN",
+      "  sync-table [OPTIONS] SOURCE_HASH_DIR SOURCE TARGET    HBase's SyncTable (--dryrun=true for a report) likewise;",
+      "                                       both print one JSON line: wall, client and task CPU, the job's counters",
       "  export-snapshot NAME DEST [ROOTDIR]  copy a snapshot and every file it references to local DEST",
       "  bench-read-snapshot ROOTDIR NAME [PASSES] | bench-read-hfile PATH",
       "  bench-scan TABLE | bench-put TABLE N BATCH | bench-write-hfile PATH N [ENCODING [COMPRESSION]]",
@@ -525,6 +529,23 @@ public final class Oracle {
         System.out.println("ok");
         return;
       }
+      case "write-cells": {
+        need(a, 2, 2, "write-cells TABLE DUMPFILE");
+        try (Connection conn = connect()) {
+          Seed.writeCells(conn, a[0], a[1]);
+        }
+        return;
+      }
+      case "hash-table":
+        // The tools' own usage checks apply: HashTable [--options] TABLE
+        // OUTPUT_DIR, SyncTable [--options] HASH_DIR SOURCE TARGET.
+        need(a, 2, Integer.MAX_VALUE, "hash-table [OPTIONS] TABLE OUTPUT_DIR");
+        HashSync.run(cmd, statePath(), a);
+        return;
+      case "sync-table":
+        need(a, 3, Integer.MAX_VALUE, "sync-table [OPTIONS] SOURCE_HASH_DIR SOURCE_TABLE TARGET_TABLE");
+        HashSync.run(cmd, statePath(), a);
+        return;
       case "touch-readings": {
         need(a, 6, 6, "touch-readings TABLE FAMILY SENSORS FORMAT SHARE SEED");
         try (Connection conn = connect()) {

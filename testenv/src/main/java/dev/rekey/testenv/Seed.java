@@ -140,6 +140,27 @@ final class Seed {
     this.rnd = new Random(spec.seed);
   }
 
+  /**
+   * Writes a dump file's puts and delete markers into the existing table,
+   * as the cells step would (timestamps kept, deletes of their type), and
+   * prints how many of each: a test changes a table a run wrote this way.
+   */
+  static void writeCells(Connection conn, String table, String file) throws IOException {
+    Spec spec = new Spec();
+    spec.table = table;
+    Step st = new Step();
+    st.op = "cells";
+    st.file = file;
+    Seed s = new Seed(conn, spec);
+    try (Admin admin = conn.getAdmin()) {
+      if (!admin.tableExists(s.tn)) {
+        throw new IOException("table " + table + " does not exist");
+      }
+    }
+    s.cells(st);
+    System.out.printf("wrote %s: %d puts, %d deletes%n", table, s.puts, s.deletes);
+  }
+
   static Spec read(String path) throws IOException {
     try (Reader r = Files.newBufferedReader(Paths.get(path), StandardCharsets.UTF_8)) {
       Spec s = new Gson().fromJson(r, Spec.class);
