@@ -14,7 +14,9 @@ import (
 )
 
 // TestPhaseFlagErrors: a phase with flags that do not go with it, or with
-// a sink that has no phases, is a usage error.
+// a sink that has no phases, is a usage error; so is --since with the
+// merge (a catch-up runs in one process) and the load of a catch-up
+// never staged.
 func TestPhaseFlagErrors(t *testing.T) {
 	job := demoJob(t)
 	for _, args := range [][]string{
@@ -27,6 +29,8 @@ func TestPhaseFlagErrors(t *testing.T) {
 		{"run", job, "--phase", "spill", "--shard", "0/2", "--sink", "puts"},
 		{"run", job, "--phase", "merge", "--part", "0/2", "--sink", "puts"},
 		{"load", job},
+		{"run", job, "--phase", "merge", "--part", "0/2", "--sink", "hfiles", "--since", "earlier"},
+		{"load", job, "--since", "earlier"},
 	} {
 		code, _, errOut := runRekey(t, args...)
 		if code != 2 {
