@@ -51,6 +51,7 @@ again at the new boundaries.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
+	fl.StringVar(&f.sourceSnapshot, "source-snapshot", "", "the snapshot the staged run read, when its rekey run named it with --source-snapshot (job: source.name): the load refuses a folder that holds another snapshot's output")
 	fl.StringVar(&f.since, "since", "", "load the catch-up from this earlier `SNAPSHOT` that rekey run JOB --since SNAPSHOT --no-load staged (its folder is the staging folder's name with .since-SNAPSHOT): refused (exit 2) unless the job's reached record puts the target at that snapshot; once loaded, the record says the target reached the job's")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper)")
 	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, or the wait for an HDFS NameNode that does not answer, after this long, then exit 4 (job: target.timeout; default 2m)")

@@ -186,6 +186,11 @@ func runJob(cmd *cobra.Command, path string, f runFlags) (err error) {
 		clearLine = "\r\033[K"
 	}
 	opts.LoadCommand = loadCommand(path, f.staging)
+	if f.sourceSnapshot != "" {
+		// The load checks the folder holds this snapshot's output: the
+		// job file's may name another (a nightly run names each night's).
+		opts.LoadCommand += " --source-snapshot " + shellQuote(f.sourceSnapshot)
+	}
 	opts.Kerberos = runIdentity
 	// The Go runtime's soft limit is the budget's (job.Budget.SoftLimit,
 	// below the budget), so garbage collection works harder before the
