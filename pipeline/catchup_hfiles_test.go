@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -290,4 +294,106 @@ func TestCatchupThroughHFiles(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCatchupHFilesKillNineThenResume: a catch-up through staged HFiles,
+// run by the CLI, killed with SIGKILL once some of its splits are done,
+// then run again with --resume: the reached record still names A after
+// the kill (nothing was loaded), and after the resume it names B, the
+// resume skipped the splits the killed run staged, the target reads as
+// the wide_to_bucketed rule over the oracle's dump of B, and it holds raw
+// exactly one version delete per reading deleted between A and B.
+func TestCatchupHFilesKillNineThenResume(t *testing.T) {
+	st := testenv.Require(t)
+	t.Parallel()
+	ctx := context.Background()
+	bin := rekeyBinary(t)
+	p := presets["wide_to_bucketed"]
+	src, dst := uniq(t, "cuhk9_src"), uniq(t, "cuhk9_dst")
+	snapA, snapB := src+"_a", src+"_b"
+	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB}, []string{src, dst}) })
+	source := seedSource(t, st, src, snapA, p, bigWide(40, 1000), 3)
+	dir := t.TempDir()
+	jobPath := writeJobFile(t, st, snapA, dst, dir)
+	if out, err := exec.Command(bin, "run", jobPath, "--sink", "puts", "--workers", "2", "--progress", "none").CombinedOutput(); err != nil {
+		t.Fatalf("whole run from A: exit %d\n%s", exitCode(err), out)
+	}
+
+	// In every sensor's row: a new reading, and one reading deleted.
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	seen := map[string]bool{}
+	var markers []cell.Cell
+	for _, old := range source {
+		if seen[string(old.Row)] {
+			continue
+		}
+		seen[string(old.Row)] = true
+		ts := old.Timestamp + 7
+		put := cell.Cell{Row: old.Row, Family: old.Family, Qualifier: be64(uint64(ts)), Timestamp: ts, Type: cell.Put, Value: []byte("new reading")}
+		if err := c.Put(ctx, []byte(src), old.Row, []cell.Cell{put}); err != nil {
+			t.Fatal(err)
+		}
+		del := cell.Cell{Row: old.Row, Family: old.Family, Qualifier: old.Qualifier, Timestamp: old.Timestamp, Type: cell.Delete}
+		if err := c.Delete(ctx, []byte(src), old.Row, []cell.Cell{del}); err != nil {
+			t.Fatal(err)
+		}
+		m := p.rule(old)
+		markers = append(markers, cell.Cell{Row: m.Row, Family: m.Family, Qualifier: m.Qualifier, Timestamp: m.Timestamp, Type: cell.Delete})
+	}
+	testenv.SortCells(markers)
+	testenv.Oracle(t, "flush", src)
+	testenv.Oracle(t, "snapshot", src, snapB)
+	b, err := os.ReadFile(jobPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(jobPath, []byte(strings.Replace(string(b), "name: "+snapA, "name: "+snapB, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// Slowed by its reads, one split at a time, so that the kill finds
+	// some splits done and some not.
+	reached := rkstate.ReachedBeside(filepath.Join(dir, "job.rekey", "checkpoint.json"))
+	staging := "hdfs://" + st.NameNode + "/tmp/" + dst + "/staging"
+	args := []string{"run", jobPath, "--sink", "hfiles", "--staging", staging, "--since", snapA, "--resume", "--force-takeover", "--workers", "1", "--max-read-mb-per-sec", "0.2"}
+	k := killAfterSplitsDone(t, bin, append(slices.Clone(args), "--progress", "log", "--max-cells-per-sec", "6000"))
+	if k == 0 {
+		t.Fatal("the first run showed no split done before it ended; slow it further")
+	}
+	if rec, err := os.ReadFile(reached); err != nil || !strings.Contains(string(rec), `"`+snapA+`"`) {
+		t.Fatalf("the reached record after the kill: %v\n%s; want it at A still", err, rec)
+	}
+	out, err := exec.Command(bin, append(slices.Clone(args), "--progress", "none", "--json")...).Output()
+	if err != nil {
+		t.Fatalf("resume: exit %d: %v", exitCode(err), err)
+	}
+	var sum pipeline.Summary
+	if err := json.Unmarshal(out, &sum); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	// The resume stages only the splits the killed run left undone: the
+	// others' HFiles, staged before the kill, go into the same load.
+	if !sum.Finished || sum.Catchup == nil || sum.Skipped < 1 {
+		t.Fatalf("the resumed catch-up: finished %v, %d of %d splits skipped (killed after %d), catch-up %+v", sum.Finished, sum.Skipped, sum.Splits, k, sum.Catchup)
+	}
+	t.Logf("killed after %d splits done; the resume skipped %d of %d and removed %d of the %d cells", k, sum.Skipped, sum.Splits, sum.Catchup.CellsRemoved, len(markers))
+	if rec, err := os.ReadFile(reached); err != nil || !strings.Contains(string(rec), `"`+snapB+`"`) {
+		t.Errorf("the reached record after the resumed catch-up: %v\n%s", err, rec)
+	}
+	dumpB, err := testenv.ParseDump(testenv.Oracle(t, "dump-snapshot", st.RootDir, snapB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameCells(t, fmt.Sprintf("target after a catch-up through HFiles killed at %d splits done and resumed", k), dumpTable(t, dst, false), expect(p, dumpB))
+	var got []cell.Cell
+	for _, c := range dumpTable(t, dst, true) {
+		if c.Type != cell.Put {
+			got = append(got, c)
+		}
+	}
+	sameCells(t, "the target's delete markers (raw) vs a version delete of each reading deleted", got, markers)
 }
