@@ -36,6 +36,11 @@ func TestPhaseFlagErrors(t *testing.T) {
 		if code != 2 {
 			t.Errorf("rekey %v: exit %d (%s), want 2", args, code, strings.TrimSpace(errOut))
 		}
+		// The catch-up's load looks in the folder named after the
+		// snapshot it started from.
+		if args[0] == "load" && len(args) > 2 && !strings.Contains(errOut, "staging.since-earlier does not exist") {
+			t.Errorf("rekey %v: %s; want the catch-up's folder named", args, strings.TrimSpace(errOut))
+		}
 	}
 }
 
