@@ -65,6 +65,12 @@ type StagedIdentity struct {
 	// even when the run's --checkpoint put them elsewhere than the job
 	// file's default. Empty in folders staged before it was recorded.
 	StateDir string `json:"state_dir,omitempty"`
+	// Since is the snapshot a catch-up started from when the folder holds
+	// a catch-up's output (rekey run JOB --since A): only the difference
+	// between that snapshot and the source snapshot, puts and version
+	// deletes, which is no copy of the source to verify against. Empty
+	// for a whole run.
+	Since string `json:"since,omitempty"`
 }
 
 // Mismatch names the first part of a recorded identity that differs from

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,12 @@ func sinceSuffix(p, since string) string {
 	if since == "" {
 		return p
 	}
+	return strings.TrimSuffix(p, ".json") + ".since-" + sinceName(since) + ".json"
+}
+
+// sinceName spells a snapshot's name for a file name: what a snapshot
+// name may hold beyond letters, digits, '-', '_' and '.' is escaped.
+func sinceName(since string) string {
 	var b strings.Builder
 	for _, r := range since {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
@@ -58,7 +65,44 @@ func sinceSuffix(p, since string) string {
 			fmt.Fprintf(&b, "%%%02x", r)
 		}
 	}
-	return strings.TrimSuffix(p, ".json") + ".since-" + b.String() + ".json"
+	return b.String()
+}
+
+// CatchupStaging is the staging folder of a catch-up from the snapshot
+// since through staged HFiles, beside the job's staging folder staging:
+// the job's holds its whole run (refused to other output by its identity
+// record), and the catch-up's holds only the difference, which `rekey
+// load JOB --since A` loads and `rekey verify --staging` refuses.
+func CatchupStaging(staging, since string) string {
+	if since == "" {
+		return staging
+	}
+	return strings.TrimSuffix(staging, "/") + ".since-" + sinceName(since)
+}
+
+// stageCatchup points a catch-up through staged HFiles (the job's sink,
+// not one given) at a staging folder of its own (CatchupStaging), in a
+// copy of the job, so the caller's job keeps its folder; and names the
+// folder in the command that loads it later (no_load).
+func (r *Run) stageCatchup(o *Options) {
+	if o.Since == "" || o.Sink != nil || !Staged(r.j.Sink.Kind) {
+		return
+	}
+	j := *r.j
+	j.Sink.Staging = CatchupStaging(r.j.StagingPath(), o.Since)
+	r.j = &j
+	if o.LoadCommand != "" {
+		o.LoadCommand += " --since " + shellWord(o.Since)
+	}
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but safe
+// characters (a snapshot's name seldom does).
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // SinceLast, as Options.Since (`--since last`), starts the catch-up from
@@ -206,6 +250,7 @@ func (r *Run) openCatchup(ctx context.Context, root string, oo snapshot.OpenOpti
 		b.Close()
 		return err
 	}
+	r.sinceCreated = a.Info().CreationTime.UnixMilli()
 	src, err := source.NewCatchup(ctx, a, b, r.scan, nowA)
 	if err != nil {
 		return err
@@ -243,6 +288,12 @@ func (r *Run) checkCatchupSink() error {
 		return err
 	}
 	if kind, ok := r.kindOf(name, nil); ok && kind.Deletes {
+		if r.o.Sink == nil && kind.Phases && r.j.Sink.Offline {
+			// The staged difference is only right for a target at A,
+			// which an offline run cannot check (nor a load by another
+			// tool record).
+			return fmt.Errorf("%w: --since through staged HFiles checks the target is at the snapshot it starts from, and its load records the target reached the job's: not with sink.offline (sink.no_load stages the files for `rekey load JOB --since A` instead)", ErrInvalid)
+		}
 		return nil
 	}
 	var can []string
@@ -289,17 +340,41 @@ func (r *Run) checkAt(a *snapshot.Snapshot) (time.Time, error) {
 // target to its snapshot: a whole run or a catch-up, every split done and
 // the sink finished (puts acknowledged, staged files loaded), and for a
 // job in shards once the last shard proved the job's coverage.
+//
+// A run in one process that staged HFiles without loading them (no_load)
+// leaves the record in its staging folder instead (stageReached), for
+// the load to write once every region is loaded.
 func (r *Run) recordReached(sum *Summary) error {
 	o := r.o
 	if len(o.Only) > 0 || o.Phase == hfiles.PhaseSpill || !sum.Finished {
 		return nil
 	}
-	if kind, ok := r.kindOf(r.sinkName()); ok && kind.Reaches != nil && !kind.Reaches(r.j) {
-		return nil // nothing written (the dry run), or a load, later, reaches the snapshot
-	}
 	if o.Shard.Count > 1 && (sum.Coverage == nil || !sum.Coverage.Proven) {
 		return nil
 	}
+	if kind, ok := r.kindOf(r.sinkName()); ok && kind.Reaches != nil && !kind.Reaches(r.j) {
+		if o.Sink == nil && kind.Phases && !r.j.Sink.Offline && o.Shard.Count <= 1 {
+			return r.stageReached(r.reached())
+		}
+		return nil // nothing written (the dry run), or a load by other means
+	}
+	rec := r.reached()
+	fsys, name, err := r.openReachedFS()
+	if err != nil {
+		return err
+	}
+	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
+		return fmt.Errorf("reached record %s: %w", name, err)
+	}
+	if err := state.WriteReached(fsys, name, rec); err != nil {
+		return err
+	}
+	r.logf("the target reached snapshot %s (recorded in %s)", rec.Snapshot, r.reachedPath())
+	return nil
+}
+
+// reached is the record of the target reaching the run's snapshot.
+func (r *Run) reached() state.Reached {
 	id := r.src.Describe()
 	ttl := r.scan.Now
 	switch {
@@ -310,19 +385,46 @@ func (r *Run) recordReached(sum *Summary) error {
 		// the run on.
 		ttl = r.prepared
 	}
-	fsys, name, err := r.openReachedFS()
+	return state.Reached{Snapshot: id.Name, Table: id.Table, Created: id.Created.UnixMilli(), TTLTime: ttl.UnixMilli(), Job: r.jobFingerprint(), Written: time.Now().UTC()}
+}
+
+// stageReached leaves rec in the staging folder of a run that staged its
+// HFiles without loading them (state.StagedReachedFile), with where the
+// record goes and, for a catch-up, the snapshot the target must be at
+// for the staged difference to be right: `rekey load` checks that before
+// it loads and writes rec after (RunTask).
+func (r *Run) stageReached(rec state.Reached) error {
+	st := r.j.StagingPath()
+	loc, err := vfs.OpenWith(st, vfs.Options{Kerberos: r.o.Kerberos})
 	if err != nil {
+		return fmt.Errorf("staging folder: %w", err)
+	}
+	defer loc.Close()
+	wfs, ok := loc.FS.(vfs.WriteFS)
+	if !ok {
+		return fmt.Errorf("staging folder %s: file system is read-only", loc.URL)
+	}
+	sr := state.StagedReached{Record: rec, Path: absURL(r.reachedPath())}
+	if r.catchup != nil {
+		sr.Since, sr.SinceCreated, sr.AssumeAt = r.o.Since, r.sinceCreated, r.o.AssumeAt
+	}
+	if err := state.WriteStagedReached(wfs, path.Join(loc.Path, state.StagedReachedFile), sr); err != nil {
 		return err
 	}
-	if err := fsys.MkdirAll(path.Dir(name)); err != nil {
-		return fmt.Errorf("reached record %s: %w", name, err)
-	}
-	rec := state.Reached{Snapshot: id.Name, Table: id.Table, Created: id.Created.UnixMilli(), TTLTime: ttl.UnixMilli(), Job: r.jobFingerprint(), Written: time.Now().UTC()}
-	if err := state.WriteReached(fsys, name, rec); err != nil {
-		return err
-	}
-	r.logf("the target reached snapshot %s (recorded in %s)", id.Name, r.reachedPath())
+	r.logf("the target reaches snapshot %s once the staged HFiles are loaded: the load records it in %s", rec.Snapshot, sr.Path)
 	return nil
+}
+
+// absURL is p made absolute when it is a local path, so that a load run
+// from another working folder finds it; a URL stays as it is.
+func absURL(p string) string {
+	if !job.IsLocalPath(p) || strings.HasPrefix(p, "file://") {
+		return p
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // fillCatchup puts a catch-up's work into the summary.

@@ -14,9 +14,11 @@ import (
 // TestCatchupRefusedOptions: what a catch-up cannot do is refused before
 // the snapshots are compared or a target is touched: a raw copy (a marker
 // that vanished cannot be undone), set_timestamp (a version delete would
-// mask the cells written at the same timestamp), a shard or phase, the
-// job's own snapshot, a sink that does not carry deletes yet, and
-// --assume-at alone.
+// mask the cells written at the same timestamp), a shard, a phase or a
+// redo of some ranges (a catch-up runs in one process, whole), the job's
+// own snapshot, staged HFiles offline (the target cannot be checked at
+// A, nor its load record B), a sink that does not carry deletes yet
+// (Bigtable), and --assume-at alone.
 func TestCatchupRefusedOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -28,7 +30,12 @@ func TestCatchupRefusedOptions(t *testing.T) {
 		{"set_timestamp", func(j *job.Job, o *pipeline.Options) { o.SetTimestamp = 5 }, pipeline.ErrInvalid, "set_timestamp"},
 		{"shard", func(j *job.Job, o *pipeline.Options) { o.Shard = pipeline.Shard{Index: 0, Count: 2} }, pipeline.ErrInvalid, "one process"},
 		{"own snapshot", func(j *job.Job, o *pipeline.Options) { o.Since = j.Source.Name }, pipeline.ErrInvalid, "own snapshot"},
-		{"hfiles", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind = job.SinkHFiles }, pipeline.ErrInvalid, "puts sink"},
+		{"phase", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind, o.Phase = job.SinkHFiles, pipeline.PhaseSpill }, pipeline.ErrInvalid, "one process"},
+		{"only", func(j *job.Job, o *pipeline.Options) {
+			o.Only = []pipeline.KeyRange{{Start: []byte("a"), Stop: []byte("b")}}
+		}, pipeline.ErrInvalid, "one process"},
+		{"hfiles offline", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind, j.Sink.Offline = job.SinkHFiles, true }, pipeline.ErrInvalid, "sink.offline"},
+		{"bigtable", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind = job.SinkBigtable }, pipeline.ErrInvalid, "hfiles or puts sink, not bigtable"},
 		{"assume-at alone", func(j *job.Job, o *pipeline.Options) { o.Since = "" }, pipeline.ErrInvalid, "--assume-at needs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

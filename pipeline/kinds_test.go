@@ -16,7 +16,8 @@ import (
 // each declares what the run used to decide by its name: puts wants a
 // smaller floor for a small table, spreads its workers over regions and
 // writes a catch-up's deletes; the dry run takes a catch-up and reaches
-// no target; hfiles reaches the target only when it loads, and keeps a
+// no target; hfiles writes a catch-up's deletes into its HFiles, reaches
+// the target only when it loads, and keeps a
 // job in phases' record in its staging folder; bigtable alone checks
 // family names and warns at plan time.
 func TestSinkKindsDeclare(t *testing.T) {
@@ -42,7 +43,7 @@ func TestSinkKindsDeclare(t *testing.T) {
 		{"dry-run: reaches", reaches(dry, plain), false},
 		{"hfiles: split floor", hf.SplitFloor != nil, false},
 		{"hfiles: spread", hf.Spread, false},
-		{"hfiles: deletes", hf.Deletes, false},
+		{"hfiles: deletes", hf.Deletes, true},
 		{"hfiles: reaches", reaches(hf, plain), true},
 		{"hfiles no_load: reaches", reaches(hf, noLoad), false},
 		{"hfiles offline: reaches", reaches(hf, offline), false},

@@ -120,6 +120,7 @@ func (r *Run) settle(o Options) error {
 	if o.AssumeAt && o.Since == "" {
 		return fmt.Errorf("%w: --assume-at needs the snapshot the catch-up starts from", ErrInvalid)
 	}
+	r.stageCatchup(&o)
 	if o.Memory <= 0 {
 		o.Memory = j.Run.MemoryOrDefault()
 	}
@@ -512,7 +513,7 @@ func (r *Run) sinkEnv() sink.Env {
 	return sink.Env{
 		Job: r.j, Workers: r.o.Workers, Budget: r.budget,
 		Phase: string(r.o.Phase), Index: r.o.Shard.Index, Count: r.o.Shard.Count,
-		Checkpoint: r.o.Checkpoint, LoadCommand: r.o.LoadCommand, Logf: r.logf,
+		Checkpoint: r.o.Checkpoint, Since: r.o.Since, LoadCommand: r.o.LoadCommand, Logf: r.logf,
 		Connect: r.connect, ReadyTarget: r.readyTarget, PlanSplitKeys: r.planSplitKeys, WarnStaging: r.warnStaging,
 		Fence: r.leases.Check, Stamp: r.leases.Stamp, Holder: state.LeaseHolder, Superseded: r.leases.Superseded,
 		Kerberos: r.o.Kerberos, OneToOne: !r.collide && !r.o.ownMapper,

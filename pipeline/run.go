@@ -81,6 +81,9 @@ type Run struct {
 	// from that record.
 	reachedBase string
 	sinceLast   bool
+	// sinceCreated is the creation time (ms) of the snapshot a catch-up
+	// starts from, for the record a staged catch-up leaves its load.
+	sinceCreated int64
 	// jobs is where the job record lives (nil for a redo of some key
 	// ranges); job the record the run is a task of, once found or
 	// published; recordKept says it was found, so its cut is the run's.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/rekeyhq/rekey/internal/krb"
@@ -10,6 +11,7 @@ import (
 	"github.com/rekeyhq/rekey/sink"
 	"github.com/rekeyhq/rekey/sink/hfiles"
 	"github.com/rekeyhq/rekey/state"
+	"github.com/rekeyhq/rekey/vfs"
 )
 
 // A job in phases (hfiles.Phase): N spill tasks (Prepare and Start with
@@ -113,6 +115,12 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	if mem <= 0 {
 		mem = j.Run.MemoryOrDefault()
 	}
+	var staged *state.StagedReached
+	if task.Phase == hfiles.PhaseLoad {
+		if staged, err = checkStagedReached(j, o.Kerberos); err != nil {
+			return nil, err
+		}
+	}
 	s, closeClient, err := hfiles.OpenTask(ctx, j, task, hfiles.TaskOptions{Workers: workers, Memory: mem, Kerberos: o.Kerberos, Logf: o.Logf, Target: o.target}, ls)
 	if err != nil {
 		return nil, err
@@ -121,6 +129,9 @@ func RunTask(ctx context.Context, j *job.Job, o TaskOptions) (*TaskSummary, erro
 	defer s.Close()
 	ctx = ls.Bind(ctx)
 	err = s.Finish(ctx, reporterFunc(o.Logf))
+	if err == nil && staged != nil {
+		err = writeStagedReached(staged, o.Kerberos, o.Logf)
+	}
 	sum.Stats, sum.Seconds = s.Stats(), time.Since(began).Seconds()
 	if err != nil && ctx.Err() != nil {
 		sum.Interrupted = true
@@ -173,3 +184,79 @@ var ErrLoadBegan = hfiles.ErrLoadBegan
 // folder that holds the other kind of job (hfiles.ErrOtherKind): a spill
 // or merge task on a one-process run's folder, or the reverse.
 var ErrOtherKind = hfiles.ErrOtherKind
+
+// checkStagedReached reads the reached record a run staged without
+// loading left in the job's staging folder (state.StagedReachedFile; nil
+// when there is none) and, before anything is loaded, refuses a load
+// that would leave the target wrong: a staged catch-up from A into a
+// target the job's reached record does not put at A (or already at the
+// catch-up's snapshot, a load run again), and a staged whole run into a
+// target the record puts at a later snapshot. (Without --assume-at: a
+// catch-up told the target was at A checks nothing.)
+func checkStagedReached(j *job.Job, who *krb.Identity) (*state.StagedReached, error) {
+	st := j.StagingPath()
+	loc, err := vfs.OpenWith(st, vfs.Options{Kerberos: who})
+	if err != nil {
+		return nil, fmt.Errorf("staging folder: %w", err)
+	}
+	defer loc.Close()
+	sr, found, err := state.ReadStagedReached(loc.FS, path.Join(loc.Path, state.StagedReachedFile))
+	if err != nil || !found {
+		return nil, err
+	}
+	rloc, err := vfs.OpenWith(sr.Path, vfs.Options{Kerberos: who})
+	if err != nil {
+		return nil, fmt.Errorf("reached record: %w", err)
+	}
+	defer rloc.Close()
+	at, found, err := state.ReadReached(rloc.FS, rloc.Path)
+	if err != nil {
+		return nil, err
+	}
+	want := sr.Record
+	same := func(snap string, created int64) bool {
+		return found && at.Snapshot == snap && at.Created == created && at.Job == want.Job
+	}
+	switch {
+	case same(want.Snapshot, want.Created):
+		return sr, nil // loaded before: the load sends nothing again
+	case sr.Since != "" && !sr.AssumeAt && !same(sr.Since, sr.SinceCreated):
+		now := "there is no record"
+		if found {
+			now = fmt.Sprintf("it says %s (created %d)", at.Snapshot, at.Created)
+			if at.Job != want.Job {
+				now += ", by another job"
+			}
+		}
+		return nil, fmt.Errorf("%w: %s holds a catch-up from %s to %s, only right for a target at %s (created %d), but the reached record %s is not there: %s; nothing loaded (stage the catch-up again from the snapshot the target is at)",
+			ErrNotAt, loc.URL, sr.Since, want.Snapshot, sr.Since, sr.SinceCreated, sr.Path, now)
+	case sr.Since == "" && found && at.Created > want.Created:
+		return nil, fmt.Errorf("%w: %s holds a whole run of %s (created %d), but the reached record %s says the target is at a later snapshot, %s (created %d): loading it would put back cells removed since; nothing loaded (run the job from the later snapshot instead)",
+			ErrNotAt, loc.URL, want.Snapshot, want.Created, sr.Path, at.Snapshot, at.Created)
+	}
+	return sr, nil
+}
+
+// writeStagedReached writes the record a staged run left for its load,
+// once the load succeeded: the target holds the run's snapshot now.
+func writeStagedReached(sr *state.StagedReached, who *krb.Identity, logf func(string, ...any)) error {
+	loc, err := vfs.OpenWith(sr.Path, vfs.Options{Kerberos: who})
+	if err != nil {
+		return fmt.Errorf("reached record: %w", err)
+	}
+	defer loc.Close()
+	wfs, ok := loc.FS.(vfs.WriteFS)
+	if !ok {
+		return fmt.Errorf("reached record %s: file system is read-only", sr.Path)
+	}
+	if err := wfs.MkdirAll(path.Dir(loc.Path)); err != nil {
+		return fmt.Errorf("reached record %s: %w", sr.Path, err)
+	}
+	rec := sr.Record
+	rec.Written = time.Now().UTC()
+	if err := state.WriteReached(wfs, loc.Path, rec); err != nil {
+		return err
+	}
+	logf("the target reached snapshot %s (recorded in %s)", rec.Snapshot, sr.Path)
+	return nil
+}

@@ -128,6 +128,10 @@ type Env struct {
 	// Checkpoint is where the run keeps its checkpoint; state a sink keeps
 	// per run may live beside it.
 	Checkpoint string
+	// Since is the snapshot a catch-up starts from, "" for a whole run: a
+	// sink that records whose output its state holds records it too, so
+	// that a catch-up's difference is never taken for a whole run's copy.
+	Since string
 	// LoadCommand is how the caller's user loads staged output later.
 	LoadCommand string
 	// Logf receives notable events.

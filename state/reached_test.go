@@ -41,3 +41,37 @@ func TestReachedRoundTripAndDamage(t *testing.T) {
 		}
 	}
 }
+
+// TestStagedReachedRoundTripAndDamage: the record a staged run leaves for
+// its load reads back as written; none is not found; a damaged one, or
+// one naming no place for the record, is an error.
+func TestStagedReachedRoundTripAndDamage(t *testing.T) {
+	fsys := vfs.NewMem()
+	name := "/staging/" + StagedReachedFile
+	if _, found, err := ReadStagedReached(fsys, name); found || err != nil {
+		t.Fatalf("no record: found %v, %v", found, err)
+	}
+	if err := fsys.MkdirAll("/staging"); err != nil {
+		t.Fatal(err)
+	}
+	want := StagedReached{
+		Record: Reached{Snapshot: "b", Table: "default:t", Created: 9, TTLTime: 11, Job: "f00", Written: time.Unix(2, 0).UTC()},
+		Path:   "/jobs/a.rekey/checkpoint.reached.json", Since: "a", SinceCreated: 5,
+	}
+	if err := WriteStagedReached(fsys, name, want); err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := ReadStagedReached(fsys, name)
+	want.Format, want.Record.Format = ReachedFormat, ReachedFormat
+	if err != nil || !found || *got != want {
+		t.Fatalf("read back %+v, %v, %v; want %+v", got, found, err, want)
+	}
+	for _, bad := range []string{`{"format":1,"record":{"snapshot":"b","job":"f"}}`, `{"format":1,"path":"/p","record":{"job":"f"}}`, `{"format":1,"path":"/p","record":{"snapshot":"b","job":"f"},"extra":1}`, `{"format":1`} {
+		if err := vfs.WriteFileAtomic(fsys, name, []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := ReadStagedReached(fsys, name); err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Errorf("record %s: %v, want damaged", bad, err)
+		}
+	}
+}

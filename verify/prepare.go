@@ -82,6 +82,11 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 	if err := o.addNamed(&choice, j); err != nil {
 		return nil, err
 	}
+	if a := o.against(j); a.Staging != "" {
+		if err := checkNotCatchup(a.Staging, c.vo); err != nil {
+			return nil, err
+		}
+	}
 	if c.old, err = openSnapshot(ctx, j.Source.Root, j.Source.Name, time.Time{}, c.vo); err != nil {
 		return nil, fmt.Errorf("%s: source snapshot: %w", j.Path, err)
 	}

@@ -127,6 +127,10 @@ func openStagingRun(staging string, j *job.Job, vo vfs.Options) (*StagingReader,
 	if err != nil {
 		return nil, fmt.Errorf("verify: staging folder %s: %w", staging, err)
 	}
+	if err := notCatchup(loc, staging); err != nil {
+		loc.Close()
+		return nil, err
+	}
 	if j != nil {
 		if err := checkStagedJob(loc, staging, j); err != nil {
 			loc.Close()
@@ -157,6 +161,36 @@ func openStagingRun(staging string, j *job.Job, vo vfs.Options) (*StagingReader,
 	sub := *loc
 	sub.Path = path.Join(loc.Path, "hfiles")
 	return openStaged(&sub, staging+"/hfiles", func(p string) bool { return recorded[p] })
+}
+
+// ErrCatchupStaging is the error of a verify on the staging folder of a
+// catch-up (rekey run JOB --since A through staged HFiles): it holds only
+// the difference between A and the job's snapshot, puts and version
+// deletes, which no copy of the snapshot equals.
+var ErrCatchupStaging = errors.New("verify: the staging folder holds a catch-up's difference, not a copy of the snapshot")
+
+// notCatchup refuses a staging folder whose identity record says a
+// catch-up staged it (job.StagedIdentity.Since), naming what to verify
+// instead.
+func notCatchup(loc *vfs.Location, staging string) error {
+	rec, err := readStagedIdentity(loc, staging)
+	if rec == nil || err != nil || rec.Since == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s was staged by a catch-up from snapshot %s (rekey run %s --since %s) and holds only what changed since, version deletes included; verify the target table once it is loaded (rekey verify JOB, without --staging)",
+		ErrCatchupStaging, staging, rec.Since, rec.JobFile, rec.Since)
+}
+
+// checkNotCatchup is notCatchup for a folder not opened yet: a verify
+// refuses a catch-up's folder before it reads the snapshot.
+func checkNotCatchup(staging string, vo vfs.Options) error {
+	staging = strings.TrimSuffix(staging, "/")
+	loc, err := vfs.OpenWith(staging, vo)
+	if err != nil {
+		return fmt.Errorf("verify: staging folder %s: %w", staging, err)
+	}
+	defer loc.Close()
+	return notCatchup(loc, staging)
 }
 
 // ErrOtherJob is the error of a verify on a staging folder that holds

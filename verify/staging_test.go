@@ -2,12 +2,15 @@ package verify_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rekeyhq/rekey/cell"
+	"github.com/rekeyhq/rekey/job"
 	"github.com/rekeyhq/rekey/transform"
 	"github.com/rekeyhq/rekey/verify"
 )
@@ -72,5 +75,45 @@ func TestStagingRunReadsOnlyRecordedFiles(t *testing.T) {
 	_, err = verify.OpenStagingRun(j.Sink.Staging)
 	if err == nil || !strings.Contains(err.Error(), filepath.Base(files[0])) {
 		t.Errorf("open with the recorded %s removed: %v, want an error naming it", files[0], err)
+	}
+}
+
+// TestStagingOfCatchupRefused: a staging folder whose identity record
+// says a catch-up staged it (since, as rekey run JOB --since A through
+// staged HFiles writes it; TestCatchupThroughHFiles in pipeline refuses
+// a real one) holds only the difference between two snapshots: verify
+// --staging on it is refused, naming the snapshot and what to verify
+// instead, before the snapshot is read; the same folder without the
+// field opens.
+func TestStagingOfCatchupRefused(t *testing.T) {
+	j, staged := stageRun(t, demoLayout, func(p *transform.Program) transform.Mapper { return p.New() })
+	staged.Close()
+	id := filepath.Join(j.Sink.Staging, job.StagedIdentityFile)
+	b, err := os.ReadFile(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec job.StagedIdentity
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Since != "" {
+		t.Fatalf("a whole run's identity record: %v, since %q", err, rec.Since)
+	}
+	sr, err := verify.OpenStagingRun(j.Sink.Staging)
+	if err != nil {
+		t.Fatalf("a whole run's folder: %v", err)
+	}
+	sr.Close()
+	rec.Since = "events_20261206"
+	if b, err = json.Marshal(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(id, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verify.OpenStagingRun(j.Sink.Staging); !errors.Is(err, verify.ErrCatchupStaging) || !strings.Contains(err.Error(), "events_20261206") {
+		t.Errorf("OpenStagingRun of a catch-up's folder: %v; want ErrCatchupStaging naming the snapshot", err)
+	}
+	j.Source.Name = "no_such_snapshot" // refused before the snapshot is opened
+	if _, err := verify.Prepare(context.Background(), j, verify.Options{Staging: j.Sink.Staging}); !errors.Is(err, verify.ErrCatchupStaging) || !strings.Contains(err.Error(), "verify the target table") {
+		t.Errorf("verify --staging of a catch-up's folder: %v; want ErrCatchupStaging saying what to verify instead", err)
 	}
 }

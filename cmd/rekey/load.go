@@ -25,7 +25,8 @@ func newLoadCmd() *cobra.Command {
 		Short: "Bulk load the HFiles a job staged (the load phase)",
 		Long: `load bulk loads the HFiles in the job's staging folder into its target
 table, region by region: those of every merge part of a job run in phases,
-or those of a run with --no-load. It is rekey run JOB --phase load. Each
+or those of a run with --no-load (with --since, of a catch-up). It is
+rekey run JOB --phase load. Each
 region loaded is recorded in the folder, so a load run again after a crash
 or an interrupt goes on with the next region, and sends no file twice; a
 target region that split since the files were written has its files split
@@ -50,6 +51,8 @@ again at the new boundaries.
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.staging, "staging", "", "the staging folder, local or hdfs:// (job: sink.staging; default JOB.rekey/staging)")
+	fl.StringVar(&f.sourceSnapshot, "source-snapshot", "", "the snapshot the staged run read, when its rekey run named it with --source-snapshot (job: source.name): the load refuses a folder that holds another snapshot's output")
+	fl.StringVar(&f.since, "since", "", "load the catch-up from this earlier `SNAPSHOT` that rekey run JOB --since SNAPSHOT --no-load staged (its folder is the staging folder's name with .since-SNAPSHOT): refused (exit 2) unless the job's reached record puts the target at that snapshot; once loaded, the record says the target reached the job's")
 	fl.StringVar(&f.zk, "zk", "", "ZooKeeper quorum of the target, host:port[,...] (job: target.zookeeper)")
 	fl.StringVar(&f.timeout, "timeout", "", "give up one operation on the target cluster, with its retries, or the wait for an HDFS NameNode that does not answer, after this long, then exit 4 (job: target.timeout; default 2m)")
 	fl.StringVar(&f.znode, "znode-parent", "", "zookeeper.znode.parent of the target (default /hbase)")
@@ -91,6 +94,11 @@ func runTask(cmd *cobra.Command, path string, j *job.Job, f runFlags, phase pipe
 		// is puts staged it with --sink hfiles --no-load, and its summary
 		// printed this very command.
 		j.Sink.Kind = job.SinkHFiles
+		// A catch-up staged beside the job's folder, named after the
+		// snapshot it started from (what its run printed).
+		j.Sink.Staging = pipeline.CatchupStaging(j.StagingPath(), f.since)
+	} else if f.since != "" {
+		return usageError{fmt.Errorf("--since: a catch-up runs in one process (rekey run JOB --since A), and its staged HFiles load with rekey load JOB --since A; it has no %s phase", phase)}
 	}
 	if !pipeline.Staged(j.Sink.Kind) {
 		return usageError{fmt.Errorf("%s: the %s phase needs the hfiles sink (sink.type: hfiles, or --sink hfiles); with puts, shards write directly", path, phase)}

@@ -14,7 +14,9 @@ import (
 )
 
 // TestPhaseFlagErrors: a phase with flags that do not go with it, or with
-// a sink that has no phases, is a usage error.
+// a sink that has no phases, is a usage error; so is --since with the
+// merge (a catch-up runs in one process) and the load of a catch-up
+// never staged.
 func TestPhaseFlagErrors(t *testing.T) {
 	job := demoJob(t)
 	for _, args := range [][]string{
@@ -27,10 +29,17 @@ func TestPhaseFlagErrors(t *testing.T) {
 		{"run", job, "--phase", "spill", "--shard", "0/2", "--sink", "puts"},
 		{"run", job, "--phase", "merge", "--part", "0/2", "--sink", "puts"},
 		{"load", job},
+		{"run", job, "--phase", "merge", "--part", "0/2", "--sink", "hfiles", "--since", "earlier"},
+		{"load", job, "--since", "earlier"},
 	} {
 		code, _, errOut := runRekey(t, args...)
 		if code != 2 {
 			t.Errorf("rekey %v: exit %d (%s), want 2", args, code, strings.TrimSpace(errOut))
+		}
+		// The catch-up's load looks in the folder named after the
+		// snapshot it started from.
+		if args[0] == "load" && len(args) > 2 && !strings.Contains(errOut, "staging.since-earlier does not exist") {
+			t.Errorf("rekey %v: %s; want the catch-up's folder named", args, strings.TrimSpace(errOut))
 		}
 	}
 }

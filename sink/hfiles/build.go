@@ -12,9 +12,14 @@ import (
 
 // The hfiles sink is built from the job's sink section (sink.type:
 // hfiles) by the run that writes through it, which leases its staging
-// folder first (leases) and builds it after (build).
+// folder first (leases) and builds it after (build). It carries a
+// catch-up's removed cells (Deletes): their version delete markers are
+// cells of type cell.Delete like any other, staged, sorted by
+// cell.Compare (a marker before a put of the same row, column and
+// timestamp) and bulk loaded in the same HFiles as the catch-up's puts,
+// as a raw copy's markers are.
 func init() {
-	sink.Register(job.SinkHFiles, sink.Kind{Build: build, State: leases, Phases: true, Reaches: reaches, Coverage: coverage})
+	sink.Register(job.SinkHFiles, sink.Kind{Build: build, State: leases, Phases: true, Deletes: true, Reaches: reaches, Coverage: coverage})
 }
 
 // reaches says a finished run brings the target to its snapshot only
@@ -81,7 +86,7 @@ func leases(e sink.Env) ([]sink.Lease, error) {
 	if err := CheckKind(st, t, vfs.Options{Kerberos: e.Kerberos}); err != nil {
 		return nil, err
 	}
-	if err := CheckIdentity(st, e.Job, vfs.Options{Kerberos: e.Kerberos}); err != nil {
+	if err := checkIdentity(st, e.Job, e.Since, vfs.Options{Kerberos: e.Kerberos}); err != nil {
 		return nil, err
 	}
 	l := sink.Lease{What: "staging folder", Where: st, File: LeasePath(st, t)}

@@ -27,6 +27,14 @@ var identityWait = 10 * time.Second
 // missing. The record is an exclusive create, like the kind file's, so
 // two jobs that start together cannot both claim the folder.
 func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
+	return checkIdentity(staging, j, "", vo)
+}
+
+// checkIdentity is CheckIdentity for a run that catches up from the
+// snapshot since ("" for a whole run), which the record names: a folder
+// holding a catch-up's difference is refused to a whole run, and the
+// other way round, whatever else agrees.
+func checkIdentity(staging string, j *job.Job, since string, vo vfs.Options) error {
 	loc, err := vfs.OpenWith(staging, vo)
 	if err != nil {
 		return fmt.Errorf("hfiles: staging folder: %w", err)
@@ -43,7 +51,7 @@ func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
 	if err := wfs.MkdirAll(loc.Path); err != nil {
 		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
 	}
-	ours := job.StagedIdentity{Format: 1, JobFile: j.Path, Identity: j.OutputIdentity(), StateDir: absLocal(j.StateDir())}
+	ours := job.StagedIdentity{Format: 1, JobFile: j.Path, Identity: j.OutputIdentity(), StateDir: absLocal(j.StateDir()), Since: since}
 	b, err := json.MarshalIndent(ours, "", " ")
 	if err != nil {
 		return err
@@ -60,7 +68,23 @@ func CheckIdentity(staging string, j *job.Job, vo vfs.Options) error {
 	if err != nil {
 		return fmt.Errorf("hfiles: staging folder %s: %w", loc.URL, err)
 	}
-	return otherJob(loc.URL, theirs, ours.Identity, "stage this job into a folder of its own")
+	if err := otherJob(loc.URL, theirs, ours.Identity, "stage this job into a folder of its own"); err != nil {
+		return err
+	}
+	if theirs.Since != since {
+		return fmt.Errorf("%w: staging folder %s holds %s (recorded by %s in %s), and this run is %s: stage it into a folder of its own",
+			state.ErrMismatch, loc.URL, catchupOrWhole(theirs.Since), theirs.JobFile, job.StagedIdentityFile, catchupOrWhole(since))
+	}
+	return nil
+}
+
+// catchupOrWhole names the kind of run that stages a folder: a whole run,
+// or a catch-up from a snapshot.
+func catchupOrWhole(since string) string {
+	if since == "" {
+		return "a whole run"
+	}
+	return "a catch-up from snapshot " + since
 }
 
 // absLocal is p made absolute when it is a local path, so that a verify
