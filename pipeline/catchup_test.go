@@ -123,7 +123,7 @@ func TestCatchupThroughPuts(t *testing.T) {
 			testenv.Oracle(t, "snapshot", src, snapB)
 
 			j.Source.Name = snapB
-			// rekey plan --since: the estimate reads no cell and names the
+			// rekey plan --since: the estimate reads no cell of a compared row and names the
 			// store files the catch-up below reads and skips.
 			est, err := pipeline.PlanCatchup(ctx, j, pipeline.Options{Since: snapA})
 			if err != nil || est.Refused != "" {

@@ -177,7 +177,7 @@ func runPlan(ctx context.Context, w io.Writer, path string, f planFlags) error {
 // printCatchup prints the estimate of a catch-up (--since).
 func printCatchup(w io.Writer, c *pipeline.CatchupPlan) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("\ncatch-up from %s to %s (from the manifests and the store files' indexes; no cell read)\n", c.Since, c.Snapshot)
+	p("\ncatch-up from %s to %s (from the manifests, the store files' indexes and the rows of small files only one side has)\n", c.Since, c.Snapshot)
 	if c.Refused != "" {
 		p("  REFUSED now: %s\n", c.Refused)
 	}
