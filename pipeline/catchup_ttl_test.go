@@ -20,15 +20,15 @@ import (
 // TestCatchupTTLExpiry: cells that expire between A and B, by the
 // family's TTL and by per-cell TTLs (TTL tags), leave the target through a
 // catch-up. HBase seeds a table whose family has a one-hour TTL: most
-// cells written now, some written an hour less 40 to 49 s ago, and cells
-// with a 40 s per-cell TTL; snapshot A, a whole run into a target with no
-// TTL of its own (so its cells and markers stay readable), then, once
-// those cells have expired, snapshot B of the unchanged table (the same
-// store files: only their TIMERANGE and tags say rows may differ) and the
-// catch-up --since A, each side read as of its snapshot's creation. The
-// target must equal the salt rule over the oracle's dump of B as of B's
-// creation, and, raw, hold one version delete per cell HBase showed at
-// A's creation and not at B's.
+// cells written now, some that expire between two fixed TTL times a
+// minute apart, and cells with a per-cell TTL expiring between them;
+// snapshot A, a whole run into a target with no TTL of its own (so its
+// cells and markers stay readable) read as of the first time
+// (ttl_at), snapshot B of the unchanged table (the same store files: only
+// their TIMERANGE and tags say rows may differ) and the catch-up --since
+// A read as of the second. The target must equal the salt rule over the
+// oracle's dump of B as of the second time, and, raw, hold one version
+// delete per cell HBase showed as of the first and not the second.
 func TestCatchupTTLExpiry(t *testing.T) {
 	st := testenv.Require(t)
 	t.Parallel()
@@ -39,20 +39,20 @@ func TestCatchupTTLExpiry(t *testing.T) {
 	t.Cleanup(func() { testenv.Drop([]string{snapA, snapB}, []string{src, dst}) })
 
 	const ttl = 3600 // s, the source family's
-	// Cells expire from window to window + 9 s after the start. Each side
-	// is read as of its snapshot's creation (ttl_at: snapshot), so only
-	// the seeding, which takes snapshot A, must end before the first
-	// expiry; a slow whole run from A changes nothing.
-	const window = 40 * time.Second
+	// The job's TTL time is fixed (ttl_at): A is read as of start + 60 s,
+	// B as of start + 120 s, whatever the clock says meanwhile, so the
+	// test waits for nothing. The expiring cells expire between the two.
 	start := time.Now()
 	now := start.UnixMilli()
+	ttlA, ttlB := start.Add(time.Minute), start.Add(2*time.Minute)
+	const tagTTL = 90 * time.Second
 	cells := p.gen(rand.New(rand.NewSource(17)))
 	var tagged []cell.Cell
 	for i := range cells {
 		switch {
-		case i%9 == 0: // expire by the family's TTL
-			cells[i].Timestamp = now - ttl*1000 + window.Milliseconds() + int64(i%10)*1000
-		case i%9 == 1: // the same cell with a TTL tag of window, in its own column
+		case i%9 == 0: // expire by the family's TTL 10 to 19 s after ttlA
+			cells[i].Timestamp = ttlA.UnixMilli() - ttl*1000 + 10_000 + int64(i%10)*1000
+		case i%9 == 1: // the same cell with a TTL tag expiring at start + 90 s, in its own column
 			c := cells[i]
 			c.Qualifier, c.Timestamp = []byte("tagged"), now
 			tagged = append(tagged, c)
@@ -76,7 +76,7 @@ func TestCatchupTTLExpiry(t *testing.T) {
 		"families": []map[string]any{{"name": "t", "versions": 3, "ttl": ttl, "encoding": "FAST_DIFF", "compression": "SNAPPY"}},
 		"steps": []map[string]any{
 			{"op": "cells", "file": write("family.cells", cells)},
-			{"op": "cells", "file": write("tagged.cells", tagged), "ttl_ms": window.Milliseconds()},
+			{"op": "cells", "file": write("tagged.cells", tagged), "ttl_ms": tagTTL.Milliseconds()},
 			{"op": "flush"}, {"op": "snapshot", "name": snapA}},
 	})
 	// The target: the salt layout's regions, no TTL.
@@ -93,7 +93,7 @@ func TestCatchupTTLExpiry(t *testing.T) {
 
 	j := loadJob(t, p, st, snapA, dst)
 	j.Target.Create.Enabled = false
-	j.Source.Scan.TTLAtSnapshot = true
+	j.Source.Scan.TTLAt = ttlA
 	client := targetClient(t, ctx, j, nil)
 	if sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Sink: puts.New(client, dst, puts.Options{BatchCells: 500, Workers: 2})}); err != nil || !sum.Finished {
 		t.Fatalf("whole run from A: %v %+v", err, sum)
@@ -111,11 +111,12 @@ func TestCatchupTTLExpiry(t *testing.T) {
 		return rec
 	}
 	atA := readRecord().TTLTime
+	if atA != ttlA.UnixMilli() {
+		t.Fatalf("the reached record's TTL time %d; the job read A as of %d", atA, ttlA.UnixMilli())
+	}
 
-	// Every expiring cell has expired when B is taken.
-	time.Sleep(time.Until(start.Add(window + 11*time.Second)))
 	testenv.Oracle(t, "snapshot", src, snapB)
-	j.Source.Name = snapB
+	j.Source.Name, j.Source.Scan.TTLAt = snapB, ttlB
 	sum, err := pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Since: snapA, Sink: puts.New(client, dst, puts.Options{BatchCells: 500, Workers: 2})})
 	if err != nil || !sum.Finished || sum.Problems() || sum.Catchup == nil {
 		t.Fatalf("catch-up from A to B: %v %+v", err, sum)
@@ -150,7 +151,7 @@ func TestCatchupTTLExpiry(t *testing.T) {
 	// The test proves something only if cells of both kinds were alive at
 	// A's TTL time and gone at B's.
 	if family == 0 || tag == 0 || len(dumpB) == 0 {
-		t.Fatalf("HBase shows %d cells at A's TTL time %d and %d at B's %d: %d expired by the family's TTL and %d by their own between them; snapshot A must be taken under 40 s from the start",
+		t.Fatalf("HBase shows %d cells at A's TTL time %d and %d at B's %d: %d expired by the family's TTL and %d by their own between them; the fixed TTL times must lie between",
 			len(dumpA), atA, len(dumpB), atB, family, tag)
 	}
 	sameCells(t, "target after the catch-up vs the salt rule over HBase's B", dumpTable(t, dst, false), expect(p, dumpB))
