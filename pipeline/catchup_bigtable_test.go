@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,17 +28,23 @@ import (
 // older than A's cells, a value replaced at the same key and timestamp,
 // column, family and row deletes; here also a version delete and a row
 // deleted then written again), flushes it, and snapshot B is taken; the
-// job with B as its source --since A writes into the same table. The
-// table, read back with Google's client, must equal the salt rule over
-// the oracle's dump of B as of the TTL time the catch-up recorded,
-// timestamps ×1000; the counts must equal the difference of the oracle's
-// dumps of A and B, and the delete
-// pass must have applied one delete per removed cell. A catch-up into a
-// missing table, and one whose checkpoint is not local (the removals
-// spill beside it), are refused before anything is written.
+// job with B as its source --since A writes into the same table. Its
+// first attempt's delete pass fails (the emulator refuses deletes): the
+// record stays at A and the removed cells stay. --resume applies them and
+// records B. The table, read back with Google's client, must then equal
+// the salt rule over the oracle's dump of B as of the TTL time the
+// catch-up recorded, timestamps ×1000; the counts must equal the
+// difference of the oracle's dumps of A and B, and the pass must have
+// applied one delete per removed cell. A catch-up into a missing table,
+// and one whose checkpoint is not local (the removals spill beside it),
+// are refused before anything is written.
 func TestCatchupThroughBigtable(t *testing.T) {
 	st := testenv.Require(t)
-	t.Parallel()
+	// An emulator of its own, whose MutateRows calls carrying a delete
+	// fail while deny is set (not parallel: it sets the emulator's
+	// variable for the test process).
+	var deny atomic.Bool
+	deleteFaults(t, &deny)
 	ctx := context.Background()
 	p := presets["salt"]
 	src := uniq(t, "cubt_src")
@@ -104,11 +111,24 @@ func TestCatchupThroughBigtable(t *testing.T) {
 	testenv.Oracle(t, "snapshot", src, snapB)
 
 	j.Source.Name = snapB
+	// The first attempt's removals are refused by the emulator: its puts
+	// are in, its delete pass fails, and the record stays at A.
+	deny.Store(true)
 	sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Since: snapA})
-	if err != nil || !sum.Finished || sum.Problems() || sum.Catchup == nil {
-		t.Fatalf("catch-up from A to B: %v %+v", err, sum)
+	deny.Store(false)
+	if err == nil || !strings.Contains(err.Error(), "deleting in row") || sum == nil || sum.Finished || sum.Catchup == nil {
+		t.Fatalf("a catch-up whose delete pass fails: %v %+v; want the pass's error, unfinished", err, sum)
 	}
 	cu := *sum.Catchup
+	if rec := reached(); rec.Snapshot != snapA {
+		t.Fatalf("the reached record after a failed delete pass names %s, want %s still", rec.Snapshot, snapA)
+	}
+	failedPass := readBigtable(t, table)
+	// --resume skips every split and applies the spilled removals again.
+	sum, err = pipeline.Execute(ctx, j, pipeline.Options{Workers: 2, Since: snapA, Resume: true})
+	if err != nil || !sum.Finished || sum.Problems() || sum.Skipped != sum.Splits {
+		t.Fatalf("the resumed catch-up: %v %+v", err, sum)
+	}
 	stats, _ := sum.SinkStats.(bt.Stats)
 	t.Logf("catch-up: %+v; %d removals as %d range deletes on %d rows", cu, stats.DeleteMarkers, stats.DeleteMutations, stats.DeleteRows)
 	recB := reached()
@@ -116,7 +136,8 @@ func TestCatchupThroughBigtable(t *testing.T) {
 		t.Fatalf("the reached record after the catch-up names %s, want %s", recB.Snapshot, snapB)
 	}
 	dumpB := dump(snapB, recB.TTLTime)
-	sameCells(t, "bigtable table after the catch-up vs the rule over HBase's B", readBigtable(t, table), inBigtable(expect(p, dumpB)))
+	want := inBigtable(expect(p, dumpB))
+	sameCells(t, "bigtable table after the catch-up vs the rule over HBase's B", readBigtable(t, table), want)
 
 	// The counts, from the oracle's dumps: a cell of B that A lacks, or
 	// holds with another value, is added (replaced, when A holds the key);
@@ -149,6 +170,9 @@ func TestCatchupThroughBigtable(t *testing.T) {
 	}
 	if removed < 6 || replaced != 1 || added < 7 {
 		t.Fatalf("the oracle's dumps differ by %d added (%d replaced) and %d removed: the changes did not take", added, replaced, removed)
+	}
+	if int64(len(failedPass)) != int64(len(want))+removed {
+		t.Errorf("the failed delete pass left %d cells; want B's %d and the %d removed ones", len(failedPass), len(want), removed)
 	}
 	if cu.CellsAdded != added || cu.CellsReplace != replaced || cu.CellsRemoved != removed || stats.DeleteMarkers != removed || stats.DeleteMutations != removed {
 		t.Errorf("catch-up counts %+v, %d removals applied as %d range deletes; the oracle's dumps differ by %d added (%d replaced) and %d removed",
