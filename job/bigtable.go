@@ -44,7 +44,9 @@ type Bigtable struct {
 	// --raw) apply the snapshot's delete markers to the table, mapped to
 	// Bigtable's range deletes where HBase's meaning maps exactly, after
 	// every put of the run (docs/bigtable.md, Deletes). Without it a raw
-	// run is refused: Bigtable keeps no tombstones to carry them as.
+	// run is refused: Bigtable keeps no tombstones to carry them as. A
+	// catch-up (--since) needs none of it: its removed cells always map
+	// exactly, and it always applies them.
 	ApplyDeletes bool
 	// At is where the section is written, for messages.
 	At transform.Pos

@@ -17,8 +17,8 @@ import (
 // mask the cells written at the same timestamp), a shard, a phase or a
 // redo of some ranges (a catch-up runs in one process, whole), the job's
 // own snapshot, staged HFiles offline (the target cannot be checked at
-// A, nor its load record B), a sink that does not carry deletes yet
-// (Bigtable), and --assume-at alone.
+// A, nor its load record B), and --assume-at alone. (The Bigtable sink
+// carries removals: TestCatchupThroughBigtable.)
 func TestCatchupRefusedOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -35,7 +35,6 @@ func TestCatchupRefusedOptions(t *testing.T) {
 			o.Only = []pipeline.KeyRange{{Start: []byte("a"), Stop: []byte("b")}}
 		}, pipeline.ErrInvalid, "one process"},
 		{"hfiles offline", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind, j.Sink.Offline = job.SinkHFiles, true }, pipeline.ErrInvalid, "sink.offline"},
-		{"bigtable", func(j *job.Job, o *pipeline.Options) { j.Sink.Kind = job.SinkBigtable }, pipeline.ErrInvalid, "hfiles or puts sink, not bigtable"},
 		{"assume-at alone", func(j *job.Job, o *pipeline.Options) { o.Since = "" }, pipeline.ErrInvalid, "--assume-at needs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

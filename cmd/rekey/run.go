@@ -148,7 +148,7 @@ tasks. Without --phase, the run does all three in one process.
 	fl.DurationVar(&f.waitReady, "wait-ready", 0, "with --phase merge or load: wait up to this long for the phase before to finish (polling, with a log line), then exit 4 so a scheduler retries; default 0: exit 2 at once")
 	fl.StringVar(&f.part, "part", "", "J/R: with --phase merge, merge part J (0-based) of R of the target partitions, balanced by bytes")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON")
-	fl.StringVar(&f.since, "since", "", "catch up from this earlier `SNAPSHOT` of the same table (same root): write only what changed between it and the job's snapshot, deletes included, into a target the job's last run brought to it (puts or hfiles sink; staged with --no-load, rekey load JOB --since SNAPSHOT loads it); refused (exit 2) when the job's reached record does not put the target there; \"last\": the snapshot that record names (a nightly catch-up)")
+	fl.StringVar(&f.since, "since", "", "catch up from this earlier `SNAPSHOT` of the same table (same root): write only what changed between it and the job's snapshot, deletes included, into a target the job's last run brought to it (puts, hfiles or bigtable sink; staged with --no-load, rekey load JOB --since SNAPSHOT loads it); refused (exit 2) when the job's reached record does not put the target there; \"last\": the snapshot that record names (a nightly catch-up)")
 	fl.StringVar(&f.assumeAt, "assume-at", "", "with or instead of --since: take the target to be at this `SNAPSHOT` without the reached record (a target brought there by other means); it is read as of its creation time")
 	return cmd
 }

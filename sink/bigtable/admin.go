@@ -28,6 +28,10 @@ type Target struct {
 	PlanSplitKeys func(ctx context.Context) ([][]byte, error)
 	// Warn receives what does not map.
 	Warn func(format string, args ...any)
+	// Since is the snapshot a catch-up starts from ("" for a whole run):
+	// a catch-up writes only the difference, so a missing table is never
+	// created, whatever Create says, and the refusal says why.
+	Since string
 }
 
 // Ready checks the target table, or creates it: an existing table must
@@ -49,6 +53,8 @@ func Ready(ctx context.Context, ac *bigtable.AdminClient, t Target) (bool, error
 		return false, check(t.Table, info, fams)
 	case status.Code(err) != codes.NotFound:
 		return false, fmt.Errorf("bigtable table %s: %w", t.Table, err)
+	case t.Since != "":
+		return false, fmt.Errorf("%w: table %s does not exist; a catch-up (--since %s) writes only the difference, so it does not create it: run the job whole", sink.ErrTarget, t.Table, t.Since)
 	case !t.Create:
 		return false, fmt.Errorf("%w: table %s does not exist (create it, or set target.create: true in the job)", sink.ErrTarget, t.Table)
 	}

@@ -19,8 +19,8 @@
 //   - Entries of one request may be applied in any order, even for one
 //     row. A split's requests hold only SetCells, so no two mutations of
 //     a request can undo each other: delete markers (raw mode, refused
-//     unless deletes: apply) are spilled and applied by Finish once
-//     every put of the run is in (deletes.go).
+//     unless deletes: apply, and a catch-up's removed cells) are spilled
+//     and applied by Finish once every put of the run is in (deletes.go).
 //   - A row key over 4 KiB (Bigtable's limit) is a bad key; a row past
 //     256 MiB, which Bigtable cannot return in one read, fails the run
 //     unless allow_large_rows.

@@ -20,8 +20,35 @@ import (
 // The bigtable sink is built from the job's target.bigtable section by
 // the run that writes through it (sink.type bigtable).
 func init() {
-	sink.Register(job.SinkBigtable, sink.Kind{Build: build, PlanFamilies: planFamilies, PlanWarnings: planWarnings})
+	sink.Register(job.SinkBigtable, sink.Kind{Build: build, Deletes: true, PlanFamilies: planFamilies, PlanWarnings: planWarnings})
 }
+
+// A catch-up (sink.Env.Since) writes through this sink as a whole run
+// does, and its removed cells, version delete markers of exactly one
+// cell each (type cell.Delete), go through the delete pass that
+// target.bigtable.deletes: apply turns on for a raw run: each becomes a
+// DeleteFromColumn of the cell's mapped row and column over
+// [T*1000, (T+1)*1000) µs (mapMarker), applied by Finish once every put
+// of the catch-up is acknowledged. A catch-up needs no deletes: apply:
+// removals are what it is asked to carry (a target still holding removed
+// cells is not at B), and each maps exactly, which is what that option
+// makes a user accept for a raw run's markers, whose meaning may not.
+//
+// Ordering. MutateRows applies a request's entries in any order, and a
+// Bigtable delete masks nothing written after it, so no removal is sent
+// beside a put: all of them follow all the catch-up's puts. Each removal
+// deletes one mapped cell (row, column, timestamp), and so does nothing
+// to a put of another cell, whenever applied. A removal and an addition
+// meet at one mapped cell only when two source cells map to it (a
+// collision; a value replaced at the same key comes as a put alone).
+// The exact result then keeps the added cell, which B's whole run would
+// write there; this pass, coming last, deletes it. That mirrors the
+// puts and hfiles sinks, where HBase's version delete masks every put at
+// its timestamp in whichever order they arrive, so that one catch-up
+// leaves the same target through every sink; and collisions are inexact
+// in a catch-up anyway (a removed cell's delete also takes an unchanged
+// cell mapped onto it, which the catch-up never reads): docs/catchup.md,
+// Collisions, says to verify such a job after each catch-up.
 
 // build checks the job against what Bigtable can hold, readies the table
 // (created or checked before any write) and returns the sink.
@@ -44,7 +71,7 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 	created, err := Ready(ctx, conn.Admin, Target{
 		Table: j.Target.Table, Families: e.Families,
 		Create: j.Target.Create.Enabled, SplitKeys: j.Target.Create.SplitKeys,
-		PlanSplitKeys: e.PlanSplitKeys, Warn: e.Warn,
+		PlanSplitKeys: e.PlanSplitKeys, Warn: e.Warn, Since: e.Since,
 	})
 	if err != nil {
 		conn.Close()
@@ -60,7 +87,7 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 		AtomicRows: bt.AtomicRows, AllowLargeRows: bt.AllowLargeRows, FailOnTags: bt.FailOnTags,
 		Warn: e.Warn,
 	})
-	if bt.ApplyDeletes {
+	if bt.ApplyDeletes || e.Since != "" {
 		ids := make([]string, len(e.Splits))
 		for i, si := range e.Splits {
 			ids[i] = si.ID
@@ -76,11 +103,16 @@ func build(ctx context.Context, e sink.Env) (sink.Sink, error) {
 // checkDeletes holds raw mode and target.bigtable.deletes to each other
 // and to what the delete pass needs: every put of the job before it, in
 // one process, and its markers spilled on a local disk beside the
-// checkpoint.
+// checkpoint. A catch-up always takes the pass (its removals), so it
+// needs the same.
 func checkDeletes(e sink.Env) error {
 	j := e.Job
 	raw, apply := j.Source.Scan.Raw, j.Target.Bigtable.ApplyDeletes
 	switch {
+	case e.Since != "" && !job.IsLocalPath(e.Checkpoint):
+		// Refused rather than run without its removals: the target
+		// would keep cells B no longer shows, and the record say B.
+		return fmt.Errorf("%w: --since into Bigtable spills the removed cells' deletes beside the checkpoint, to apply after every put, and the checkpoint must be a local path for that (it is %s): give --checkpoint a local file", sink.ErrTarget, e.Checkpoint)
 	case raw && !apply:
 		return fmt.Errorf("%w: --raw (source.scan.raw): %s", sink.ErrTarget, job.RawRefused)
 	case !apply:

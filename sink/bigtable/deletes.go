@@ -23,7 +23,8 @@ import (
 	"github.com/rekeyhq/rekey/sink"
 )
 
-// The delete pass (target.bigtable.deletes: apply).
+// The delete pass (target.bigtable.deletes: apply, and every catch-up's
+// removed cells: build.go).
 //
 // An HBase delete marker masks every cell at or below its timestamp,
 // whenever either was written; a Bigtable delete removes what the row
