@@ -10,7 +10,7 @@
 # tables keyed alike, can judge it) copies the snapshot into a target
 # pre-split like the source; then three differences are planted in the
 # target with HBase's client: a cell deleted, a value changed, a row added
-# inside a customer's range. Setup (seed, copy, plant, flushes, YARN's
+# of a customer the source never had. Setup (seed, copy, plant, flushes, YARN's
 # start) is outside every timer.
 #
 # Contenders, each a whole process as a user starts it, on the same two

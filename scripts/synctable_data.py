@@ -11,7 +11,9 @@ and write-cells steps write with HBase's client.
         three differences for the target, each in its own customer and
         region: a Delete of one cell (missing in the target), a Put of
         another value at one cell's key (changed value), a Put of a row
-        the source does not have inside a customer's range (extra row);
+        of a customer the source does not have (extra row: its customer
+        is a real one's with "x" after it, so its range lies between two
+        customers' and rekey verify --all finds it only on the new side);
         PLANTED (JSON) names each: its entity and dump line as rekey
         verify prints it
 """
@@ -50,7 +52,7 @@ def plant(src, out, planted):
     n = len(customers)
     gone, changed, near = (customers[n * k // 100] for k in (5, 50, 95))
     g, c, e = cells[gone], cells[changed], cells[near]
-    extra_row = near.encode() + b"|999999"
+    extra_row = near.encode() + b"x|999999"
     lines = [line(g[0], b"status", g[1], "Delete", b""),
              line(c[0], b"status", c[1], "Put", b"planted value"),
              line(extra_row, b"amount", e[1], "Put", b"planted row")]
@@ -61,7 +63,7 @@ def plant(src, out, planted):
                          "old": line(g[0], b"status", g[1], "Put", g[2]), "new": ""},
         "changed_value": {"entity": "customer=" + changed, "class": "value_differs",
                           "old": line(c[0], b"status", c[1], "Put", c[2]), "new": lines[1]},
-        "extra_row": {"entity": "customer=" + near, "class": "extra_in_new", "old": "", "new": lines[2]},
+        "extra_row": {"entity": "customer=" + near + "x", "class": "extra_in_new", "old": "", "new": lines[2]},
     }
     with open(planted, "w") as f:
         json.dump(doc, f)

@@ -589,3 +589,123 @@ func TestVerifyRekeyPresetReadsOldSideWhole(t *testing.T) {
 		t.Errorf("redo %+v", rep.Redo)
 	}
 }
+
+// TestCompareAllReadsAWholeNewSide: the re-key preset turned around (old
+// row user first, new row time first), so the new layout gives an entity
+// no range and the new side is read whole. CompareAll over every old
+// entity finds, in that one read, a row of a user the old snapshot never
+// had (an entity of its own, extra_in_new) and a row whose key the new
+// layout cannot read (Outside), both written with HBase's client; before
+// them, every entity matches and nothing is outside.
+func TestCompareAllReadsAWholeNewSide(t *testing.T) {
+	st := testenv.Require(t)
+	ctx := context.Background()
+	c, err := hbase.NewClient(hbase.Config{ZKQuorum: st.ZKQuorum, ZNodeParent: st.ZNodeParent, OperationTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	byUser, snap, byTime := "verify_all_user_"+suffix, "verify_all_snap_"+suffix, "verify_all_time_"+suffix
+	j, err := job.Parse("reversed.yaml", []byte(fmt.Sprintf(`source: {root: %q, name: %s}
+target: {table: %s}
+source_layout:
+  row:
+    - {field: user, type: uint, width: 8}
+    - {type: literal, bytes: "E"}
+    - {field: ts, type: reversed_ts}
+target_layout:
+  row:
+    - {field: ts, type: decimal, width: 13}
+    - {type: literal, bytes: "#"}
+    - {field: user, type: decimal}
+entity: [user]
+families: {a: cf}
+`, st.RootDir, snap, byTime)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range []hbase.TableSpec{{Name: byUser, Families: []hbase.Family{{Name: "a"}}}, {Name: byTime, Families: []hbase.Family{{Name: "cf"}}}} {
+		if err := c.CreateTable(ctx, tb); err != nil {
+			t.Fatal(err)
+		}
+		defer dropTable(c, tb.Name)
+	}
+	var olds, news []cell.Cell
+	for e := 0; e < 300; e++ {
+		user, ts := 1+e%30, tsBase+int64(e)*100
+		v := []byte(fmt.Sprint(e))
+		olds = append(olds, cell.Cell{Row: append(append(binary.BigEndian.AppendUint64(nil, uint64(user)), 'E'), revTS(ts)...), Family: []byte("a"), Qualifier: []byte("q"), Timestamp: ts, Type: cell.Put, Value: v})
+		news = append(news, cell.Cell{Row: []byte(fmt.Sprintf("%013d#%d", ts, user)), Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: ts, Type: cell.Put, Value: v})
+	}
+	for _, w := range []struct {
+		table string
+		cells []cell.Cell
+	}{{byUser, olds}, {byTime, news}} {
+		wr := c.NewWriter([]byte(w.table), hbase.WriterConfig{})
+		if err := wr.Write(ctx, w.cells...); err != nil {
+			t.Fatal(err)
+		}
+		if err := wr.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Snapshot(ctx, snap, byUser); err != nil {
+		t.Fatal(err)
+	}
+	defer c.DeleteSnapshot(ctx, snap)
+	old, err := verify.OpenSnapshot(ctx, st.RootDir, snap, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	var targets []verify.Target
+	for u := 1; u <= 30; u++ {
+		k, err := j.Program.ParseEntity(fmt.Sprintf("user=%d", u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = append(targets, verify.Target{Key: k, ChosenBy: []string{verify.ByAll}})
+	}
+	cfg := verify.Config{Program: j.Program, Old: old, New: verify.NewTableReader(c, byTime), Retries: -1}
+	res, out, err := verify.CompareAll(ctx, cfg, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify.NewReport(res); len(res) != 30 || rep.Summary.Mismatched != 0 || out != nil || !res[0].New.FullScan {
+		t.Fatalf("clean: %d results, summary %+v, outside %+v, new side read whole %v", len(res), rep.Summary, out, res[0].New.FullScan)
+	}
+
+	extra := cell.Cell{Row: []byte(fmt.Sprintf("%013d#%d", tsBase+50, 99)), Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: tsBase + 50, Type: cell.Put, Value: []byte("extra")}
+	bad := cell.Cell{Row: []byte("not-a-time#1"), Family: []byte("cf"), Qualifier: []byte("q"), Timestamp: tsBase, Type: cell.Put, Value: []byte("bad")}
+	for _, cl := range []cell.Cell{extra, bad} {
+		if err := c.Put(ctx, []byte(byTime), cl.Row, []cell.Cell{cl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, out, err = verify.CompareAll(ctx, cfg, targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 31 || res[30].Entity != "user=99" {
+		t.Fatalf("%d results, the last %s: want 31, the last the entity found only on the new side, user=99", len(res), res[len(res)-1].Entity)
+	}
+	rep := verify.NewReport(res) // sorted worst first
+	rep.AddOutside(out)
+	if len(res) != 31 || rep.Summary.Mismatched != 1 || rep.OK() {
+		t.Errorf("summary %+v, %d results, ok %v: want 31 entities, 1 mismatched", rep.Summary, len(res), rep.OK())
+	}
+	if e := rep.Entities[0]; e.Entity != "user=99" || e.Match || e.ChosenBy[0] != verify.ByNewOnly || e.Old.Cells != 0 || e.New.Cells != 1 ||
+		e.Mismatches[verify.ExtraInNew] != 1 || len(e.First) != 1 || e.First[0].New != string(cell.AppendDump(nil, &extra)) {
+		t.Errorf("the new-only entity: %+v", e)
+	}
+	if len(rep.Redo) != 1 || !rep.Redo[0].NewOnly {
+		t.Errorf("redo %+v, want user=99 new_only", rep.Redo)
+	}
+	if rs, err := rep.RedoRanges(); err != nil || len(rs) != 0 {
+		t.Errorf("redo ranges %v, %v: want none (nothing to write again)", rs, err)
+	}
+	if out == nil || out.Cells != 1 || out.Mismatches[verify.UnreadableInNew] != 1 || len(out.Examples) != 1 || out.Examples[0].New != string(cell.AppendDump(nil, &bad)) {
+		t.Errorf("outside %+v, want the row not-a-time#1 unreadable", out)
+	}
+}

@@ -22,6 +22,13 @@
 // value differs, extra versions, mapped wrong, expired by TTL. New cells
 // newer than the snapshot (dual writes) are counted apart.
 //
+// The entities come from the old side, so a comparison of chosen entities
+// cannot see an entity only the new side has. CompareAll, for a check of
+// every entity, reads the new side whole in its first pass (the gaps
+// between the entities' new ranges with the ranges) and reports such
+// entities as results of their own, and the cells no entity can be given
+// as Outside.
+//
 // The Report prints as a table (worst first), JSON (with the key ranges to
 // redo) or one self-contained HTML page.
 //

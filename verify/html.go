@@ -44,9 +44,9 @@ type htmlData struct {
 
 // coverage says how many entities were checked and why each was chosen.
 func (r *Report) coverage() string {
-	order := []string{ByAll, ByHeaviestCells, ByHeaviestBytes, BySample, ByName, ByOnly}
+	order := []string{ByAll, ByHeaviestCells, ByHeaviestBytes, BySample, ByName, ByOnly, ByNewOnly}
 	words := map[string]string{ByAll: "every entity", ByHeaviestCells: "heaviest by cells", ByHeaviestBytes: "heaviest by bytes",
-		BySample: "sampled", ByName: "named", ByOnly: "from an earlier report's redo list"}
+		BySample: "sampled", ByName: "named", ByOnly: "from an earlier report's redo list", ByNewOnly: "found only on the new side"}
 	n := map[string]int{}
 	for _, e := range r.Entities {
 		for _, c := range e.ChosenBy {
@@ -79,6 +79,9 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		if r.Rejected != nil && r.Rejected.Unaccounted > 0 {
 			why = append(why, fmt.Sprintf("%d old cells whose keys do not fit are in no reject file", r.Rejected.Unaccounted))
+		}
+		if r.Outside != nil && r.Outside.Cells > 0 {
+			why = append(why, fmt.Sprintf("%d new cells belong to no entity", r.Outside.Cells))
 		}
 		d.Why = strings.Join(why, "; ")
 		job, rep := r.Job, r.File
@@ -147,6 +150,10 @@ pre { background: #f6f6f6; padding: 6px; overflow-x: auto; }
 {{with .R.Rejected}}<h2>Rejected keys</h2>
 <p id="rejected"{{if .Unaccounted}} class="verdict-bad"{{end}}>{{.Line}}</p>
 {{range .Examples}}<pre>{{.}}</pre>
+{{end}}{{end}}{{with .R.Outside}}<h2>Outside every entity</h2>
+<p id="outside" class="verdict-bad">{{.Line}}</p>
+{{range .Examples}}<pre>{{.Class}}: {{.New}}{{if .NewFields}}{{.NewFields}}
+{{end}}why: {{.Reason}}</pre>
 {{end}}{{end}}<h2>The {{len .Bars}} largest entities checked: cells in the old snapshot against the new side</h2>
 <p class="legend"><span style="background:#5b8def"></span>old<span style="background:#f0a030"></span>new<span style="background:#b00020"></span>mismatch</p>
 <svg xmlns="http://www.w3.org/2000/svg" width="900" height="{{.Height}}" role="img" aria-label="cells per entity, old against new">

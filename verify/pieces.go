@@ -201,6 +201,12 @@ type unit struct {
 	r     transform.KeyRange
 	n     int // the units of its entity and side: more run first
 	out   sideCount
+	// lead, when not nil, is where the gap in no entity's new range
+	// before r starts: the unit reads from there, and the cells before
+	// r.Start are outside every entity (CompareAll). tail says the whole
+	// unit is such a gap, the one after the last range.
+	lead []byte
+	tail bool
 }
 
 // count is the first pass: it counts the old side of the entities in
@@ -220,8 +226,20 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 	if len(oldIdx) > 0 && c.oldR == nil {
 		units = append(units, &unit{old: true, whole: true})
 	}
-	if len(newIdx) > 0 && c.newR == nil {
+	// The first pass of a check of every entity reads the new side whole
+	// (outside.go): the gaps between the entities' new ranges too.
+	gaps := c.outside != nil && oldIdx != nil
+	if (len(newIdx) > 0 || gaps) && c.newR == nil {
 		units = append(units, &unit{whole: true})
+	}
+	var lead map[int][]byte
+	if gaps && c.newR != nil {
+		var tail []byte
+		var hasTail bool
+		lead, tail, hasTail = c.gaps(newIdx)
+		if hasTail {
+			units = append(units, &unit{tail: true, r: transform.KeyRange{Start: tail}, n: 1})
+		}
 	}
 	for _, i := range oldIdx {
 		if c.oldR == nil {
@@ -242,11 +260,15 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 		}
 		rs := c.plans[i].new
 		if rs == nil {
-			units = append(units, &unit{i: i, r: *c.newR[i], n: 1})
+			units = append(units, &unit{i: i, r: *c.newR[i], n: 1, lead: lead[i]})
 			continue
 		}
-		for _, r := range rs {
-			units = append(units, &unit{i: i, r: r, n: len(rs)})
+		for k, r := range rs {
+			u := &unit{i: i, r: r, n: len(rs)}
+			if k == 0 {
+				u.lead = lead[i] // the first piece starts where the range does
+			}
+			units = append(units, u)
 		}
 	}
 	// The largest first: whole sides, then the pieces of heavy entities.
@@ -266,7 +288,11 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 				return c.visitOld(gctx, oldIdx, func(i int, cl *cell.Cell, oldRow []byte) { olds[i].t.add(cl, oldRow) })
 			case u.whole:
 				snapMs := c.snapMs()
-				return c.visitNew(gctx, newIdx, func(i int, nc newCell) { news[i].addNew(c, nc, snapMs) })
+				var other func(*newReader, *cell.Cell)
+				if gaps {
+					other = func(nr *newReader, cl *cell.Cell) { c.outsideCell(nr, cl, snapMs) }
+				}
+				return c.visitNew(gctx, newIdx, func(i int, nc newCell) { news[i].addNew(c, nc, snapMs) }, other)
 			case u.old:
 				return c.countOld(gctx, u)
 			}
@@ -283,7 +309,7 @@ func (c *comparison) count(ctx context.Context, oldIdx, newIdx []int) (olds, new
 		}
 	}
 	for _, u := range units {
-		if u.whole {
+		if u.whole || u.tail {
 			continue
 		}
 		if u.old {
@@ -350,10 +376,32 @@ func (c *comparison) countOld(ctx context.Context, u *unit) error {
 // piece of it. A cell that does not parse, or is another entity's, is
 // unreadable, unless its key disagrees with its own fields.
 func (c *comparison) countNew(ctx context.Context, u *unit) error {
-	key := c.targets[u.i].Key
 	nr := &newReader{c: c, rk: c.cfg.Program.New()}
 	s, snapMs := &u.out, c.snapMs()
-	err := c.cfg.New.Read(ctx, u.r, func(cl *cell.Cell) error {
+	if u.tail {
+		err := c.cfg.New.Read(ctx, u.r, func(cl *cell.Cell) error {
+			c.outsideCell(nr, cl, snapMs)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("verify: the new side after every entity's range: %w", err)
+		}
+		return nil
+	}
+	key := c.targets[u.i].Key
+	r, inLead := u.r, u.lead != nil
+	if inLead {
+		r.Start = u.lead
+	}
+	err := c.cfg.New.Read(ctx, r, func(cl *cell.Cell) error {
+		if inLead {
+			// One compare a cell until the entity's range begins.
+			if bytes.Compare(cl.Row, u.r.Start) < 0 {
+				c.outsideCell(nr, cl, snapMs)
+				return nil
+			}
+			inLead = false
+		}
 		n, ent, ok := nr.read(cl)
 		if ok && (n.wrong != nil || bytes.Equal(ent, key)) {
 			s.addNew(c, n, snapMs)

@@ -48,6 +48,9 @@ type Check struct {
 	stateDir string
 	// run is the summary the run kept there, nil when none.
 	run *RunSummary
+	// all says the targets are every entity of the old snapshot: the new
+	// side is then checked beyond them (CompareAll).
+	all bool
 }
 
 // Prepare assembles the check rekey verify runs for job j: the job's
@@ -115,6 +118,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Check, error) {
 		return nil, err
 	}
 	c.cfg = s.config(j, c.old, c.newSide, o)
+	c.all = s.all
 	c.targets = choice.Targets()
 	return c, nil
 }
@@ -182,7 +186,9 @@ func (c *Check) choose(ctx context.Context, choice *Choice, s settings, sketch s
 		}
 		choice.AddSketches(sks, s.heaviest, s.sample)
 	}
-	if choice.Len() == 0 {
+	// Every entity of an empty snapshot is none, and the new side must
+	// then hold nothing: still a check.
+	if choice.Len() == 0 && !s.all {
 		return errors.New("no entities to verify (give --entity, --find-worst, --all or --only, or run the job first)")
 	}
 	return nil
@@ -397,11 +403,19 @@ func (o Options) cluster(j *job.Job) (cfg hbase.Config, from string, err error) 
 // the check started (Prepare's start) and how long it took, and the bytes
 // each side read, the pass that chose the entities apart.
 func (c *Check) Run(ctx context.Context) (*Report, error) {
-	results, err := Compare(ctx, c.cfg, c.targets)
+	var results []Result
+	var outside *Outside
+	var err error
+	if c.all {
+		results, outside, err = CompareAll(ctx, c.cfg, c.targets)
+	} else {
+		results, err = Compare(ctx, c.cfg, c.targets)
+	}
 	if err != nil {
 		return nil, err
 	}
 	rep := NewReport(results)
+	rep.AddOutside(outside)
 	rep.Job, rep.Old, rep.New = c.job.Path, c.old.String(), c.newSide.String()
 	rep.NewSide = c.newKind
 	rep.Run = c.run

@@ -57,6 +57,10 @@ type Report struct {
 	// Rejected accounts for the old cells whose keys do not fit the old
 	// layout, which no entity holds (nil when there are none to report).
 	Rejected *Rejected `json:"rejected,omitempty"`
+	// Outside accounts for the new cells a check of every entity found
+	// that no entity can be given (nil when none, and always without
+	// --all: a sampled check reads only its entities' ranges).
+	Outside *Outside `json:"outside,omitempty"`
 	// Run is the summary of the run whose output was checked, when its
 	// state folder keeps one.
 	Run *RunSummary `json:"run,omitempty"`
@@ -97,6 +101,11 @@ type Redo struct {
 	// (Old is the whole table): redo it by reading the whole snapshot and
 	// keeping the cells whose entity key is Key.
 	FilterByEntity bool `json:"filter_by_entity,omitempty"`
+	// NewOnly says the old snapshot holds no cell of the entity (one a
+	// check of every entity found only on the new side): there is nothing
+	// to write again, so RedoRanges leaves it out; delete its cells in New
+	// from the target instead.
+	NewOnly bool `json:"new_only,omitempty"`
 }
 
 // NewReport orders results worst first and totals them. Its Method is the
@@ -143,7 +152,7 @@ func NewReport(results []Result) *Report {
 		}
 		if !r.redone(e.Key) {
 			s.Mismatched++
-			r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan})
+			r.Redo = append(r.Redo, Redo{Entity: e.Entity, Key: e.Key, Old: e.Old.Range, New: e.New.Range, FilterByEntity: e.Old.FullScan, NewOnly: newOnly(e)})
 		}
 		seen[e.Key] = true
 	}
@@ -158,6 +167,28 @@ func NewReport(results []Result) *Report {
 		r.Redo = []Redo{}
 	}
 	return r
+}
+
+// newOnly says the old side holds no cell of e while the new side does:
+// redoing e writes nothing, its new cells must be deleted.
+func newOnly(e *Result) bool {
+	return e.Old.Cells == 0 && e.Old.Rejected == 0 && e.New.Cells > 0
+}
+
+// AddOutside adds what a check of every entity found outside every entity
+// (CompareAll's Outside; nil: nothing) to the report: its cells count in
+// the summary's mismatches and fail the check.
+func (r *Report) AddOutside(o *Outside) {
+	if o == nil || o.Cells == 0 {
+		return
+	}
+	r.Outside = o
+	if r.Summary.Mismatches == nil {
+		r.Summary.Mismatches = map[Class]int64{}
+	}
+	for c, n := range o.Mismatches {
+		r.Summary.Mismatches[c] += n
+	}
 }
 
 // redone says whether the redo list has entity key already.
@@ -197,10 +228,11 @@ func (r *Report) MethodLine() string {
 	return line + ": " + r.Method.describe()
 }
 
-// OK says every entity matched and every old cell whose key does not fit
-// is in the run's reject files.
+// OK says every entity matched, every old cell whose key does not fit is
+// in the run's reject files, and (a check of every entity) the new side
+// holds no cell outside every entity.
 func (r *Report) OK() bool {
-	return r.Summary.Mismatched == 0 && (r.Rejected == nil || r.Rejected.Unaccounted == 0)
+	return r.Summary.Mismatched == 0 && (r.Rejected == nil || r.Rejected.Unaccounted == 0) && (r.Outside == nil || r.Outside.Cells == 0)
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -282,6 +314,9 @@ func (r *Report) writeText(w io.Writer, all bool) error {
 			by = " (" + string(e.Method) + ")"
 		}
 		fmt.Fprintf(w, "\n%s%s: %s\n  old %s %s\n  new %s %s\n", e.Entity, by, ClassList(e.Mismatches), r.Old, e.Old.Range.String(), r.New, e.New.Range.String())
+		if newOnly(e) {
+			fmt.Fprintf(w, "  only in the new side: the old snapshot has no cell of it, so there is nothing to write again; delete its cells in the new range\n")
+		}
 		for _, d := range e.First {
 			fmt.Fprintf(w, "  %s\n", d.Class)
 			for _, l := range [][3]string{{"old", d.Old, d.OldFields}, {"new", d.New, d.NewFields}, {"maps to", d.MapsTo, d.MapsToFields}, {"why", d.Reason}} {
@@ -299,6 +334,16 @@ func (r *Report) writeText(w io.Writer, all bool) error {
 		fmt.Fprintf(w, "\n%s\n", rj.Line())
 		for _, e := range rj.Examples {
 			fmt.Fprintf(w, "  %s\n", e)
+		}
+	}
+	if o := r.Outside; o != nil {
+		fmt.Fprintf(w, "\n%s\n", o.Line())
+		for _, d := range o.Examples {
+			fmt.Fprintf(w, "  %s: %s", d.Class, d.New)
+			if d.NewFields != "" {
+				fmt.Fprintf(w, "    %s\n", d.NewFields)
+			}
+			fmt.Fprintf(w, "    why: %s\n", d.Reason)
 		}
 	}
 	if r.Run != nil {
@@ -348,10 +393,13 @@ var ErrNeedsEntityFilter = errors.New("verify: an entity to redo has no old key 
 
 // RedoRanges returns the old-key row ranges to redo, sorted and with
 // overlapping or touching ranges merged: what `rekey run --only REPORT.json`
-// reads again.
+// reads again. Entities only the new side has (Redo.NewOnly) give none.
 func (r *Report) RedoRanges() ([]transform.KeyRange, error) {
 	var out []transform.KeyRange
 	for _, e := range r.Redo {
+		if e.NewOnly {
+			continue // nothing to write again: its new cells go
+		}
 		if e.FilterByEntity {
 			return nil, fmt.Errorf("%w: %s", ErrNeedsEntityFilter, e.Entity)
 		}

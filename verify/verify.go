@@ -46,7 +46,9 @@ const (
 	// new family's TTL allows: HBase dropped or hides it there.
 	ExpiredByTTL Class = "expired_by_ttl"
 	// UnreadableInNew: a cell in the entity's new range whose key does not
-	// parse under the new layout, or belongs to another entity.
+	// parse under the new layout, or belongs to another entity; in a check
+	// of every entity, also a cell in no entity's range whose key does not
+	// parse or reads back to no old key (Outside).
 	UnreadableInNew Class = "unreadable_in_new"
 	// Unclassified: counts or digests differ but the entity is too large
 	// to compare cell by cell within Config.MaxDiffCells.
@@ -264,24 +266,65 @@ func Compare(ctx context.Context, cfg Config, targets []Target) ([]Result, error
 	if err != nil {
 		return nil, err
 	}
-	if m != Both {
-		return compare(ctx, &cfg, targets, m)
-	}
-	inv, err := compare(ctx, &cfg, targets, Inverse)
-	if err != nil {
-		return nil, err
-	}
-	fwd, err := compare(ctx, &cfg, targets, Forward)
-	if err != nil {
-		return nil, err
-	}
-	return append(inv, fwd...), nil
+	res, _, err := compareBy(ctx, &cfg, targets, m, false)
+	return res, err
 }
 
-// compare is Compare by one method, Inverse or Forward.
-func compare(ctx context.Context, cfg *Config, targets []Target, m Method) ([]Result, error) {
+// CompareAll is Compare for targets that are every entity of the old side
+// (rekey verify --all), and also checks what the new side holds beyond
+// them, in the same pass: its first pass reads the new side whole (the
+// parts in no target's range along with the ranges, see outside.go). An
+// entity the old side does not have is compared like the targets (its old
+// side empty, so every cell of it is extra_in_new unless newer than the
+// snapshot), its result after theirs, chosen ByNewOnly; cells no entity
+// can be given are returned in Outside (nil when none). With Method Both,
+// Outside is the inverse comparison's.
+func CompareAll(ctx context.Context, cfg Config, targets []Target) ([]Result, *Outside, error) {
+	cfg.fill()
+	if cfg.Program == nil || cfg.Old == nil || cfg.New == nil {
+		return nil, nil, errors.New("verify: Config needs Program, Old and New")
+	}
+	m, _, err := ChooseMethod(cfg.Program, cfg.Method)
+	if err != nil {
+		return nil, nil, err
+	}
+	return compareBy(ctx, &cfg, targets, m, true)
+}
+
+// compareBy is Compare (every false) or CompareAll by method m.
+func compareBy(ctx context.Context, cfg *Config, targets []Target, m Method, every bool) ([]Result, *Outside, error) {
+	if m != Both {
+		return compare(ctx, cfg, targets, m, every)
+	}
+	inv, out, err := compare(ctx, cfg, targets, Inverse, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	fwd, _, err := compare(ctx, cfg, targets, Forward, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(inv, fwd...), out, nil
+}
+
+// compare is Compare by one method, Inverse or Forward; with every,
+// CompareAll.
+func compare(ctx context.Context, cfg *Config, targets []Target, m Method, every bool) ([]Result, *Outside, error) {
+	res, err := compareOne(ctx, cfg, targets, m, every)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.res, res.outside.result(), nil
+}
+
+// compareOne runs one comparison, returning its state.
+func compareOne(ctx context.Context, cfg *Config, targets []Target, m Method, every bool) (*comparison, error) {
 	p := cfg.Program
+	targets = append([]Target(nil), targets...) // entities found only on the new side are added
 	c := &comparison{cfg: cfg, method: m, targets: targets, res: make([]Result, len(targets)), keys: map[string]int{}}
+	if every {
+		c.outside = &outsideAcc{rk: p.New(), examples: cfg.Examples, extra: map[string]*sideCount{}}
+	}
 	if cs, ok := cfg.New.(ceilinged); ok {
 		c.ceil = cs.MaxTimestampMillis()
 	}
@@ -307,6 +350,13 @@ func compare(ctx context.Context, cfg *Config, targets []Target, m Method) ([]Re
 	olds, news, err := c.count(ctx, all, all)
 	if err != nil {
 		return nil, err
+	}
+	if c.outside != nil {
+		var extra []int
+		if olds, news, extra, err = c.addExtras(olds, news); err != nil {
+			return nil, err
+		}
+		all = append(all, extra...)
 	}
 	for i := range olds {
 		c.res[i].Old = olds[i].t.side
@@ -379,7 +429,7 @@ func compare(ctx context.Context, cfg *Config, targets []Target, m Method) ([]Re
 	if err := flush(); err != nil {
 		return nil, err
 	}
-	return c.res, nil
+	return c, nil
 }
 
 // comparison is the state of one compare.
@@ -399,6 +449,9 @@ type comparison struct {
 	// and a new cell at ceil is never counted as written after the
 	// snapshot.
 	ceil int64
+	// outside gathers what the first pass of a check of every entity
+	// (CompareAll) finds in no target's new range; nil otherwise.
+	outside *outsideAcc
 }
 
 // ceilinged is a new side whose timestamps stop below HBase's largest:
@@ -612,8 +665,10 @@ func (nr *newReader) read(cl *cell.Cell) (n newCell, ent []byte, ok bool) {
 // (newer ones included: fn tells them apart). A cell in an entity's range
 // that does not parse, or is another entity's, counts as unreadable for
 // it, unless its key disagrees with its own fields (then fn gets it, to
-// count it mapped wrong).
-func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, newCell)) error {
+// count it mapped wrong). A side read whole passes the cells of no entity
+// of idx to other, when given (CompareAll's first pass), with the reader
+// to read them again.
+func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, newCell), other func(*newReader, *cell.Cell)) error {
 	p := c.cfg.Program
 	if c.newR == nil {
 		want := c.wanted(idx)
@@ -623,7 +678,11 @@ func (c *comparison) visitNew(ctx context.Context, idx []int, fn func(int, newCe
 			if n, ent, ok := nr.read(cl); ok && ent != nil {
 				if i, ok := want[string(ent)]; ok {
 					fn(i, n)
+					return nil
 				}
+			}
+			if other != nil {
+				other(nr, cl)
 			}
 			return nil
 		})
@@ -994,7 +1053,7 @@ func (c *comparison) classify(ctx context.Context, idx []int) error {
 			return
 		}
 		h.keep(n)
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	for _, i := range idx {

@@ -29,6 +29,11 @@ func onlyRanges(path string) ([]pipeline.KeyRange, error) {
 		return nil, fmt.Errorf("--only %s: %w", path, err)
 	}
 	if len(rs) == 0 {
+		for _, e := range rep.Redo {
+			if e.NewOnly {
+				return nil, fmt.Errorf("--only %s: the report has nothing to redo: its entities are only on the new side (the old snapshot has no cell of them), so delete their cells in the target (each redo entry's new_range)", path)
+			}
+		}
 		return nil, fmt.Errorf("--only %s: the report has nothing to redo", path)
 	}
 	out := make([]pipeline.KeyRange, len(rs))

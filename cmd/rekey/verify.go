@@ -65,7 +65,9 @@ used and why.
 Which entities: the K heaviest by cells and by bytes and a sample of N, from
 the sketch a run saved (<job>.rekey/entities.json), or found in one pass over
 the old snapshot with --find-worst; entities named with --entity; every
-entity with --all; or the entities of an earlier report with --only.
+entity with --all, which also reads the rest of the new side and reports
+an entity only it has and a key its layout cannot read (the others cannot
+see these); or the entities of an earlier report with --only.
 
 Mismatches are classified (missing_in_new, extra_in_new, value_differs,
 extra_versions, mapped_wrong, expired_by_ttl, unreadable_in_new) with the
@@ -116,7 +118,7 @@ func (f *verifyFlags) register(fl *pflag.FlagSet) {
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the sample with --find-worst (default: the job's verify.seed)")
 	fl.StringArrayVar(&f.entities, "entity", nil, "check this entity, as name=value[,name=value] or hex:KEY (repeatable)")
 	fl.BoolVar(&f.findWorst, "find-worst", false, "find the heaviest entities and the sample in one pass over the old snapshot, instead of the run's sketch")
-	fl.BoolVar(&f.all, "all", false, "check every entity (one pass over the old snapshot to list them)")
+	fl.BoolVar(&f.all, "all", false, "check every entity (one pass over the old snapshot to list them), and every row of the new side beyond them")
 	fl.StringVar(&f.only, "only", "", "check only the entities to redo in this JSON report")
 	fl.StringVar(&f.rejects, "rejects", "", "the run's reject file, or a folder of them, that old cells whose keys do not fit must be in (default: the per-split files in the job's state folder, STATE/rejects, else bad_keys.file)")
 	fl.StringVar(&f.sketch, "sketch", "", "the run's entity sketch (default: entities.json, or every shard's, in the job's state folder)")
