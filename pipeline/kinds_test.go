@@ -18,7 +18,8 @@ import (
 // writes a catch-up's deletes; the dry run takes a catch-up and reaches
 // no target; hfiles writes a catch-up's deletes into its HFiles, reaches
 // the target only when it loads, and keeps a
-// job in phases' record in its staging folder; bigtable alone checks
+// job in phases' record in its staging folder; bigtable writes a
+// catch-up's removals as deletes of exactly those cells, and alone checks
 // family names and warns at plan time.
 func TestSinkKindsDeclare(t *testing.T) {
 	for _, k := range job.SinkKinds {
@@ -49,7 +50,7 @@ func TestSinkKindsDeclare(t *testing.T) {
 		{"hfiles offline: reaches", reaches(hf, offline), false},
 		{"hfiles: coverage", hf.Coverage != nil, true},
 		{"hfiles: phases", hf.Phases, true},
-		{"bigtable: deletes", bt.Deletes, false},
+		{"bigtable: deletes", bt.Deletes, true},
 		{"bigtable: spread", bt.Spread, false},
 		{"bigtable: reaches", reaches(bt, plain), true},
 		{"bigtable: plan families", bt.PlanFamilies != nil, true},
